@@ -1,0 +1,296 @@
+// Package app wires ralph-gate together: configuration, GitHub clients, the store, the
+// durable queue, the webhook handlers and the HTTP routes, and runs them until shutdown.
+// It holds no business rules.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregjones/httpcache"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghboard"
+	"github.com/ralph-gate/ralph-gate/handlers"
+	"github.com/ralph-gate/ralph-gate/jobs"
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// WebhookRoute is where GitHub delivers webhooks.
+const WebhookRoute = githubapp.DefaultWebhookRoute
+
+// App is one running ralph-gate.
+type App struct {
+	cfg      config.Config
+	machine  *policy.Machine
+	store    *store.Store
+	queue    jobs.Queue
+	service  *enforce.Service
+	github   githubapp.ClientCreator
+	boards   *boards
+	appLogin string
+	handler  http.Handler
+	ready    atomic.Bool
+}
+
+// Options are what the caller supplies besides the configuration.
+type Options struct {
+	Version string
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// New builds the app: it authenticates as the GitHub App (to learn its own bot login), opens
+// the store (running migrations) and prepares the queue. Nothing runs until Serve.
+func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
+	if problems := cfg.ValidateServe(); len(problems) > 0 {
+		return nil, problems
+	}
+	m, err := cfg.Machine()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,
+		[]byte(cfg.GitHub.App.PrivateKey),
+		githubapp.WithClientUserAgent("ralph-gate/"+opts.Version),
+		githubapp.WithClientTimeout(15*time.Second),
+		githubapp.WithClientCaching(false, func() httpcache.Cache { return httpcache.NewMemoryCache() }),
+	)
+	appLogin, err := fetchAppLogin(ctx, creator)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	a := &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin}
+	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
+	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
+		ReorderWindow:  cfg.Enforcement.ReorderWindow,
+		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
+		AppLogin:       appLogin,
+	})
+	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
+	proc := processor{service: a.service, boards: a.boards}
+	switch st.Driver() {
+	case store.DriverPostgres:
+		a.queue, err = jobs.New(ctx, riverpgxv5.New(st.Pool()), proc, jobOpts)
+	default:
+		a.queue, err = jobs.New(ctx, riversqlite.New(st.DB()), proc, jobOpts)
+	}
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("prepare queue: %w", err)
+	}
+	a.handler = a.routes()
+	return a, nil
+}
+
+// AppLogin is the app's own bot login, "<slug>[bot]".
+func (a *App) AppLogin() string { return a.appLogin }
+
+// Store gives read access to decisions (demo, audit).
+func (a *App) Store() *store.Store { return a.store }
+
+// Handler serves every route.
+func (a *App) Handler() http.Handler { return a.handler }
+
+func fetchAppLogin(ctx context.Context, creator githubapp.ClientCreator) (string, error) {
+	client, err := creator.NewAppClient()
+	if err != nil {
+		return "", fmt.Errorf("github app client: %w", err)
+	}
+	app, _, err := client.Apps.Get(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("authenticate as the github app (check github.app.integration_id and the private key): %w", err)
+	}
+	if app.GetSlug() == "" {
+		return "", errors.New("authenticate as the github app: GitHub returned no slug")
+	}
+	return app.GetSlug() + "[bot]", nil
+}
+
+func (a *App) routes() http.Handler {
+	mux := http.NewServeMux()
+	secret := []byte(a.cfg.GitHub.App.WebhookSecret)
+	scope := handlers.Scope{Field: a.machine.Field(), AppLogin: a.appLogin}
+	for _, p := range a.cfg.Projects {
+		scope.Projects = append(scope.Projects, handlers.Project{Owner: p.Owner, Number: p.Number})
+	}
+	dispatcher := githubapp.NewEventDispatcher(
+		[]githubapp.EventHandler{&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue}},
+		a.cfg.GitHub.App.WebhookSecret,
+		githubapp.WithErrorCallback(dispatchError),
+	)
+	mux.Handle("POST "+WebhookRoute, webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", a.readyz)
+	return mux
+}
+
+func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if !a.ready.Load() {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	if err := a.store.Ping(ctx); err != nil {
+		http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// Serve runs the queue and the HTTP server on ln until ctx ends, then shuts down gracefully:
+// it stops taking webhooks, lets running jobs finish and closes the store.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	logger := zerolog.Ctx(ctx)
+	if err := a.queue.Start(ctx); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           withLogger(*logger, a.handler),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second, // GitHub gives up after 10 s anyway
+		WriteTimeout:      15 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.Serve(ln) }()
+	a.ready.Store(true)
+	logger.Info().Str("address", ln.Addr().String()).Str("app", a.appLogin).Msg("ralph-gate is serving")
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	a.ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn().Err(err).Msg("http shutdown")
+	}
+	if err := a.queue.Stop(shutdownCtx); err != nil {
+		logger.Warn().Err(err).Msg("queue shutdown: running jobs will be retried after a restart")
+	}
+	if err := a.store.Close(); err != nil {
+		logger.Warn().Err(err).Msg("close store")
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", serveErr)
+	}
+	return nil
+}
+
+// ListenAddress is the configured host:port.
+func (a *App) ListenAddress() string {
+	return net.JoinHostPort(a.cfg.Server.Address, strconv.Itoa(a.cfg.Server.Port))
+}
+
+func withLogger(logger zerolog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(logger.WithContext(r.Context())))
+	})
+}
+
+// riverLogger sends River's own logs (warnings and errors only) to our logger.
+func riverLogger(ctx context.Context) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(zerologWriter{zerolog.Ctx(ctx)}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type zerologWriter struct{ l *zerolog.Logger }
+
+func (w zerologWriter) Write(p []byte) (int, error) {
+	w.l.Warn().RawJSON("river", trimNewline(p)).Msg("river")
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// processor finds the installation's board and runs enforcement.
+type processor struct {
+	service *enforce.Service
+	boards  *boards
+}
+
+func (p processor) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {
+	b, err := p.boards.get(ctx, ch.InstallationID, ch.Owner)
+	if err != nil {
+		return enforce.Result{}, err
+	}
+	return p.service.ProcessChange(ctx, b, ch)
+}
+
+// boards keeps one Board per installation (each has its own token).
+type boards struct {
+	creator githubapp.ClientCreator
+	v4URL   string
+	field   string
+	fields  *ghboard.FieldCache
+	mu      sync.Mutex
+	byID    map[int64]*ghboard.Board
+	orgs    map[string]int64
+}
+
+func newBoards(creator githubapp.ClientCreator, v4URL, field string) *boards {
+	return &boards{creator: creator, v4URL: v4URL, field: field, fields: ghboard.NewFieldCache(),
+		byID: map[int64]*ghboard.Board{}, orgs: map[string]int64{}}
+}
+
+func (b *boards) get(ctx context.Context, installationID int64, owner string) (*ghboard.Board, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if installationID == 0 {
+		id, ok := b.orgs[owner]
+		if !ok {
+			client, err := b.creator.NewAppClient()
+			if err != nil {
+				return nil, fmt.Errorf("github app client: %w", err)
+			}
+			inst, _, err := client.Apps.GetOrganizationInstallation(ctx, owner)
+			if err != nil {
+				return nil, fmt.Errorf("find the installation on %s: %w", owner, err)
+			}
+			id = inst.GetID()
+			b.orgs[owner] = id
+		}
+		installationID = id
+	}
+	if board, ok := b.byID[installationID]; ok {
+		return board, nil
+	}
+	client, err := b.creator.NewInstallationClient(installationID)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
+	}
+	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL), b.field, b.fields)
+	b.byID[installationID] = board
+	return board, nil
+}

@@ -1,0 +1,214 @@
+// Package config decodes, defaults and validates ralph-gate's configuration file.
+//
+// Decoding is strict: unknown keys and type mismatches are problems, and Validate reports
+// every problem at once, each with its key path (workflow.states[3].next[1]). The process
+// refuses to start on any problem. This package must not talk to GitHub or the store.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	ralphgate "github.com/ralph-gate/ralph-gate"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Server      Server      `yaml:"server"`
+	GitHub      GitHub      `yaml:"github"`
+	Store       Store       `yaml:"store"`
+	Projects    []Project   `yaml:"projects"`
+	Enforcement Enforcement `yaml:"enforcement"`
+	Logging     Logging     `yaml:"logging"`
+	Actors      Actors      `yaml:"actors"`
+	Workflow    policy.Spec `yaml:"workflow"`
+}
+
+// Server is where the service listens.
+type Server struct {
+	Address string `yaml:"address"`
+	Port    int    `yaml:"port"`
+	// MaxBodyBytes bounds a webhook body; larger ones are refused with 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// GitHub is go-githubapp's configuration (same keys), secrets overridable from the
+// environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET, GITHUB_APP_PRIVATE_KEY.
+type GitHub struct {
+	WebURL   string `yaml:"web_url"`
+	V3APIURL string `yaml:"v3_api_url"`
+	V4APIURL string `yaml:"v4_api_url"`
+	App      App    `yaml:"app"`
+}
+
+// App identifies the GitHub App.
+type App struct {
+	IntegrationID int64  `yaml:"integration_id"`
+	WebhookSecret string `yaml:"webhook_secret"`
+	PrivateKey    string `yaml:"private_key"`
+}
+
+// Store selects the database.
+type Store struct {
+	Driver string `yaml:"driver"` // sqlite | postgres
+	DSN    string `yaml:"dsn"`
+}
+
+// Project is one enforced organization project.
+type Project struct {
+	Owner  string `yaml:"owner"`
+	Number int    `yaml:"number"`
+}
+
+// Enforcement tunes how changes are processed.
+type Enforcement struct {
+	// ReorderWindow: how long a change waits for an earlier one that has not arrived.
+	ReorderWindow time.Duration `yaml:"reorder_window"`
+	// CoalesceWindow: how long one violation comment absorbs new violations on its issue.
+	CoalesceWindow time.Duration `yaml:"coalesce_window"`
+	// Workers: how many changes are processed at once (changes of one item never overlap).
+	Workers int `yaml:"workers"`
+}
+
+// Logging selects the log level and format.
+type Logging struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // json | console
+}
+
+// Actors says who is an agent and who may bypass enforcement.
+type Actors struct {
+	// Agents are logins or path.Match glob patterns.
+	Agents []string `yaml:"agents"`
+	// Bypass logins are never reverted (always audited).
+	Bypass []string `yaml:"bypass"`
+}
+
+// Problem is one configuration problem at a key path.
+type Problem = policy.Problem
+
+// Problems is every problem found in one configuration; it is an error.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, 0, len(ps))
+	for _, p := range ps {
+		lines = append(lines, p.String())
+	}
+	return fmt.Sprintf("%d configuration problem(s):\n  %s", len(ps), strings.Join(lines, "\n  "))
+}
+
+// Default returns the embedded default configuration, decoded.
+func Default() (Config, error) {
+	return Parse(ralphgate.DefaultConfig())
+}
+
+// Load reads and parses a configuration file; an empty path means the embedded default.
+func Load(file string) (Config, error) {
+	if file == "" {
+		return Default()
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse decodes strictly and validates. A returned error is Problems when the file was read
+// but is wrong, so callers can print every problem.
+func Parse(data []byte) (Config, error) {
+	cfg, problems, parsed := decode(data)
+	cfg.applyDefaults()
+	if parsed {
+		// Unknown keys and type errors do not hide the semantic problems: report them all.
+		problems = append(problems, cfg.Validate()...)
+	}
+	if len(problems) > 0 {
+		return Config{}, problems
+	}
+	return cfg, nil
+}
+
+// decode reports unknown keys by path and type errors by line, all at once.
+// parsed is false when the text is not YAML at all.
+func decode(data []byte) (cfg Config, problems Problems, parsed bool) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Config{}, Problems{{Path: "(file)", Message: yamlMessage(err)}}, false
+	}
+	if len(root.Content) == 0 {
+		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false
+	}
+	problems = append(problems, unknownKeys(root.Content[0], configShape(), "")...)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&cfg); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, msg := range te.Errors {
+				problems = append(problems, Problem{Path: "(file)", Message: msg})
+			}
+		} else {
+			problems = append(problems, Problem{Path: "(file)", Message: yamlMessage(err)})
+		}
+	}
+	return cfg, problems, true
+}
+
+func yamlMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// Validate reports every semantic problem with its key path.
+func (c Config) Validate() Problems {
+	problems := c.validateService()
+	for i, pattern := range c.Actors.Agents {
+		if strings.TrimSpace(pattern) == "" {
+			problems = append(problems, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: "empty login or pattern"})
+			continue
+		}
+		if _, err := path.Match(pattern, ""); err != nil {
+			problems = append(problems, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: fmt.Sprintf("bad glob pattern %q: %v", pattern, err)})
+		}
+	}
+	seen := map[string]bool{}
+	for i, login := range c.Actors.Bypass {
+		p := fmt.Sprintf("actors.bypass[%d]", i)
+		switch {
+		case strings.TrimSpace(login) == "":
+			problems = append(problems, Problem{Path: p, Message: "empty login"})
+		case strings.ContainsAny(login, "*?["):
+			problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("bypass takes exact logins, not patterns (%q)", login)})
+		case seen[login]:
+			problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("duplicate login %q", login)})
+		}
+		seen[login] = true
+	}
+	if _, ps := policy.Compile(c.Workflow); len(ps) > 0 {
+		problems = append(problems, ps...)
+	}
+	return problems
+}
+
+// Machine compiles the workflow; the config must have been validated.
+func (c Config) Machine() (*policy.Machine, error) {
+	m, ps := policy.Compile(c.Workflow)
+	if len(ps) > 0 {
+		return nil, Problems(ps)
+	}
+	return m, nil
+}
+
+// PolicyActors turns the actor lists into the classifier policy uses; appLogin is the app's
+// own "<slug>[bot]" login (empty when unknown, e.g. in the policy CLI).
+func (c Config) PolicyActors(appLogin string) policy.Actors {
+	return policy.Actors{App: appLogin, Agents: c.Actors.Agents, Bypass: c.Actors.Bypass}
+}

@@ -1,0 +1,134 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	ralphgate "github.com/ralph-gate/ralph-gate"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+func TestDefaultConfigIsTheDesignWorkflow(t *testing.T) {
+	cfg, err := Default()
+	if err != nil {
+		t.Fatalf("embedded config.yml does not load: %v", err)
+	}
+	if !reflect.DeepEqual(cfg.Workflow, policy.DefaultSpec()) {
+		t.Errorf("config.yml's workflow and policy.DefaultSpec() drifted apart:\nconfig.yml: %+v\nDefaultSpec: %+v", cfg.Workflow, policy.DefaultSpec())
+	}
+	if _, err := cfg.Machine(); err != nil {
+		t.Fatalf("default machine: %v", err)
+	}
+}
+
+func TestLoadEmptyPathIsDefault(t *testing.T) {
+	a, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("Load(\"\") differs from Default()")
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(t.TempDir() + "/nope.yml")
+	if err == nil || !strings.Contains(err.Error(), "read config") {
+		t.Fatalf("want a read error, got %v", err)
+	}
+}
+
+// withWorkflow returns the default config text with one edit applied.
+func edited(t *testing.T, old, new string) []byte {
+	t.Helper()
+	text := string(ralphgate.DefaultConfig())
+	if !strings.Contains(text, old) {
+		t.Fatalf("config.yml does not contain %q", old)
+	}
+	return []byte(strings.Replace(text, old, new, 1))
+}
+
+func TestParseProblems(t *testing.T) {
+	tests := []struct {
+		name  string
+		data  func(t *testing.T) []byte
+		paths []string // every path must be reported
+	}{
+		{"empty file", func(*testing.T) []byte { return nil }, []string{"(file)"}},
+		{"not yaml", func(*testing.T) []byte { return []byte("a: [b") }, []string{"(file)"}},
+		{"unknown top-level key", func(t *testing.T) []byte { return edited(t, "actors:\n", "actorz: 1\nactors:\n") }, []string{"actorz"}},
+		{"unknown nested keys all reported", func(t *testing.T) []byte {
+			d := edited(t, "    - name: Backlog\n", "    - name: Backlog\n      colour: red\n")
+			return []byte(strings.Replace(string(d), "    lock_ownership: true\n", "    lock_ownership: true\n    lock_owner: true\n", 1))
+		}, []string{"workflow.states[0].colour", "workflow.gates.lock_owner"}},
+		{"type mismatch", func(t *testing.T) []byte { return edited(t, "max_cascade_depth: 10", "max_cascade_depth: ten") }, []string{"(file)"}},
+		{"bad agent pattern", func(t *testing.T) []byte { return edited(t, `    - "agent-*"`, `    - "agent-["`) }, []string{"actors.agents[1]"}},
+		{"pattern in bypass and duplicates", func(t *testing.T) []byte { return edited(t, "bypass: []", "bypass: [ops, ops, \"x*\"]") }, []string{"actors.bypass[1]", "actors.bypass[2]"}},
+		{"workflow problems come from policy", func(t *testing.T) []byte {
+			return edited(t, "next: [Research Needed, Ready for Plan, Done, Canceled]", "next: [Research Needed, Nowhere, Done, Canceled]")
+		}, []string{"workflow.states[0].next[1]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.data(t))
+			var problems Problems
+			if !errors.As(err, &problems) {
+				t.Fatalf("want Problems, got %v", err)
+			}
+			for _, want := range tt.paths {
+				found := false
+				for _, p := range problems {
+					if p.Path == want {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no problem at %s; got:\n%v", want, problems)
+				}
+			}
+			if !strings.Contains(problems.Error(), "problem(s)") {
+				t.Errorf("Problems.Error() = %q", problems.Error())
+			}
+		})
+	}
+}
+
+func TestPolicyActors(t *testing.T) {
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.PolicyActors("ralph-gate[bot]")
+	for login, want := range map[string]policy.ActorKind{
+		"ralph-gate[bot]": policy.ActorApp,
+		"dependabot[bot]": policy.ActorAgent,
+		"agent-7":         policy.ActorAgent,
+		"alice":           policy.ActorHuman,
+	} {
+		if got := a.Classify(login); got != want {
+			t.Errorf("Classify(%q) = %v, want %v", login, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(ralphgate.DefaultConfig())
+	f.Add([]byte("workflow: {states: [{name: A, kind: queue, next: [A]}]}"))
+	f.Add([]byte("actors: {agents: ['['], bypass: ['*']}"))
+	f.Add([]byte("&a [*a, *a]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if _, err := cfg.Machine(); err != nil {
+			t.Fatalf("Parse accepted a config whose machine does not compile: %v", err)
+		}
+	})
+}

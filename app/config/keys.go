@@ -1,0 +1,99 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+func configShape() reflect.Type { return reflect.TypeOf(Config{}) }
+
+// unknownKeys walks the YAML tree beside the Go type and reports every key the type does
+// not declare, with its path. yaml.v3's KnownFields stops at the first one; operators
+// deserve the whole list.
+func unknownKeys(n *yaml.Node, t reflect.Type, at string) Problems {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	var problems Problems
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil // the decoder reports the type mismatch
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i].Value, n.Content[i+1]
+			p := join(at, key)
+			ft, ok := fields[key]
+			if !ok {
+				problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("unknown key (line %d); known keys: %s", n.Content[i].Line, knownList(t))})
+				continue
+			}
+			problems = append(problems, unknownKeys(val, ft, p)...)
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, item := range n.Content {
+			problems = append(problems, unknownKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i))...)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			problems = append(problems, unknownKeys(n.Content[i+1], t.Elem(), join(at, n.Content[i].Value))...)
+		}
+	}
+	return problems
+}
+
+func join(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func knownList(t reflect.Type) string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,176 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables that override secrets (go-githubapp's names).
+const (
+	EnvIntegrationID = "GITHUB_APP_INTEGRATION_ID"
+	EnvWebhookSecret = "GITHUB_APP_WEBHOOK_SECRET"
+	EnvPrivateKey    = "GITHUB_APP_PRIVATE_KEY"
+)
+
+// applyDefaults fills what the file left empty; it is the one place defaults live.
+func (c *Config) applyDefaults() {
+	if c.Server.Address == "" {
+		c.Server.Address = "0.0.0.0"
+	}
+	if c.Server.Port == 0 {
+		c.Server.Port = 8080
+	}
+	if c.Server.MaxBodyBytes == 0 {
+		c.Server.MaxBodyBytes = 5 << 20 // GitHub caps payloads at 25 MB; ours are small
+	}
+	if c.GitHub.WebURL == "" {
+		c.GitHub.WebURL = "https://github.com"
+	}
+	if c.GitHub.V3APIURL == "" {
+		c.GitHub.V3APIURL = "https://api.github.com/"
+	}
+	if c.GitHub.V4APIURL == "" {
+		c.GitHub.V4APIURL = "https://api.github.com/graphql"
+	}
+	if c.Store.Driver == "" {
+		c.Store.Driver = "sqlite"
+	}
+	if c.Store.DSN == "" && c.Store.Driver == "sqlite" {
+		c.Store.DSN = "ralph-gate.db"
+	}
+	if c.Enforcement.ReorderWindow == 0 {
+		c.Enforcement.ReorderWindow = 5 * time.Second
+	}
+	if c.Enforcement.CoalesceWindow == 0 {
+		c.Enforcement.CoalesceWindow = 10 * time.Minute
+	}
+	if c.Enforcement.Workers == 0 {
+		c.Enforcement.Workers = 8
+	}
+	if c.Logging.Level == "" {
+		c.Logging.Level = "info"
+	}
+	if c.Logging.Format == "" {
+		c.Logging.Format = "json"
+	}
+}
+
+// ApplyEnv overrides secrets from the environment (lookup is os.LookupEnv in production).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
+	var problems Problems
+	if v, ok := lookup(EnvIntegrationID); ok {
+		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			problems = append(problems, Problem{Path: "env " + EnvIntegrationID, Message: "not an integer"})
+		} else {
+			c.GitHub.App.IntegrationID = id
+		}
+	}
+	if v, ok := lookup(EnvWebhookSecret); ok {
+		c.GitHub.App.WebhookSecret = v
+	}
+	if v, ok := lookup(EnvPrivateKey); ok {
+		c.GitHub.App.PrivateKey = v
+	}
+	return problems
+}
+
+// LoadForServe loads the file, applies the environment and checks everything serving needs.
+func LoadForServe(file string) (Config, error) {
+	cfg, err := Load(file)
+	if err != nil {
+		return Config{}, err
+	}
+	problems := cfg.ApplyEnv(os.LookupEnv)
+	problems = append(problems, cfg.ValidateServe()...)
+	if len(problems) > 0 {
+		return Config{}, problems
+	}
+	return cfg, nil
+}
+
+// validateService checks the service sections (always, whether or not serving).
+func (c Config) validateService() Problems {
+	var problems Problems
+	add := func(path, format string, args ...any) {
+		problems = append(problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if c.Server.Port < 0 || c.Server.Port > 65535 {
+		add("server.port", "must be between 0 and 65535, got %d", c.Server.Port)
+	}
+	if c.Server.MaxBodyBytes < 1024 {
+		add("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+	for key, v := range map[string]string{"github.web_url": c.GitHub.WebURL, "github.v3_api_url": c.GitHub.V3APIURL, "github.v4_api_url": c.GitHub.V4APIURL} {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add(key, "must be an http(s) URL, got %q", v)
+		}
+	}
+	switch c.Store.Driver {
+	case "sqlite":
+	case "postgres":
+		if c.Store.DSN == "" {
+			add("store.dsn", "is required with the postgres driver")
+		}
+	default:
+		add("store.driver", "must be sqlite or postgres, got %q", c.Store.Driver)
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Projects {
+		at := fmt.Sprintf("projects[%d]", i)
+		if strings.TrimSpace(p.Owner) == "" {
+			add(at+".owner", "is required (the organization login)")
+		}
+		if p.Number <= 0 {
+			add(at+".number", "must be a positive project number, got %d", p.Number)
+		}
+		key := strings.ToLower(p.Owner) + "/" + strconv.Itoa(p.Number)
+		if seen[key] {
+			add(at, "duplicate project %s/%d", p.Owner, p.Number)
+		}
+		seen[key] = true
+	}
+	if c.Enforcement.ReorderWindow < 0 || c.Enforcement.ReorderWindow > time.Minute {
+		add("enforcement.reorder_window", "must be between 0s and 1m, got %s", c.Enforcement.ReorderWindow)
+	}
+	if c.Enforcement.CoalesceWindow < 0 {
+		add("enforcement.coalesce_window", "must not be negative")
+	}
+	if c.Enforcement.Workers < 1 || c.Enforcement.Workers > 256 {
+		add("enforcement.workers", "must be between 1 and 256, got %d", c.Enforcement.Workers)
+	}
+	switch c.Logging.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("logging.level", "must be debug, info, warn or error, got %q", c.Logging.Level)
+	}
+	switch c.Logging.Format {
+	case "json", "console":
+	default:
+		add("logging.format", "must be json or console, got %q", c.Logging.Format)
+	}
+	return problems
+}
+
+// ValidateServe checks what only serving needs: the App's identity and secrets, and at
+// least one project to enforce. Secrets are never echoed.
+func (c Config) ValidateServe() Problems {
+	var problems Problems
+	if c.GitHub.App.IntegrationID <= 0 {
+		problems = append(problems, Problem{Path: "github.app.integration_id", Message: "is required (or set " + EnvIntegrationID + ")"})
+	}
+	if strings.TrimSpace(c.GitHub.App.WebhookSecret) == "" {
+		problems = append(problems, Problem{Path: "github.app.webhook_secret", Message: "is required: ralph-gate refuses unsigned webhooks (or set " + EnvWebhookSecret + ")"})
+	}
+	if !strings.Contains(c.GitHub.App.PrivateKey, "PRIVATE KEY") {
+		problems = append(problems, Problem{Path: "github.app.private_key", Message: "is required as a PEM private key (or set " + EnvPrivateKey + ")"})
+	}
+	if len(c.Projects) == 0 {
+		problems = append(problems, Problem{Path: "projects", Message: "list at least one organization project to enforce ({owner, number})"})
+	}
+	return problems
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+)
+
+func runValidate(args []string, s streams) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(s.err, "validate: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			for _, p := range problems {
+				fmt.Fprintln(s.out, p.String())
+			}
+			fmt.Fprintf(s.out, "%d problem(s) in %s\n", len(problems), describe(*file))
+			return exitError
+		}
+		fmt.Fprintf(s.err, "validate: %v\n", err)
+		return exitError
+	}
+	m, err := cfg.Machine()
+	if err != nil {
+		fmt.Fprintf(s.err, "validate: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(s.out, "%s is valid: %d states, %d commands, %d intents\n",
+		describe(*file), len(m.States()), len(m.Commands()), len(m.Intents()))
+	return exitOK
+}
+
+func describe(file string) string {
+	if file == "" {
+		return "the embedded config.yml"
+	}
+	return file
+}

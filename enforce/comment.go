@@ -1,0 +1,169 @@
+package enforce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// ViolationMarker opens every violation comment; it is how the app finds its own comment.
+const ViolationMarker = "<!-- ralph-gate:violation -->"
+
+// maxListedViolations bounds how many violations one coalesced comment lists.
+const maxListedViolations = 20
+
+// TransitionMarker is the machine-readable record of one move, compatible with
+// `<!-- ralph-transition: {"from":…,"to":…,"command":…,"at":…} -->` (extra keys allowed).
+type TransitionMarker struct {
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+	Command *string `json:"command"`
+	At      string  `json:"at"`
+	Actor   string  `json:"actor,omitempty"`
+	Verdict string  `json:"verdict,omitempty"`
+	Rule    string  `json:"rule,omitempty"`
+}
+
+// Marker renders the hidden HTML comment.
+func (m TransitionMarker) Marker() string {
+	data, _ := json.Marshal(m) // a struct of strings always encodes
+	return "<!-- ralph-transition: " + string(data) + " -->"
+}
+
+// ParseTransitionMarkers returns every ralph-transition marker in a comment body.
+func ParseTransitionMarkers(body string) ([]TransitionMarker, error) {
+	const open, end = "<!-- ralph-transition: ", " -->"
+	var out []TransitionMarker
+	for {
+		i := strings.Index(body, open)
+		if i < 0 {
+			return out, nil
+		}
+		body = body[i+len(open):]
+		j := strings.Index(body, end)
+		if j < 0 {
+			return out, errors.New("unterminated ralph-transition marker")
+		}
+		var m TransitionMarker
+		if err := json.Unmarshal([]byte(body[:j]), &m); err != nil {
+			return out, fmt.Errorf("bad ralph-transition marker: %w", err)
+		}
+		out = append(out, m)
+		body = body[j+len(end):]
+	}
+}
+
+// violation is one refused move, as a comment line.
+type violation struct {
+	marker TransitionMarker
+	line   string
+}
+
+// explain posts the violation comment, or folds it into a recent one on the same issue.
+func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision) error {
+	now := s.now()
+	v := violation{
+		marker: TransitionMarker{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule)},
+		line:   violationLine(ch, kind, back, dec),
+	}
+	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
+	switch {
+	case err == nil && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < s.opts.CoalesceWindow:
+		body := coalesce(prev.Body, v, prev.Count+1)
+		if err := b.UpdateComment(ctx, prev.NodeID, body); err != nil {
+			return fmt.Errorf("update violation comment: %w", err)
+		}
+		prev.Body, prev.Count, prev.UpdatedAt = body, prev.Count+1, now
+		return s.store.PutViolationComment(ctx, it.Repo, it.Number, prev)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("load violation comment: %w", err)
+	}
+	body := renderViolations([]violation{v}, 1)
+	c, err := b.AddComment(ctx, it.ContentID, body)
+	if err != nil {
+		return fmt.Errorf("add violation comment: %w", err)
+	}
+	return s.store.PutViolationComment(ctx, it.Repo, it.Number, store.ViolationComment{
+		CommentID: c.DatabaseID, NodeID: c.ID, Count: 1, UpdatedAt: now, Body: body,
+	})
+}
+
+func violationLine(ch Change, kind policy.ActorKind, back string, dec policy.Decision) string {
+	from := back
+	if from == "" {
+		from = "(no state)"
+	}
+	to := ch.To
+	if to == "" {
+		to = "(no state)"
+	}
+	allowed := "nothing"
+	if len(dec.Allowed) > 0 {
+		allowed = strings.Join(dec.Allowed, ", ")
+	}
+	return fmt.Sprintf("`%s` (%s) moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Allowed from %s for %s: %s.",
+		ch.Actor, kind, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, from, kind, allowed)
+}
+
+func ensureStop(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+// renderViolations builds the whole comment: marker, one hidden transition marker and one
+// line per violation (newest last), and how to get help.
+func renderViolations(vs []violation, count int) string {
+	var b strings.Builder
+	b.WriteString(ViolationMarker + "\n")
+	for _, v := range vs {
+		b.WriteString(v.marker.Marker() + "\n")
+	}
+	if count == 1 {
+		b.WriteString("**ralph-gate reverted a Workflow State change that the workflow does not allow.**\n\n")
+	} else {
+		fmt.Fprintf(&b, "**ralph-gate reverted %d Workflow State changes that the workflow does not allow.**\n\n", count)
+	}
+	for _, v := range vs {
+		b.WriteString("- " + v.line + "\n")
+	}
+	b.WriteString("\nAgents: hand off through ralph-gate's `handoff_ticket` tool to get the allowed moves. People: `ralph-gate policy check` explains any move.\n")
+	return b.String()
+}
+
+// coalesce folds a new violation into an existing comment body.
+func coalesce(prevBody string, v violation, count int) string {
+	vs := parseViolations(prevBody)
+	vs = append(vs, v)
+	if len(vs) > maxListedViolations {
+		vs = vs[len(vs)-maxListedViolations:]
+	}
+	return renderViolations(vs, count)
+}
+
+// parseViolations recovers the violations listed in a comment the app wrote.
+func parseViolations(body string) []violation {
+	markers, _ := ParseTransitionMarkers(body)
+	var lines []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			lines = append(lines, strings.TrimPrefix(l, "- "))
+		}
+	}
+	if len(lines) != len(markers) {
+		return nil // edited by hand: start the list afresh rather than mismatch lines
+	}
+	out := make([]violation, len(markers))
+	for i := range markers {
+		out[i] = violation{marker: markers[i], line: lines[i]}
+	}
+	return out
+}

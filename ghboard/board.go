@@ -1,0 +1,216 @@
+package ghboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+var _ enforce.Board = (*Board)(nil)
+
+// ErrNotFound means GitHub has no such item, project or field (or the app cannot see it).
+var ErrNotFound = errors.New("not found on github")
+
+// Field is the workflow field of one project, with its option ids by name.
+type Field struct {
+	ProjectID string
+	FieldID   string
+	Options   map[string]string // option name -> option id
+	Names     []string          // option names in board order
+}
+
+// FieldCache remembers each project's workflow field; it is shared by all installations'
+// boards because field ids never change while options are stable between restarts.
+type FieldCache struct {
+	mu     sync.Mutex
+	fields map[string]Field // project node id -> field
+}
+
+// NewFieldCache returns an empty cache.
+func NewFieldCache() *FieldCache { return &FieldCache{fields: map[string]Field{}} }
+
+func (c *FieldCache) get(projectID string) (Field, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.fields[projectID]
+	return f, ok
+}
+
+func (c *FieldCache) put(f Field) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fields[f.ProjectID] = f
+}
+
+// Forget drops a project's field, e.g. after an option was renamed on the board.
+func (c *FieldCache) Forget(projectID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.fields, projectID)
+}
+
+// Board is one installation's view of the boards.
+type Board struct {
+	gql       *Client
+	fieldName string
+	fields    *FieldCache
+}
+
+// New returns a Board that reads and writes through gql; fieldName is the workflow field.
+func New(gql *Client, fieldName string, fields *FieldCache) *Board {
+	return &Board{gql: gql, fieldName: fieldName, fields: fields}
+}
+
+type itemData struct {
+	Node *struct {
+		Typename   string `json:"__typename"`
+		ID         string `json:"id"`
+		Type       string `json:"type"`
+		IsArchived bool   `json:"isArchived"`
+		Project    struct {
+			ID     string `json:"id"`
+			Number int    `json:"number"`
+			Owner  struct {
+				Login string `json:"login"`
+			} `json:"owner"`
+		} `json:"project"`
+		FieldValue *struct {
+			Name string `json:"name"`
+		} `json:"fieldValueByName"`
+		Content *struct {
+			Typename   string `json:"__typename"`
+			ID         string `json:"id"`
+			Number     int    `json:"number"`
+			Title      string `json:"title"`
+			State      string `json:"state"`
+			Repository struct {
+				NameWithOwner string `json:"nameWithOwner"`
+			} `json:"repository"`
+		} `json:"content"`
+	} `json:"node"`
+}
+
+// Item reads an item with its Workflow State in one call.
+func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
+	var d itemData
+	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName}, &d); err != nil {
+		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, err)
+	}
+	n := d.Node
+	if n == nil || n.Typename != "ProjectV2Item" {
+		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, ErrNotFound)
+	}
+	it := enforce.Item{
+		ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
+		Archived: n.IsArchived,
+	}
+	if n.FieldValue != nil {
+		it.State = n.FieldValue.Name
+	}
+	if c := n.Content; c != nil {
+		it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
+		it.Repo = c.Repository.NameWithOwner
+		it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN")
+	}
+	return it, nil
+}
+
+// Field returns (and caches) the workflow field of a project.
+func (b *Board) Field(ctx context.Context, owner string, number int) (Field, error) {
+	var d struct {
+		Organization *struct {
+			ProjectV2 *struct {
+				ID    string `json:"id"`
+				Field *struct {
+					Typename string `json:"__typename"`
+					ID       string `json:"id"`
+					Options  []struct {
+						ID   string `json:"id"`
+						Name string `json:"name"`
+					} `json:"options"`
+				} `json:"field"`
+			} `json:"projectV2"`
+		} `json:"organization"`
+	}
+	vars := map[string]any{"owner": owner, "number": number, "field": b.fieldName}
+	if err := b.gql.Do(ctx, queryProjectField, vars, &d); err != nil {
+		return Field{}, fmt.Errorf("read project %s/%d: %w", owner, number, err)
+	}
+	if d.Organization == nil || d.Organization.ProjectV2 == nil {
+		return Field{}, fmt.Errorf("project %s/%d: %w", owner, number, ErrNotFound)
+	}
+	p := d.Organization.ProjectV2
+	if p.Field == nil || p.Field.Typename != "ProjectV2SingleSelectField" {
+		return Field{}, fmt.Errorf("project %s/%d has no single-select field %q: %w", owner, number, b.fieldName, ErrNotFound)
+	}
+	f := Field{ProjectID: p.ID, FieldID: p.Field.ID, Options: map[string]string{}}
+	for _, o := range p.Field.Options {
+		f.Options[o.Name] = o.ID
+		f.Names = append(f.Names, o.Name)
+	}
+	b.fields.put(f)
+	return f, nil
+}
+
+func (b *Board) fieldFor(ctx context.Context, it enforce.Item) (Field, error) {
+	if f, ok := b.fields.get(it.ProjectID); ok {
+		return f, nil
+	}
+	return b.Field(ctx, it.Owner, it.ProjectNumber)
+}
+
+// SetState writes the Workflow State; "" clears it.
+func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) error {
+	f, err := b.fieldFor(ctx, it)
+	if err != nil {
+		return err
+	}
+	if state == "" {
+		vars := map[string]any{"project": f.ProjectID, "item": it.ID, "field": f.FieldID}
+		if err := b.gql.Do(ctx, mutationClearState, vars, nil); err != nil {
+			return fmt.Errorf("clear state of %s: %w", it.ID, err)
+		}
+		return nil
+	}
+	option, ok := f.Options[state]
+	if !ok {
+		b.fields.Forget(it.ProjectID)
+		return fmt.Errorf("project %s/%d has no option %q in %q", it.Owner, it.ProjectNumber, state, b.fieldName)
+	}
+	vars := map[string]any{"project": f.ProjectID, "item": it.ID, "field": f.FieldID, "option": option}
+	if err := b.gql.Do(ctx, mutationSetState, vars, nil); err != nil {
+		return fmt.Errorf("set state of %s to %q: %w", it.ID, state, err)
+	}
+	return nil
+}
+
+// AddComment comments on an issue or pull request.
+func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce.Comment, error) {
+	var d struct {
+		AddComment struct {
+			CommentEdge struct {
+				Node struct {
+					ID         string `json:"id"`
+					DatabaseID int64  `json:"databaseId"`
+				} `json:"node"`
+			} `json:"commentEdge"`
+		} `json:"addComment"`
+	}
+	if err := b.gql.Do(ctx, mutationAddComment, map[string]any{"subject": subjectID, "body": body}, &d); err != nil {
+		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, err)
+	}
+	n := d.AddComment.CommentEdge.Node
+	return enforce.Comment{ID: n.ID, DatabaseID: n.DatabaseID}, nil
+}
+
+// UpdateComment replaces a comment's body.
+func (b *Board) UpdateComment(ctx context.Context, commentID, body string) error {
+	if err := b.gql.Do(ctx, mutationUpdateComment, map[string]any{"id": commentID, "body": body}, nil); err != nil {
+		return fmt.Errorf("update comment %s: %w", commentID, err)
+	}
+	return nil
+}

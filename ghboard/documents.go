@@ -1,0 +1,83 @@
+package ghboard
+
+// Every GraphQL document the adapter sends. The simulator's schema test validates each one
+// against GitHub's published schema (see Documents).
+
+const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
+  node(id: $id) {
+    __typename
+    ... on ProjectV2Item {
+      id
+      type
+      isArchived
+      project { id number owner { __typename ... on Organization { login } } }
+      fieldValueByName(name: $field) {
+        __typename
+        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+      }
+      content {
+        __typename
+        ... on Issue { id number title state repository { nameWithOwner } }
+        ... on PullRequest { id number title state repository { nameWithOwner } }
+        ... on DraftIssue { id title }
+      }
+    }
+  }
+}`
+
+const queryProjectField = `query RalphGateProjectField($owner: String!, $number: Int!, $field: String!) {
+  organization(login: $owner) {
+    projectV2(number: $number) {
+      id
+      number
+      title
+      field(name: $field) {
+        __typename
+        ... on ProjectV2SingleSelectField { id name options { id name } }
+      }
+    }
+  }
+}`
+
+const mutationSetState = `mutation RalphGateSetState($project: ID!, $item: ID!, $field: ID!, $option: String!) {
+  updateProjectV2ItemFieldValue(input: {projectId: $project, itemId: $item, fieldId: $field, value: {singleSelectOptionId: $option}}) {
+    projectV2Item { id }
+  }
+}`
+
+const mutationClearState = `mutation RalphGateClearState($project: ID!, $item: ID!, $field: ID!) {
+  clearProjectV2ItemFieldValue(input: {projectId: $project, itemId: $item, fieldId: $field}) {
+    projectV2Item { id }
+  }
+}`
+
+const mutationAddComment = `mutation RalphGateAddComment($subject: ID!, $body: String!) {
+  addComment(input: {subjectId: $subject, body: $body}) {
+    commentEdge { node { id databaseId } }
+  }
+}`
+
+const mutationUpdateComment = `mutation RalphGateUpdateComment($id: ID!, $body: String!) {
+  updateIssueComment(input: {id: $id, body: $body}) {
+    issueComment { id }
+  }
+}`
+
+// Document is one GraphQL document with example variables, for schema tests.
+type Document struct {
+	Name      string
+	Query     string
+	Variables map[string]any
+}
+
+// Documents lists every document the adapter sends.
+func Documents() []Document {
+	return []Document{
+		{"item", queryItem, map[string]any{"id": "PVTI_x", "field": "Workflow State"}},
+		{"project field", queryProjectField, map[string]any{"owner": "acme", "number": 1, "field": "Workflow State"}},
+		{"set state", mutationSetState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x", "option": "abc"}},
+		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
+		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},
+		{"update comment", mutationUpdateComment, map[string]any{"id": "IC_x", "body": "hi"}},
+	}
+}

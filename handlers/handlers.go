@@ -1,0 +1,56 @@
+// Package handlers holds one thin handler per webhook event. Each decodes the payload,
+// enriches the logger, returns early for "not for us" (with a debug line saying why) and
+// hands the rest to a durable queue; the work itself happens in package enforce.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// Event names this package handles.
+const (
+	EventProjectsV2Item = "projects_v2_item"
+)
+
+// Log keys used on every line about one webhook.
+const (
+	LogKeyOrg      = "org"
+	LogKeyProject  = "project"
+	LogKeyItem     = "item"
+	LogKeyActor    = "actor"
+	LogKeyDelivery = "delivery"
+)
+
+// ErrMalformed marks a payload that is not what its event says; the intake answers 400.
+var ErrMalformed = errors.New("malformed webhook payload")
+
+// Enqueuer stores work durably; it returns only when the work will survive a crash.
+type Enqueuer interface {
+	EnqueueChange(ctx context.Context, ch enforce.Change) error
+}
+
+// Project names an enforced project.
+type Project struct {
+	Owner  string
+	Number int
+}
+
+// Scope says which changes are enforced.
+type Scope struct {
+	Projects []Project
+	Field    string // the workflow field's name
+	AppLogin string // our own "<slug>[bot]"
+}
+
+func (s Scope) enforced(owner string, number int) bool {
+	for _, p := range s.Projects {
+		if strings.EqualFold(p.Owner, owner) && p.Number == number {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,180 @@
+// Package jobs makes webhook work durable with River: the intake inserts a job and answers
+// GitHub at once; workers process jobs with retries, honouring GitHub's retry-after. SQLite
+// (one replica) and PostgreSQL (several replicas) sit behind one Queue.
+//
+// It knows nothing about GitHub or the workflow: a Processor does the work.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// KindChange is the job kind of one observed Workflow State change.
+const KindChange = "workflow_change"
+
+// ChangeArgs is one observed change; the delivery id makes it unique, so a redelivered or
+// duplicated webhook inserts nothing.
+type ChangeArgs struct {
+	DeliveryID string         `json:"delivery_id" river:"unique"`
+	Change     enforce.Change `json:"change"`
+}
+
+// Kind implements river.JobArgs.
+func (ChangeArgs) Kind() string { return KindChange }
+
+// Processor does the work of one change. A Wait outcome is retried after Result.RetryAfter.
+type Processor interface {
+	ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error)
+}
+
+// RetryAfterError lets a processor say exactly when to try again (e.g. GitHub's retry-after).
+type RetryAfterError interface {
+	error
+	RetryAfterDuration() time.Duration
+}
+
+// Options tune the queue.
+type Options struct {
+	Workers      int
+	MaxAttempts  int
+	PollInterval time.Duration
+	Logger       *slog.Logger
+	// Retention of finished jobs; a redelivery within it is recognised as a duplicate.
+	// GitHub lets deliveries be redelivered for 3 days.
+	Retention time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 25
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 50 * time.Millisecond
+	}
+	if o.Retention <= 0 {
+		o.Retention = 72 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Queue is the durable queue, whatever the database.
+type Queue interface {
+	EnqueueChange(ctx context.Context, ch enforce.Change) error
+	Start(ctx context.Context) error
+	// Stop stops fetching and waits for running jobs to finish (graceful shutdown).
+	Stop(ctx context.Context) error
+	// Depth counts jobs not yet finished.
+	Depth(ctx context.Context) (int, error)
+}
+
+type riverQueue[TTx any] struct {
+	client *river.Client[TTx]
+}
+
+// New migrates River's tables and returns a queue whose workers call p.
+func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Processor, opts Options) (Queue, error) {
+	opts.defaults()
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("river migrator: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("river migrations: %w", err)
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &changeWorker{p: p}); err != nil {
+		return nil, fmt.Errorf("register worker: %w", err)
+	}
+	client, err := river.NewClient(driver, &river.Config{
+		Queues:                      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}},
+		Workers:                     workers,
+		MaxAttempts:                 opts.MaxAttempts,
+		FetchPollInterval:           opts.PollInterval,
+		FetchCooldown:               opts.PollInterval / 5,
+		RetryPolicy:                 retryPolicy{},
+		CompletedJobRetentionPeriod: opts.Retention,
+		JobTimeout:                  2 * time.Minute,
+		Logger:                      opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	return &riverQueue[TTx]{client: client}, nil
+}
+
+func (q *riverQueue[TTx]) EnqueueChange(ctx context.Context, ch enforce.Change) error {
+	_, err := q.client.Insert(ctx, ChangeArgs{DeliveryID: ch.DeliveryID, Change: ch}, &river.InsertOpts{
+		UniqueOpts: river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("insert job: %w", err)
+	}
+	return nil
+}
+
+func (q *riverQueue[TTx]) Start(ctx context.Context) error { return q.client.Start(ctx) }
+
+func (q *riverQueue[TTx]) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
+
+func (q *riverQueue[TTx]) Depth(ctx context.Context) (int, error) {
+	res, err := q.client.JobList(ctx, river.NewJobListParams().
+		States(rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled).
+		First(10000))
+	if err != nil {
+		return 0, fmt.Errorf("list jobs: %w", err)
+	}
+	return len(res.Jobs), nil
+}
+
+type changeWorker struct {
+	river.WorkerDefaults[ChangeArgs]
+	p Processor
+}
+
+func (w *changeWorker) Work(ctx context.Context, job *river.Job[ChangeArgs]) error {
+	logger := zerolog.Ctx(ctx).With().Str("delivery", job.Args.DeliveryID).Str("item", job.Args.Change.ItemID).Int("attempt", job.Attempt).Logger()
+	ctx = logger.WithContext(ctx)
+	res, err := w.p.ProcessChange(ctx, job.Args.Change)
+	if err != nil {
+		var ra RetryAfterError
+		if errors.As(err, &ra) {
+			logger.Warn().Err(err).Dur("retry_after", ra.RetryAfterDuration()).Msg("github asked us to wait")
+			return river.JobSnooze(ra.RetryAfterDuration())
+		}
+		logger.Error().Err(err).Msg("processing failed; will retry")
+		return err
+	}
+	if res.Outcome == enforce.OutcomeWait {
+		return river.JobSnooze(res.RetryAfter)
+	}
+	return nil
+}
+
+// retryPolicy backs off exponentially with jitter (100 ms doubling, at most 5 min), so a
+// GitHub outage does not turn into a retry storm.
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	n := min(len(job.Errors), 12)
+	d := min(100*time.Millisecond<<n, 5*time.Minute)
+	jitter := time.Duration(rand.Int64N(int64(d)/2 + 1))
+	return time.Now().Add(d/2 + jitter)
+}

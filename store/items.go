@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Item is what the store remembers about one project item.
+type Item struct {
+	ProjectID      string    // project node id (PVT_…)
+	ItemID         string    // project item node id (PVTI_…); the key
+	IssueNumber    int       // 0 when unknown (e.g. draft items)
+	Repo           string    // "owner/name"; empty when unknown
+	LastLegalState string    // option name of the newest legal Workflow State; "" = unset
+	LegalAt        time.Time // when the change that made LastLegalState happened; zero = unknown
+	RejectedState  string    // the newest refused value (so the change leaving it chains); "" = none
+	LockHolder     string    // "" when unlocked
+	LockSince      time.Time // zero when unlocked
+	UpdatedAt      time.Time // set by the store when zero on write
+	Version        int64     // bumped by every write; 1 after the first
+}
+
+const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
+	lock_holder, lock_since, updated_at, version`
+
+func scanItem(row interface{ Scan(...any) error }) (Item, error) {
+	var it Item
+	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
+		tc(&it.LegalAt), &it.RejectedState, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
+	return it, err
+}
+
+// GetItem returns the stored state of an item, or ErrNotFound.
+func (s *Store) GetItem(ctx context.Context, itemID string) (Item, error) {
+	it, err := scanItem(s.queryRow(ctx, `SELECT `+itemCols+` FROM items WHERE item_id = ?`, itemID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Item{}, fmt.Errorf("store: item %q: %w", itemID, ErrNotFound)
+	}
+	if err != nil {
+		return Item{}, fmt.Errorf("store: get item %q: %w", itemID, err)
+	}
+	return it, nil
+}
+
+// ListItems returns the items of a project ordered by item id (all items when
+// projectID is empty).
+func (s *Store) ListItems(ctx context.Context, projectID string) ([]Item, error) {
+	q, args := `SELECT `+itemCols+` FROM items ORDER BY item_id`, []any(nil)
+	if projectID != "" {
+		q, args = `SELECT `+itemCols+` FROM items WHERE project_id = ? ORDER BY item_id`, []any{projectID}
+	}
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list items: %w", err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list items: %w", err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list items: %w", err)
+	}
+	return out, nil
+}
+
+func (it Item) check() error {
+	if it.ItemID == "" {
+		return errors.New("store: item id is empty")
+	}
+	if it.LockHolder == "" && !it.LockSince.IsZero() {
+		return fmt.Errorf("store: item %q: lock since set without a holder", it.ItemID)
+	}
+	return nil
+}
+
+// lockSince is the stored lock time: now when a holder has none.
+func (it Item) lockSince(now time.Time) time.Time {
+	if it.LockHolder == "" {
+		return time.Time{}
+	}
+	if it.LockSince.IsZero() {
+		return now
+	}
+	return it.LockSince
+}
+
+// PutItem writes an item unconditionally (insert or overwrite) and bumps its
+// version; item.Version is ignored. Prefer CompareAndSetItem when another
+// worker may write the same item.
+func (s *Store) PutItem(ctx context.Context, item Item) error {
+	if err := item.check(); err != nil {
+		return err
+	}
+	now := nowUTC(item.UpdatedAt)
+	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		ON CONFLICT (item_id) DO UPDATE SET
+			project_id = excluded.project_id,
+			issue_number = excluded.issue_number,
+			repo = excluded.repo,
+			last_legal_state = excluded.last_legal_state,
+			legal_at = excluded.legal_at,
+			rejected_state = excluded.rejected_state,
+			lock_holder = excluded.lock_holder,
+			lock_since = excluded.lock_since,
+			updated_at = excluded.updated_at,
+			version = items.version + 1`,
+		item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
+		s.t(item.LegalAt), item.RejectedState, item.LockHolder, s.t(item.lockSince(now)), s.t(now))
+	if err != nil {
+		return fmt.Errorf("store: put item %q: %w", item.ItemID, err)
+	}
+	return nil
+}
+
+// CompareAndSetItem writes item only if the stored version equals
+// expectedVersion, and reports whether it did. expectedVersion 0 means "only
+// if the item does not exist yet". On success the stored version is
+// expectedVersion+1. Of several concurrent writers with the same expected
+// version exactly one wins.
+func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersion int64) (bool, error) {
+	if err := item.check(); err != nil {
+		return false, err
+	}
+	if expectedVersion < 0 {
+		return false, fmt.Errorf("store: compare-and-set item %q: negative expected version %d", item.ItemID, expectedVersion)
+	}
+	now := nowUTC(item.UpdatedAt)
+	var (
+		res sql.Result
+		err error
+	)
+	if expectedVersion == 0 {
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+			ON CONFLICT (item_id) DO NOTHING`,
+			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
+			s.t(item.LegalAt), item.RejectedState, item.LockHolder, s.t(item.lockSince(now)), s.t(now))
+	} else {
+		res, err = s.exec(ctx, `UPDATE items SET
+				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
+				legal_at = ?, rejected_state = ?, lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
+			WHERE item_id = ? AND version = ?`,
+			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
+			s.t(item.LegalAt), item.RejectedState,
+			item.LockHolder, s.t(item.lockSince(now)), s.t(now), item.ItemID, expectedVersion)
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)
+	}
+	return affectedOne(res, "compare-and-set item "+item.ItemID)
+}
+
+// ClaimLock makes holder the lock holder of an item if it has none (or
+// already is holder, which keeps the original lock time) and reports whether
+// holder now holds it. An item the store has not seen yet is created with
+// just the lock. Of several concurrent claimers exactly one wins.
+func (s *Store) ClaimLock(ctx context.Context, itemID, holder string, now time.Time) (bool, error) {
+	if itemID == "" || holder == "" {
+		return false, fmt.Errorf("store: claim lock: item id and holder are required (got %q, %q)", itemID, holder)
+	}
+	now = nowUTC(now)
+	res, err := s.exec(ctx, `INSERT INTO items (item_id, lock_holder, lock_since, updated_at, version)
+		VALUES (?, ?, ?, ?, 1)
+		ON CONFLICT (item_id) DO UPDATE SET
+			lock_since = CASE WHEN items.lock_holder = excluded.lock_holder THEN items.lock_since ELSE excluded.lock_since END,
+			lock_holder = excluded.lock_holder,
+			updated_at = excluded.updated_at,
+			version = items.version + 1
+		WHERE items.lock_holder = '' OR items.lock_holder = excluded.lock_holder`,
+		itemID, holder, s.t(now), s.t(now))
+	if err != nil {
+		return false, fmt.Errorf("store: claim lock on %q for %q: %w", itemID, holder, err)
+	}
+	return affectedOne(res, "claim lock on "+itemID)
+}
+
+// ReleaseLock clears an item's lock if holder holds it (any holder when
+// holder is empty) and reports whether a lock was cleared.
+func (s *Store) ReleaseLock(ctx context.Context, itemID, holder string, now time.Time) (bool, error) {
+	now = nowUTC(now)
+	res, err := s.exec(ctx, `UPDATE items SET lock_holder = '', lock_since = NULL, updated_at = ?, version = version + 1
+		WHERE item_id = ? AND lock_holder <> '' AND (CAST(? AS TEXT) = '' OR lock_holder = ?)`,
+		s.t(now), itemID, holder, holder)
+	if err != nil {
+		return false, fmt.Errorf("store: release lock on %q: %w", itemID, err)
+	}
+	return affectedOne(res, "release lock on "+itemID)
+}
+
+func affectedOne(res sql.Result, what string) (bool, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: %s: rows affected: %w", what, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,347 @@
+// Package store persists what enforcement needs to remember: the last legal
+// Workflow State of every item (with its lock holder and an optimistic
+// concurrency version), the audit log of every decision, the webhook
+// deliveries already taken in, the violation comments used for coalescing and
+// small key-value cursors for the reconciler.
+//
+// Two drivers sit behind the one Store type and share every query:
+//
+//   - "sqlite" (the embedded default): modernc.org/sqlite, pure Go. The DSN is
+//     a file path (or a "file:" URI). The database runs in WAL mode with a busy
+//     timeout, foreign keys on and IMMEDIATE transactions; the pool holds a
+//     single connection, as River recommends for SQLite.
+//   - "postgres": pgx v5. The DSN is anything pgx accepts (URL or key=value).
+//     A pgxpool.Pool backs a database/sql handle, so the Store and River (via
+//     riverpgxv5) can share one pool of connections.
+//
+// Open runs the versioned migrations; several replicas may start at once (an
+// advisory lock on Postgres, an IMMEDIATE transaction on SQLite serialise
+// them). All times are stored in UTC with microsecond precision (the
+// resolution of a Postgres timestamptz, applied to both drivers so they
+// behave alike) and are returned in UTC.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Driver names accepted by Open.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// ErrNotFound is returned (wrapped) when a requested row does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// sqliteBusyTimeout is how long an SQLite statement waits for a lock held by
+// another connection or process before failing with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// execer is what *sql.DB and *sql.Tx have in common.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Store is the persistence layer. It is safe for concurrent use.
+type Store struct {
+	driver string
+	db     *sql.DB
+	pool   *pgxpool.Pool // nil for SQLite
+	ex     execer        // db, or a caller's transaction (see WithTx)
+	tx     bool          // true for a Store returned by WithTx
+	rebind *sync.Map     // query with '?' placeholders -> Postgres '$n' form
+}
+
+// Open connects to the database selected by driver ("sqlite", the default when
+// empty, or "postgres") and dsn, and brings its schema up to date.
+func Open(ctx context.Context, driver, dsn string) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
+	switch strings.ToLower(strings.TrimSpace(driver)) {
+	case "", DriverSQLite, "sqlite3":
+		s, err = openSQLite(ctx, dsn)
+	case DriverPostgres, "postgresql", "pgx":
+		s, err = openPostgres(ctx, dsn)
+	default:
+		return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", driver, DriverSQLite, DriverPostgres)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, dsn string) (*Store, error) {
+	full, err := sqliteDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", full)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	// One connection: SQLite allows a single writer, River recommends it, and
+	// it rules out SQLITE_BUSY between connections of this process. Other
+	// processes (e.g. `ralph-gate audit`) wait up to the busy timeout.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	s := &Store{driver: DriverSQLite, db: db, ex: db}
+	if err := s.Ping(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: sqlite journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") && !strings.Contains(dsn, "journal_mode") {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: sqlite journal_mode is %q, want wal", mode)
+	}
+	var fk int
+	if err := db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: sqlite foreign_keys: %w", err)
+	}
+	if fk != 1 && !strings.Contains(dsn, "foreign_keys") {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: sqlite foreign_keys is off")
+	}
+	return s, nil
+}
+
+// sqliteDSN turns a path or "file:" URI into a modernc.org/sqlite DSN with the
+// pragmas the store relies on. Settings already present in dsn are kept.
+func sqliteDSN(dsn string) (string, error) {
+	dsn = strings.TrimSpace(dsn)
+	if dsn == "" {
+		return "", fmt.Errorf("store: sqlite needs a database file path as dsn")
+	}
+	if dsn == ":memory:" || strings.Contains(dsn, "mode=memory") || strings.HasPrefix(dsn, "file::memory:") {
+		// Each connection would see its own empty database, and data would
+		// vanish with the process; use a file in a temporary directory.
+		return "", fmt.Errorf("store: in-memory sqlite is not supported; use a file path")
+	}
+	base, query, _ := strings.Cut(dsn, "?")
+	if !strings.HasPrefix(base, "file:") {
+		if dir := filepath.Dir(base); dir != "" {
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				return "", fmt.Errorf("store: create sqlite directory: %w", err)
+			}
+		}
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("store: sqlite dsn query: %w", err)
+	}
+	has := func(name string) bool {
+		for _, p := range q["_pragma"] {
+			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), name) {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("busy_timeout") && q.Get("_busy_timeout") == "" && q.Get("_timeout") == "" {
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10)+")")
+	}
+	if !has("journal_mode") && q.Get("_journal_mode") == "" && q.Get("_journal") == "" {
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	if !has("foreign_keys") && q.Get("_foreign_keys") == "" && q.Get("_fk") == "" {
+		q.Add("_pragma", "foreign_keys(1)")
+	}
+	if !has("synchronous") && q.Get("_synchronous") == "" && q.Get("_sync") == "" {
+		// NORMAL is durable across application crashes in WAL mode.
+		q.Add("_pragma", "synchronous(NORMAL)")
+	}
+	if q.Get("_txlock") == "" {
+		// Take the write lock when a transaction begins, so a transaction
+		// never fails half-way trying to upgrade a read lock.
+		q.Set("_txlock", "immediate")
+	}
+	return base + "?" + q.Encode(), nil
+}
+
+func openPostgres(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse postgres dsn: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	s := &Store{driver: DriverPostgres, db: db, pool: pool, ex: db, rebind: &sync.Map{}}
+	if err := s.Ping(ctx); err != nil {
+		_ = db.Close()
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the database handles. It is a no-op on a Store returned by
+// WithTx.
+func (s *Store) Close() error {
+	if s == nil || s.tx {
+		return nil
+	}
+	err := s.db.Close()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: ping %s: %w", s.driver, err)
+	}
+	return nil
+}
+
+// Driver reports "sqlite" or "postgres".
+func (s *Store) Driver() string { return s.driver }
+
+// DB returns the underlying database handle, e.g. for River's riversqlite
+// driver. For SQLite the pool has a single connection: do not call Store
+// methods (other than through WithTx) while holding a transaction of it, or
+// they will wait for that connection.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Pool returns the pgx pool behind DB for Postgres (for River's riverpgxv5
+// driver), or nil for SQLite.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// WithTx returns a view of the Store whose methods run inside tx, which must
+// come from DB(). Committing or rolling back stays the caller's job.
+func (s *Store) WithTx(tx *sql.Tx) *Store {
+	c := *s
+	c.ex = tx
+	c.tx = true
+	return &c
+}
+
+// q adapts a query written with '?' placeholders to the driver.
+func (s *Store) q(query string) string {
+	if s.driver != DriverPostgres {
+		return query
+	}
+	if v, ok := s.rebind.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	s.rebind.Store(query, out)
+	return out
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.ex.ExecContext(ctx, s.q(query), args...)
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.ex.QueryContext(ctx, s.q(query), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.ex.QueryRowContext(ctx, s.q(query), args...)
+}
+
+// sqliteTimeLayout is fixed-width so that text comparison orders times.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// normTime is how every time is stored: UTC, microseconds.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// t encodes a time argument; the zero time becomes NULL.
+func (s *Store) t(tm time.Time) any {
+	if tm.IsZero() {
+		return nil
+	}
+	tm = normTime(tm)
+	if s.driver == DriverSQLite {
+		return tm.Format(sqliteTimeLayout)
+	}
+	return tm
+}
+
+// timeCol scans a time column written by Store.t (NULL -> zero time).
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*c.t = time.Time{}
+	case time.Time:
+		*c.t = x.UTC()
+	case string:
+		return c.parse(x)
+	case []byte:
+		return c.parse(string(x))
+	default:
+		return fmt.Errorf("store: cannot scan %T into a time", v)
+	}
+	return nil
+}
+
+func (c timeCol) parse(v string) error {
+	tm, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return fmt.Errorf("store: bad stored time %q: %w", v, err)
+	}
+	*c.t = tm.UTC()
+	return nil
+}
+
+func tc(t *time.Time) timeCol { return timeCol{t: t} }
+
+// nowUTC is the default for times callers leave zero.
+func nowUTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
+}
