@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -170,27 +169,18 @@ func yamlMessage(err error) string {
 // Validate reports every semantic problem with its key path.
 func (c Config) Validate() Problems {
 	problems := c.validateService()
-	for i, pattern := range c.Actors.Agents {
-		if strings.TrimSpace(pattern) == "" {
-			problems = append(problems, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: "empty login or pattern"})
-			continue
-		}
-		if _, err := path.Match(pattern, ""); err != nil {
-			problems = append(problems, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: fmt.Sprintf("bad glob pattern %q: %v", pattern, err)})
-		}
-	}
+	problems = append(problems, c.PolicyActors("").Validate()...)
 	seen := map[string]bool{}
 	for i, login := range c.Actors.Bypass {
 		p := fmt.Sprintf("actors.bypass[%d]", i)
-		switch {
-		case strings.TrimSpace(login) == "":
-			problems = append(problems, Problem{Path: p, Message: "empty login"})
-		case strings.ContainsAny(login, "*?["):
+		switch key := strings.ToLower(login); {
+		case strings.ContainsAny(login, "*?"):
 			problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("bypass takes exact logins, not patterns (%q)", login)})
-		case seen[login]:
+		case seen[key]:
 			problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("duplicate login %q", login)})
+		default:
+			seen[key] = true
 		}
-		seen[login] = true
 	}
 	if _, ps := policy.Compile(c.Workflow); len(ps) > 0 {
 		problems = append(problems, ps...)

@@ -68,7 +68,7 @@ func TestParseProblems(t *testing.T) {
 			return []byte(strings.Replace(string(d), "    lock_ownership: true\n", "    lock_ownership: true\n    lock_owner: true\n", 1))
 		}, []string{"workflow.states[0].colour", "workflow.gates.lock_owner"}},
 		{"type mismatch", func(t *testing.T) []byte { return edited(t, "max_cascade_depth: 10", "max_cascade_depth: ten") }, []string{"(file)"}},
-		{"bad agent pattern", func(t *testing.T) []byte { return edited(t, `    - "agent-*"`, `    - "agent-["`) }, []string{"actors.agents[1]"}},
+		{"empty agent pattern", func(t *testing.T) []byte { return edited(t, `    - "agent-*"`, `    - " "`) }, []string{"actors.agents[1]"}},
 		{"pattern in bypass and duplicates", func(t *testing.T) []byte { return edited(t, "bypass: []", "bypass: [ops, ops, \"x*\"]") }, []string{"actors.bypass[1]", "actors.bypass[2]"}},
 		{"workflow problems come from policy", func(t *testing.T) []byte {
 			return edited(t, "next: [Research Needed, Ready for Plan, Done, Canceled]", "next: [Research Needed, Nowhere, Done, Canceled]")

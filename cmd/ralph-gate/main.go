@@ -37,6 +37,9 @@ func main() {
 const usage = `ralph-gate enforces the agent workflow on GitHub Projects V2 boards.
 
 Usage:
+  ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook)
+  ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE]
+                                           print recorded decisions
   ralph-gate validate [--config FILE]      check a configuration, reporting every problem
   ralph-gate policy check --from A --to B [--actor human|agent|bypass|app] [--config FILE]
   ralph-gate policy resolve --command C (--intent I | --state S) [--config FILE]
@@ -54,6 +57,10 @@ func run(ctx context.Context, args []string, s streams) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], s)
+	case "audit":
+		return runAudit(ctx, args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
 	case "policy":

@@ -1,0 +1,384 @@
+package enforce
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// fakeBoard is an in-memory board that records every write.
+type fakeBoard struct {
+	mu       sync.Mutex
+	items    map[string]Item
+	sets     []string // "item=state"
+	comments map[string]string
+	adds     int
+	updates  int
+}
+
+func newFakeBoard(items ...Item) *fakeBoard {
+	b := &fakeBoard{items: map[string]Item{}, comments: map[string]string{}}
+	for _, it := range items {
+		b.items[it.ID] = it
+	}
+	return b
+}
+
+func (b *fakeBoard) Item(_ context.Context, id string) (Item, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.items[id], nil
+}
+
+func (b *fakeBoard) SetState(_ context.Context, it Item, state string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.items[it.ID]
+	cur.State = state
+	b.items[it.ID] = cur
+	b.sets = append(b.sets, it.ID+"="+state)
+	return nil
+}
+
+func (b *fakeBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.adds++
+	id := "IC_" + subject + "_" + string(rune('0'+b.adds))
+	b.comments[id] = body
+	return Comment{ID: id, DatabaseID: int64(b.adds)}, nil
+}
+
+func (b *fakeBoard) UpdateComment(_ context.Context, id, body string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.updates++
+	b.comments[id] = body
+	return nil
+}
+
+// move simulates a person or agent changing the value on the board and returns the change
+// the webhook would report.
+func (b *fakeBoard) move(id, actor, to string, at time.Time) Change {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	it := b.items[id]
+	from := it.State
+	it.State = to
+	b.items[id] = it
+	return Change{DeliveryID: id + actor + to + at.String(), ItemID: id, ProjectID: it.ProjectID, FromKnown: true,
+		From: from, To: to, Actor: actor, At: at, ReceivedAt: at, ContentType: it.ContentType}
+}
+
+type harness struct {
+	t     *testing.T
+	svc   *Service
+	board *fakeBoard
+	st    *store.Store
+	now   time.Time
+}
+
+func newHarness(t *testing.T, items ...Item) *harness {
+	t.Helper()
+	m, problems := policy.Compile(policy.DefaultSpec())
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	st, err := store.Open(context.Background(), "sqlite", filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, board: newFakeBoard(items...), st: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	actors := policy.Actors{Agents: []string{"agent-*"}, Bypass: []string{"owner"}}
+	h.svc = New(m, actors, st, func() time.Time { return h.now }, Options{
+		ReorderWindow: 5 * time.Second, CoalesceWindow: 10 * time.Minute, AppLogin: "ralph-gate[bot]",
+	})
+	return h
+}
+
+func (h *harness) process(ch Change) Result {
+	h.t.Helper()
+	res, err := h.svc.ProcessChange(context.Background(), h.board, ch)
+	if err != nil {
+		h.t.Fatalf("ProcessChange: %v", err)
+	}
+	return res
+}
+
+func issue(id, state string) Item {
+	return Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
+		ContentID: "I_" + id, Number: 7, Repo: "acme/app", Title: "Thing", Open: true, State: state}
+}
+
+func (h *harness) state(id string) string {
+	it, _ := h.board.Item(context.Background(), id)
+	return it.State
+}
+
+func TestLegalMoveStays(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	res := h.process(h.board.move("A", "alice", "Research Needed", h.now))
+	if res.Outcome != OutcomeAllowed || h.state("A") != "Research Needed" || len(h.board.sets) != 0 {
+		t.Fatalf("legal move: %+v, state %q, writes %v", res, h.state("A"), h.board.sets)
+	}
+}
+
+func TestIllegalAgentMoveRevertedWithOneComment(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	res := h.process(h.board.move("A", "agent-1", "In Progress", h.now))
+	if res.Outcome != OutcomeReverted || h.state("A") != "Backlog" {
+		t.Fatalf("want revert to Backlog, got %+v state %q", res, h.state("A"))
+	}
+	if h.board.adds != 1 {
+		t.Fatalf("want exactly one comment, got %d", h.board.adds)
+	}
+	for _, body := range h.board.comments {
+		for _, want := range []string{ViolationMarker, "<!-- ralph-transition: ", "`agent-1`", "**Backlog**", "**In Progress**", "Research Needed"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("comment lacks %q:\n%s", want, body)
+			}
+		}
+		markers, err := ParseTransitionMarkers(body)
+		if err != nil || len(markers) != 1 || markers[0].From != "Backlog" || markers[0].To != "In Progress" {
+			t.Errorf("markers = %+v, %v", markers, err)
+		}
+	}
+	// A second violation within the window updates the same comment.
+	h.now = h.now.Add(time.Minute)
+	h.process(h.board.move("A", "agent-1", "In Review", h.now))
+	if h.board.adds != 1 || h.board.updates != 1 {
+		t.Fatalf("second violation: adds %d updates %d, want 1 and 1", h.board.adds, h.board.updates)
+	}
+	for _, body := range h.board.comments {
+		if !strings.Contains(body, "2 Workflow State changes") {
+			t.Errorf("coalesced comment does not count both:\n%s", body)
+		}
+		if m, _ := ParseTransitionMarkers(body); len(m) != 2 {
+			t.Errorf("coalesced comment has %d markers, want 2", len(m))
+		}
+	}
+	// After the window, a new comment.
+	h.now = h.now.Add(time.Hour)
+	h.process(h.board.move("A", "agent-1", "In Review", h.now))
+	if h.board.adds != 2 {
+		t.Fatalf("after the window: adds %d, want 2", h.board.adds)
+	}
+}
+
+func TestBypassActorAllowedAndAudited(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	res := h.process(h.board.move("A", "owner", "In Review", h.now))
+	if res.Outcome != OutcomeAllowed || h.state("A") != "In Review" {
+		t.Fatalf("bypass: %+v", res)
+	}
+	entries, err := h.st.QueryAudit(context.Background(), store.AuditFilter{})
+	if err != nil || len(entries) != 1 || entries[0].ActorKind != "bypass" || entries[0].Verdict != store.VerdictAllowed {
+		t.Fatalf("audit = %+v, %v", entries, err)
+	}
+}
+
+func TestOwnWritesIgnored(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	res := h.process(h.board.move("A", "ralph-gate[bot]", "Done", h.now))
+	if res.Outcome != OutcomeIgnored || len(h.board.sets) != 0 {
+		t.Fatalf("own write: %+v writes %v", res, h.board.sets)
+	}
+}
+
+func TestReverseOrderLegalStepsNeverRevert(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	// Establish a baseline.
+	h.process(h.board.move("A", "alice", "Research Needed", h.now))
+	t1, t2 := h.now.Add(time.Second), h.now.Add(2*time.Second)
+	first := h.board.move("A", "agent-1", "Research in Progress", t1)
+	second := h.board.move("A", "agent-1", "Ready for Plan", t2)
+	h.now = t2
+	if res := h.process(second); res.Outcome != OutcomeWait {
+		t.Fatalf("the later change must wait for the earlier one, got %+v", res)
+	}
+	if res := h.process(first); res.Outcome != OutcomeAllowed {
+		t.Fatalf("earlier change: %+v", res)
+	}
+	if res := h.process(second); res.Outcome != OutcomeAllowed {
+		t.Fatalf("later change after the earlier arrived: %+v", res)
+	}
+	if len(h.board.sets) != 0 || h.state("A") != "Ready for Plan" {
+		t.Fatalf("writes %v, state %q", h.board.sets, h.state("A"))
+	}
+}
+
+func TestReverseOrderSameSecond(t *testing.T) {
+	h := newHarness(t, issue("A", "Research Needed"))
+	h.process(h.board.move("A", "alice", "Ready for Plan", h.now))
+	first := h.board.move("A", "agent-1", "Plan in Progress", h.now)
+	second := h.board.move("A", "agent-1", "Plan in Review", h.now)
+	h.process(second)
+	h.process(first)
+	h.process(second)
+	if len(h.board.sets) != 0 || h.state("A") != "Plan in Review" {
+		t.Fatalf("writes %v, state %q", h.board.sets, h.state("A"))
+	}
+}
+
+func TestMissingEarlierChangeJudgedAfterWindow(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	h.process(h.board.move("A", "alice", "Research Needed", h.now))
+	h.board.move("A", "agent-1", "Research in Progress", h.now.Add(time.Second)) // webhook lost
+	late := h.board.move("A", "agent-1", "Done", h.now.Add(2*time.Second))
+	h.now = h.now.Add(10 * time.Second) // past the reorder window
+	res := h.process(late)
+	if res.Outcome != OutcomeReverted || h.state("A") != "Research Needed" {
+		t.Fatalf("want the net move Research Needed → Done judged and reverted, got %+v state %q", res, h.state("A"))
+	}
+}
+
+func TestLegalNewerValueNeverOverwritten(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	h.process(h.board.move("A", "alice", "Research Needed", h.now))
+	illegal := h.board.move("A", "agent-1", "In Review", h.now.Add(time.Second))
+	fix := h.board.move("A", "alice", "Ready for Plan", h.now.Add(2*time.Second))
+	h.now = h.now.Add(3 * time.Second)
+	// The illegal change's webhook is late: the board already shows a newer value.
+	if res := h.process(illegal); res.Outcome != OutcomeSuperseded {
+		t.Fatalf("late illegal change: %+v", res)
+	}
+	if res := h.process(fix); res.Outcome != OutcomeAllowed {
+		t.Fatalf("the human's fix: %+v", res)
+	}
+	if len(h.board.sets) != 0 || h.state("A") != "Ready for Plan" {
+		t.Fatalf("a newer legal value was overwritten: writes %v state %q", h.board.sets, h.state("A"))
+	}
+}
+
+func TestStaleChangeIgnored(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	old := h.board.move("A", "alice", "Research Needed", h.now)
+	newer := h.board.move("A", "alice", "Ready for Plan", h.now.Add(time.Second))
+	h.process(old)
+	h.process(newer)
+	old.DeliveryID = "redelivered-later"
+	if res := h.process(old); res.Outcome != OutcomeIgnored && res.Outcome != OutcomeWait {
+		t.Fatalf("stale change: %+v", res)
+	}
+	if len(h.board.sets) != 0 {
+		t.Fatalf("writes %v", h.board.sets)
+	}
+}
+
+func TestDuplicateProcessingActsOnce(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	ch := h.board.move("A", "agent-1", "In Progress", h.now)
+	h.process(ch)
+	h.process(ch)
+	if len(h.board.sets) != 1 || h.board.adds != 1 || h.board.updates != 0 {
+		t.Fatalf("duplicate: writes %v adds %d updates %d", h.board.sets, h.board.adds, h.board.updates)
+	}
+}
+
+func TestDraftRevertedWithoutComment(t *testing.T) {
+	d := issue("D", "Backlog")
+	d.ContentType, d.Number, d.Repo = ContentDraftIssue, 0, ""
+	h := newHarness(t, d)
+	res := h.process(h.board.move("D", "agent-1", "In Review", h.now))
+	if res.Outcome != OutcomeReverted || h.board.adds != 0 {
+		t.Fatalf("draft: %+v adds %d", res, h.board.adds)
+	}
+}
+
+func TestUnknownOptionAndUnsetRules(t *testing.T) {
+	tests := []struct {
+		name    string
+		start   string
+		actor   string
+		to      string
+		outcome Outcome
+		final   string
+	}{
+		{"unknown option reverted", "Backlog", "alice", "Someday", OutcomeReverted, "Backlog"},
+		{"unset to initial allowed", "", "agent-1", "Research Needed", OutcomeAllowed, "Research Needed"},
+		{"unset to non-initial reverted to unset", "", "agent-1", "In Progress", OutcomeReverted, ""},
+		{"human leaves Human Needed", "Human Needed", "alice", "Backlog", OutcomeAllowed, "Backlog"},
+		{"agent may not leave Human Needed", "Human Needed", "agent-1", "Backlog", OutcomeReverted, "Human Needed"},
+		{"agent escalates", "In Progress", "agent-1", "Human Needed", OutcomeAllowed, "Human Needed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, issue("A", tt.start))
+			res := h.process(h.board.move("A", tt.actor, tt.to, h.now))
+			if res.Outcome != tt.outcome || h.state("A") != tt.final {
+				t.Fatalf("got %v (%s), state %q; want %v, %q", res.Outcome, res.Reason, h.state("A"), tt.outcome, tt.final)
+			}
+		})
+	}
+}
+
+func TestLockRecordedAndReleased(t *testing.T) {
+	h := newHarness(t, issue("A", "Research Needed"))
+	h.process(h.board.move("A", "agent-1", "Research in Progress", h.now))
+	rec, err := h.st.GetItem(context.Background(), "A")
+	if err != nil || rec.LockHolder != "agent-1" {
+		t.Fatalf("lock holder = %q, %v", rec.LockHolder, err)
+	}
+	h.now = h.now.Add(time.Second)
+	// Another agent may not take the item out of agent-1's lock.
+	if res := h.process(h.board.move("A", "agent-2", "Ready for Plan", h.now)); res.Outcome != OutcomeReverted {
+		t.Fatalf("foreign agent: %+v", res)
+	}
+	h.now = h.now.Add(time.Second)
+	if res := h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now)); res.Outcome != OutcomeAllowed {
+		t.Fatalf("holder: %+v", res)
+	}
+	rec, _ = h.st.GetItem(context.Background(), "A")
+	if rec.LockHolder != "" {
+		t.Fatalf("lock not released: %+v", rec)
+	}
+}
+
+func TestConcurrentChangesOfOneItemSerialize(t *testing.T) {
+	h := newHarness(t, issue("A", "Backlog"))
+	ch := h.board.move("A", "agent-1", "In Progress", h.now)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.svc.ProcessChange(context.Background(), h.board, ch); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(h.board.sets) != 1 || h.board.adds != 1 {
+		t.Fatalf("writes %v adds %d", h.board.sets, h.board.adds)
+	}
+}
+
+func TestParseTransitionMarkers(t *testing.T) {
+	body := "x <!-- ralph-transition: {\"from\":\"A\",\"to\":\"B\",\"command\":\"plan\",\"at\":\"t\",\"extra\":1} --> y"
+	ms, err := ParseTransitionMarkers(body)
+	if err != nil || len(ms) != 1 || ms[0].Command == nil || *ms[0].Command != "plan" {
+		t.Fatalf("%+v %v", ms, err)
+	}
+	if _, err := ParseTransitionMarkers("<!-- ralph-transition: {nope"); err == nil {
+		t.Fatal("unterminated marker accepted")
+	}
+	if _, err := ParseTransitionMarkers("<!-- ralph-transition: {nope} -->"); err == nil {
+		t.Fatal("bad JSON accepted")
+	}
+}
+
+func FuzzParseTransitionMarkers(f *testing.F) {
+	f.Add("<!-- ralph-transition: {\"from\":\"A\",\"to\":\"B\",\"command\":null,\"at\":\"t\"} -->")
+	f.Add("<!-- ralph-transition:  -->")
+	f.Fuzz(func(t *testing.T, body string) {
+		_, _ = ParseTransitionMarkers(body)
+		_ = parseViolations(body)
+	})
+}

@@ -1,0 +1,215 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Rule names the step of DESIGN §3 that decided a change.
+type Rule string
+
+const (
+	RuleUnknownState  Rule = "unknown_state"
+	RuleNotInitial    Rule = "not_initial"
+	RuleTransition    Rule = "transition"
+	RuleHumansOnly    Rule = "humans_only"
+	RuleLockOwnership Rule = "lock_ownership"
+	RuleBlockers      Rule = "blockers"
+	RuleConvergence   Rule = "convergence"
+	RuleWIP           Rule = "wip_limit"
+	RuleBypass        Rule = "bypass"
+	RuleLegal         Rule = "legal"
+	// RuleApp: the change was made by ralph-gate itself and is never checked (DESIGN §3 step 1).
+	RuleApp Rule = "app"
+)
+
+func (r Rule) String() string { return string(r) }
+
+// Member is an issue as other decisions see it (group members, blockers, children).
+type Member struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	State  string `json:"state"`
+}
+
+func (mb Member) String() string {
+	s := fmt.Sprintf("#%d", mb.Number)
+	if mb.Title != "" {
+		s += fmt.Sprintf(" %q", mb.Title)
+	}
+	if mb.State == "" {
+		return s + " has no state"
+	}
+	return s + " is in " + mb.State
+}
+
+// Change is one observed change of the workflow field with everything the gates need.
+type Change struct {
+	From       string    `json:"from"` // last legal state; "" = unset
+	To         string    `json:"to"`
+	Actor      string    `json:"actor"`
+	ActorKind  ActorKind `json:"actor_kind"`
+	LockHolder string    `json:"lock_holder,omitempty"` // holder of From when it is a lock; "" = unknown
+	// OpenBlockers are the issue's open native blockedBy issues.
+	OpenBlockers []Member `json:"open_blockers,omitempty"`
+	// Group are the other members of the issue's group, excluding this issue.
+	Group []Member `json:"group,omitempty"`
+	// WIPCount is the number of items already in To, excluding this one.
+	WIPCount int `json:"wip_count"`
+}
+
+// Decision is the verdict on a Change.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	Rule    Rule    `json:"rule"`
+	Reason  string  `json:"reason"`
+	// Allowed are the states this actor may move to from From (what to do instead).
+	Allowed  []string `json:"allowed"`
+	RevertTo string   `json:"revert_to"`
+	// Blocking are the issues that made a gate fail (blockers, convergence).
+	Blocking []Member `json:"blocking"`
+	// TakesLock: To is a lock state, the caller records the holder.
+	TakesLock bool `json:"takes_lock"`
+	// ReleasesLock: From is a lock state that the item left, the caller clears the holder.
+	ReleasesLock bool `json:"releases_lock"`
+}
+
+// Decide applies DESIGN §3 steps 2–6 to an observed change. A From that is not a state of the
+// machine (e.g. the config changed since it was recorded) is treated as unset. A change to the
+// same value is no change and is allowed without touching locks.
+func (m *Machine) Decide(c Change) Decision {
+	from := c.From
+	if !m.IsState(from) {
+		from = ""
+	}
+	d := Decision{Rule: RuleLegal, RevertTo: c.From, Allowed: m.AllowedNext(from, c.ActorKind), Blocking: []Member{}}
+	who := c.Actor
+	if who == "" {
+		who = "(unknown actor)"
+	}
+	switch c.ActorKind {
+	case ActorApp:
+		return m.allow(d, from, c.To, RuleApp, "changes made by ralph-gate itself are not checked")
+	case ActorBypass:
+		return m.allow(d, from, c.To, RuleBypass, fmt.Sprintf("%s is a bypass actor: %s → %s is allowed without checks (audited)", who, displayFrom(c.From), c.To))
+	}
+	if from != "" && from == c.To {
+		d.Reason = c.To + " is unchanged"
+		return d
+	}
+	ok, reason, rule := m.checkMove(from, c.To, c.ActorKind)
+	if !ok {
+		return revert(d, rule, reason)
+	}
+	g := m.spec.Gates
+	if g.LockOwnership && m.IsLock(from) && c.LockHolder != "" && !strings.EqualFold(c.LockHolder, c.Actor) && c.ActorKind.restricted() {
+		return revert(d, RuleLockOwnership, fmt.Sprintf("%s is locked by %s; only the holder or a human may move it, not %s", from, c.LockHolder, who))
+	}
+	if g.Blockers && m.IsLock(c.To) && len(c.OpenBlockers) > 0 {
+		d.Blocking = append(d.Blocking, c.OpenBlockers...)
+		return revert(d, RuleBlockers, fmt.Sprintf("%s cannot be entered while the issue has open blockers: %s", c.To, joinAnd(memberTexts(c.OpenBlockers))))
+	}
+	if g.Convergence && c.To == m.convLock && m.convReady != "" {
+		if blocking := m.notReady(c.Group, m.convReady); len(blocking) > 0 {
+			d.Blocking = blocking
+			return revert(d, RuleConvergence, fmt.Sprintf("%s needs the whole group at %s or later: %s", c.To, m.convReady, joinAnd(memberTexts(blocking))))
+		}
+	}
+	if limit, ok := g.WIPLimits[c.To]; ok && c.WIPCount >= limit {
+		return revert(d, RuleWIP, fmt.Sprintf("%s is at its WIP limit (%d of %d items)", c.To, c.WIPCount, limit))
+	}
+	return m.allow(d, from, c.To, RuleLegal, reason)
+}
+
+func (m *Machine) allow(d Decision, from, to string, rule Rule, reason string) Decision {
+	d.Verdict, d.Rule, d.Reason = Allow, rule, reason
+	if from != to {
+		d.TakesLock = m.IsLock(to)
+		d.ReleasesLock = m.IsLock(from)
+	}
+	return d
+}
+
+func revert(d Decision, rule Rule, reason string) Decision {
+	d.Verdict, d.Rule, d.Reason = Revert, rule, reason
+	return d
+}
+
+// notReady lists the members that are not Canceled and not at ready or later on the pipeline
+// (an escalated, unset or unknown state is not ready).
+func (m *Machine) notReady(members []Member, ready string) []Member {
+	r := m.PipelineIndex(ready)
+	var out []Member
+	for _, mb := range members {
+		if m.isCanceledLike(mb.State) {
+			continue
+		}
+		if i := m.PipelineIndex(mb.State); i < 0 || i < r {
+			out = append(out, mb)
+		}
+	}
+	return out
+}
+
+func memberTexts(ms []Member) []string {
+	out := make([]string, len(ms))
+	for i, mb := range ms {
+		out[i] = mb.String()
+	}
+	return out
+}
+
+// RefusalFor renders a revert as the three-part error of DESIGN §2 (for comments and MCP
+// handoffs): what was tried, why it fails, and exactly what to do instead. nil when allowed.
+func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
+	if d.Verdict != Revert {
+		return nil
+	}
+	who := c.Actor
+	if who == "" {
+		who = "someone"
+	}
+	r := &Refusal{Tried: fmt.Sprintf("%s moved the item from %s to %s", who, displayFrom(c.From), quoteState(c.To)), Why: d.Reason}
+	nums := func(ms []Member) []string {
+		out := make([]string, len(ms))
+		for i, mb := range ms {
+			out[i] = fmt.Sprintf("#%d", mb.Number)
+		}
+		return out
+	}
+	switch d.Rule {
+	case RuleLockOwnership:
+		r.Recovery = fmt.Sprintf("ask %s to hand the item off, or ask a human to move it", c.LockHolder)
+		r.Options = []string{c.LockHolder}
+	case RuleBlockers:
+		r.Options = nums(d.Blocking)
+		r.Recovery = fmt.Sprintf("finish or unlink the blockers %s, then retry %s", joinAnd(r.Options), c.To)
+	case RuleConvergence:
+		r.Options = nums(d.Blocking)
+		verb := "reaches"
+		if len(r.Options) > 1 {
+			verb = "reach"
+		}
+		r.Recovery = fmt.Sprintf("wait until %s %s %s or later (escalated issues need a human), then retry %s", joinAnd(r.Options), verb, m.convReady, c.To)
+	case RuleWIP:
+		r.Recovery = fmt.Sprintf("finish or move an item out of %s, then retry", c.To)
+		r.Options = []string{c.To}
+	default:
+		r.Options = slices.Clone(d.Allowed)
+		if len(d.Allowed) == 0 {
+			r.Recovery = fmt.Sprintf("no move out of %s is open to %s; ask a human", displayFrom(c.From), c.ActorKind)
+		} else {
+			r.Recovery = "move it to " + joinOr(quotedStates(d.Allowed)) + " instead"
+		}
+	}
+	return r
+}
+
+func quotedStates(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = quoteState(s)
+	}
+	return out
+}
