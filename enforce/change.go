@@ -14,9 +14,9 @@ type Change struct {
 	ContentType    string
 	// FromKnown is false when the payload carried no from value at all.
 	FromKnown bool
-	From      string // "" = the item had no value
-	To        string // "" = the value was cleared
-	Actor     string // login of the sender
+	From      string    // "" = the item had no value
+	To        string    // "" = the value was cleared
+	Actor     string    // login of the sender
 	At        time.Time // when GitHub says the item changed (orders changes)
 	// ReceivedAt is when the webhook reached us; a missing earlier change is waited for
 	// until ReceivedAt + the reorder window.
