@@ -294,3 +294,6 @@ func (b *boards) get(ctx context.Context, installationID int64, owner string) (*
 	b.byID[installationID] = board
 	return board, nil
 }
+
+// QueueDepth counts queued changes not yet finished.
+func (a *App) QueueDepth(ctx context.Context) (int, error) { return a.queue.Depth(ctx) }

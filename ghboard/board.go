@@ -87,6 +87,7 @@ type itemData struct {
 			Number     int    `json:"number"`
 			Title      string `json:"title"`
 			State      string `json:"state"`
+			PRState    string `json:"prState"`
 			Repository struct {
 				NameWithOwner string `json:"nameWithOwner"`
 			} `json:"repository"`
@@ -114,7 +115,7 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 	if c := n.Content; c != nil {
 		it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
 		it.Repo = c.Repository.NameWithOwner
-		it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN")
+		it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
 	}
 	return it, nil
 }

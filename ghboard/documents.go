@@ -18,7 +18,7 @@ const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
       content {
         __typename
         ... on Issue { id number title state repository { nameWithOwner } }
-        ... on PullRequest { id number title state repository { nameWithOwner } }
+        ... on PullRequest { id number title prState: state repository { nameWithOwner } }
         ... on DraftIssue { id title }
       }
     }
@@ -79,5 +79,27 @@ func Documents() []Document {
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
 		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},
 		{"update comment", mutationUpdateComment, map[string]any{"id": "IC_x", "body": "hi"}},
+		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
 	}
 }
+
+const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: String!, $number: Int!, $field: String!) {
+  repository(owner: $owner, name: $repo) {
+    issue(number: $number) {
+      id
+      number
+      title
+      state
+      projectItems(first: 20) {
+        nodes {
+          id
+          project { id number owner { __typename ... on Organization { login } } }
+          fieldValueByName(name: $field) {
+            __typename
+            ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+          }
+        }
+      }
+    }
+  }
+}`

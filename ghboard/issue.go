@@ -1,0 +1,60 @@
+package ghboard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// IssueItems returns the project items of an issue (one per project it is on), each with its
+// Workflow State.
+func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number int) ([]enforce.Item, error) {
+	var d struct {
+		Repository *struct {
+			Issue *struct {
+				ID           string `json:"id"`
+				Number       int    `json:"number"`
+				Title        string `json:"title"`
+				State        string `json:"state"`
+				ProjectItems struct {
+					Nodes []struct {
+						ID      string `json:"id"`
+						Project struct {
+							ID     string `json:"id"`
+							Number int    `json:"number"`
+							Owner  struct {
+								Login string `json:"login"`
+							} `json:"owner"`
+						} `json:"project"`
+						FieldValue *struct {
+							Name string `json:"name"`
+						} `json:"fieldValueByName"`
+					} `json:"nodes"`
+				} `json:"projectItems"`
+			} `json:"issue"`
+		} `json:"repository"`
+	}
+	vars := map[string]any{"owner": repoOwner, "repo": repo, "number": number, "field": b.fieldName}
+	if err := b.gql.Do(ctx, queryIssueItems, vars, &d); err != nil {
+		return nil, fmt.Errorf("read issue %s/%s#%d: %w", repoOwner, repo, number, err)
+	}
+	if d.Repository == nil || d.Repository.Issue == nil {
+		return nil, fmt.Errorf("issue %s/%s#%d: %w", repoOwner, repo, number, ErrNotFound)
+	}
+	is := d.Repository.Issue
+	var items []enforce.Item
+	for _, n := range is.ProjectItems.Nodes {
+		it := enforce.Item{
+			ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
+			ContentType: enforce.ContentIssue, ContentID: is.ID, Number: is.Number, Repo: repoOwner + "/" + repo,
+			Title: is.Title, Open: strings.EqualFold(is.State, "OPEN"),
+		}
+		if n.FieldValue != nil {
+			it.State = n.FieldValue.Name
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}

@@ -1,0 +1,165 @@
+package ghsim
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Faults are injected into /api/ requests and webhook deliveries. The zero value injects nothing.
+// Random draws come from a generator seeded by Options.RandomSeed, so a run is reproducible for a
+// given order of requests.
+type Faults struct {
+	LatencyMS int `json:"latency_ms"`
+	JitterMS  int `json:"jitter_ms"`
+	// ErrorRate answers that share of requests with a 502 and GitHub's "Server Error" body.
+	ErrorRate float64 `json:"error_rate"`
+	// SecondaryRateLimitRate answers that share with 403, retry-after and GitHub's secondary
+	// rate limit message. RetryAfterS is the retry-after given (default 1).
+	SecondaryRateLimitRate float64 `json:"secondary_rate_limit_rate"`
+	RetryAfterS            int     `json:"retry_after_s"`
+	// PrimaryExhausted answers as if the primary budget were spent: REST 403 with
+	// x-ratelimit-remaining 0, GraphQL 200 with a RATE_LIMITED error.
+	PrimaryExhausted bool `json:"primary_exhausted"`
+	// Operations, when set, limits the API faults above to these operations (as in the request
+	// log, e.g. "graphql:updateProjectV2ItemFieldValue"; a trailing "*" matches a prefix).
+	Operations []string      `json:"operations,omitempty"`
+	Webhook    WebhookFaults `json:"webhook"`
+}
+
+// WebhookFaults perturb deliveries: dropped ones are recorded as failed (status code 0) and never
+// reach the receiver; duplicated ones arrive twice with one X-GitHub-Delivery; with Reorder the
+// dispatcher gathers the deliveries queued within max(DelayMS, 50) ms and sends them newest first;
+// DelayMS delays every delivery.
+type WebhookFaults struct {
+	DropRate      float64 `json:"drop_rate"`
+	DuplicateRate float64 `json:"duplicate_rate"`
+	Reorder       bool    `json:"reorder"`
+	DelayMS       int     `json:"delay_ms"`
+}
+
+// Validate refuses rates outside [0,1] and negative durations.
+func (f Faults) Validate() error {
+	var errs []error
+	rate := func(name string, v float64) {
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			errs = append(errs, errors.New(name+": must be between 0 and 1"))
+		}
+	}
+	rate("error_rate", f.ErrorRate)
+	rate("secondary_rate_limit_rate", f.SecondaryRateLimitRate)
+	rate("webhook.drop_rate", f.Webhook.DropRate)
+	rate("webhook.duplicate_rate", f.Webhook.DuplicateRate)
+	if f.LatencyMS < 0 || f.JitterMS < 0 || f.RetryAfterS < 0 || f.Webhook.DelayMS < 0 {
+		errs = append(errs, errors.New("latency_ms, jitter_ms, retry_after_s and webhook.delay_ms must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (f Faults) matches(ops []string) bool {
+	if len(f.Operations) == 0 {
+		return true
+	}
+	for _, want := range f.Operations {
+		for _, op := range ops {
+			if op == want || (strings.HasSuffix(want, "*") && strings.HasPrefix(op, strings.TrimSuffix(want, "*"))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type faultKind string
+
+const (
+	faultNone      faultKind = ""
+	faultError     faultKind = "error"
+	faultSecondary faultKind = "secondary_rate_limit"
+	faultPrimary   faultKind = "primary_rate_limit"
+)
+
+type faultDecision struct {
+	latency    time.Duration
+	kind       faultKind
+	retryAfter int
+	early      bool
+}
+
+type faultState struct {
+	mu             sync.Mutex
+	f              Faults
+	rng            *rand.Rand
+	secondaryUntil map[string]time.Time
+}
+
+func newFaultState(seed uint64) *faultState {
+	return &faultState{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), secondaryUntil: map[string]time.Time{}}
+}
+
+func (s *faultState) get() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f
+}
+
+func (s *faultState) set(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f = f
+}
+
+func (s *faultState) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f = Faults{}
+	s.secondaryUntil = map[string]time.Time{}
+}
+
+// decide draws the fault for one request by identity at now.
+func (s *faultState) decide(ops []string, identity string, now time.Time) faultDecision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d faultDecision
+	if until, ok := s.secondaryUntil[identity]; ok && now.Before(until) {
+		d.early = true
+		d.kind = faultSecondary
+		d.retryAfter = int(math.Ceil(until.Sub(now).Seconds()))
+		return d
+	}
+	f := s.f
+	if !f.matches(ops) {
+		return d
+	}
+	d.latency = time.Duration(f.LatencyMS) * time.Millisecond
+	if f.JitterMS > 0 {
+		d.latency += time.Duration(s.rng.IntN(f.JitterMS+1)) * time.Millisecond
+	}
+	switch {
+	case f.PrimaryExhausted:
+		d.kind = faultPrimary
+	case f.ErrorRate > 0 && s.rng.Float64() < f.ErrorRate:
+		d.kind = faultError
+	case f.SecondaryRateLimitRate > 0 && s.rng.Float64() < f.SecondaryRateLimitRate:
+		d.kind = faultSecondary
+		d.retryAfter = f.RetryAfterS
+		if d.retryAfter <= 0 {
+			d.retryAfter = 1
+		}
+		s.secondaryUntil[identity] = now.Add(time.Duration(d.retryAfter) * time.Second)
+	}
+	return d
+}
+
+// webhookDraw decides drop and duplicate for one delivery.
+func (s *faultState) webhookDraw() (wf WebhookFaults, drop, dup bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wf = s.f.Webhook
+	drop = wf.DropRate > 0 && s.rng.Float64() < wf.DropRate
+	dup = !drop && wf.DuplicateRate > 0 && s.rng.Float64() < wf.DuplicateRate
+	return wf, drop, dup
+}

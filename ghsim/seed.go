@@ -1,0 +1,456 @@
+package ghsim
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Seed is the initial world of a simulator: one organization, its repositories, users, the GitHub
+// App installed on it, Projects V2 boards with single-select fields, issues and pull requests.
+// It is decoded strictly from YAML (unknown keys are errors); tests may also build it in Go.
+type Seed struct {
+	Org          string        `yaml:"org"`
+	App          SeedApp       `yaml:"app"`
+	Users        []SeedUser    `yaml:"users"`
+	Repos        []string      `yaml:"repos"`
+	Projects     []SeedProject `yaml:"projects"`
+	Issues       []SeedIssue   `yaml:"issues"`
+	PullRequests []SeedPR      `yaml:"pull_requests"`
+	DraftItems   []SeedDraft   `yaml:"draft_items"`
+}
+
+// SeedApp describes the GitHub App and its single installation on the organization.
+type SeedApp struct {
+	ID             int64  `yaml:"id"`
+	Slug           string `yaml:"slug"`
+	Name           string `yaml:"name"`
+	InstallationID int64  `yaml:"installation_id"`
+	// PrivateKeyFile is read when it exists and created (RSA-2048 PEM) when it does not, so the
+	// app under test and ghsim share one key. Relative paths resolve against the seed file.
+	PrivateKeyFile string `yaml:"private_key_file"`
+	// PrivateKeyPEM is an inline alternative to PrivateKeyFile (handy in tests).
+	PrivateKeyPEM string `yaml:"private_key_pem"`
+	WebhookURL    string `yaml:"webhook_url"`
+	WebhookSecret string `yaml:"webhook_secret"`
+	// Permissions and Events override what GET /app reports (defaults: what ralph-gate needs).
+	Permissions map[string]string `yaml:"permissions"`
+	Events      []string          `yaml:"events"`
+}
+
+// SeedUser is a person or agent that calls the API with Token.
+type SeedUser struct {
+	Login string `yaml:"login"`
+	Token string `yaml:"token"`
+	Kind  string `yaml:"kind"` // informational: human, agent
+}
+
+// SeedProject is an organization-owned Projects V2 board.
+type SeedProject struct {
+	Number int        `yaml:"number"`
+	Title  string     `yaml:"title"`
+	Fields SeedFields `yaml:"fields"`
+}
+
+// SeedFields is an ordered list of single-select fields; in YAML a mapping from field name to its
+// options (each a name, or {name, color, description}).
+type SeedFields []SeedField
+
+// SeedField is one single-select field.
+type SeedField struct {
+	Name    string
+	Options []SeedOption
+}
+
+// SeedOption is one single-select option. Color defaults to a GitHub color chosen by position.
+type SeedOption struct {
+	Name        string `yaml:"name"`
+	Color       string `yaml:"color"`
+	Description string `yaml:"description"`
+}
+
+// SeedIssue is an issue, optionally on a project with field values by field name.
+type SeedIssue struct {
+	Repo        string            `yaml:"repo"`
+	Number      int               `yaml:"number"`
+	Title       string            `yaml:"title"`
+	Body        string            `yaml:"body"`
+	State       string            `yaml:"state"`        // open (default) or closed
+	StateReason string            `yaml:"state_reason"` // completed, not_planned (closed only)
+	Author      string            `yaml:"author"`       // defaults to the first user
+	Parent      int               `yaml:"parent"`
+	BlockedBy   []int             `yaml:"blocked_by"`
+	Project     int               `yaml:"project"` // 0: the only project when fields are given
+	Fields      map[string]string `yaml:"fields"`
+	Assignees   []string          `yaml:"assignees"`
+	Comments    []SeedComment     `yaml:"comments"`
+}
+
+// SeedComment is an existing issue comment.
+type SeedComment struct {
+	Author string `yaml:"author"`
+	Body   string `yaml:"body"`
+}
+
+// SeedPR is a pull request; Closes lists issue numbers (same repo) it closes when merged.
+type SeedPR struct {
+	Repo    string            `yaml:"repo"`
+	Number  int               `yaml:"number"`
+	Title   string            `yaml:"title"`
+	Body    string            `yaml:"body"`
+	Author  string            `yaml:"author"`
+	Closes  []int             `yaml:"closes"`
+	Project int               `yaml:"project"`
+	Fields  map[string]string `yaml:"fields"`
+}
+
+// SeedDraft is a draft issue item on a project.
+type SeedDraft struct {
+	Project int               `yaml:"project"`
+	Title   string            `yaml:"title"`
+	Body    string            `yaml:"body"`
+	Fields  map[string]string `yaml:"fields"`
+}
+
+// UnmarshalYAML decodes an ordered mapping of field name to options.
+func (f *SeedFields) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: fields must be a mapping of field name to options", n.Line)
+	}
+	var out SeedFields
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name := n.Content[i].Value
+		val := n.Content[i+1]
+		if val.Kind != yaml.SequenceNode {
+			return fmt.Errorf("line %d: field %q: options must be a list", val.Line, name)
+		}
+		fld := SeedField{Name: name}
+		for _, o := range val.Content {
+			var opt SeedOption
+			switch o.Kind {
+			case yaml.ScalarNode:
+				opt.Name = o.Value
+			case yaml.MappingNode:
+				if err := decodeStrict(o, &opt); err != nil {
+					return fmt.Errorf("field %q: %w", name, err)
+				}
+			default:
+				return fmt.Errorf("line %d: field %q: an option is a name or {name, color, description}", o.Line, name)
+			}
+			fld.Options = append(fld.Options, opt)
+		}
+		out = append(out, fld)
+	}
+	*f = out
+	return nil
+}
+
+// decodeStrict re-encodes a node and decodes it with unknown keys refused (yaml.v3 does not carry
+// KnownFields into Node.Decode).
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// ParseSeed decodes a seed strictly and validates it. A private_key_file is not touched (see
+// LoadSeed); relative paths stay relative to the working directory.
+func ParseSeed(b []byte) (Seed, error) {
+	var s Seed
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return s, errors.New("seed is empty")
+		}
+		return s, fmt.Errorf("decode seed: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// LoadSeed reads a seed file. When the app has a private_key_file and no inline key, the file is
+// read if it exists, else a new RSA-2048 key is generated and written there (0600); the key ends
+// up in App.PrivateKeyPEM. Relative key paths resolve against the seed file's directory.
+func LoadSeed(path string) (Seed, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Seed{}, fmt.Errorf("read seed: %w", err)
+	}
+	s, err := ParseSeed(b)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.App.PrivateKeyPEM == "" && s.App.PrivateKeyFile != "" {
+		kp := s.App.PrivateKeyFile
+		if !filepath.IsAbs(kp) {
+			kp = filepath.Join(filepath.Dir(path), kp)
+		}
+		s.App.PrivateKeyFile = kp
+		pemBytes, err := readOrCreateKey(kp)
+		if err != nil {
+			return s, err
+		}
+		s.App.PrivateKeyPEM = string(pemBytes)
+	}
+	return s, nil
+}
+
+func readOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if _, err := parsePrivateKey(b); err != nil {
+			return nil, fmt.Errorf("private key %s: %w", path, err)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read private key: %w", err)
+	}
+	pemBytes, err := generateKeyPEM()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+		return nil, fmt.Errorf("write private key: %w", err)
+	}
+	return pemBytes, nil
+}
+
+func generateKeyPEM() ([]byte, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("generate private key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), nil
+}
+
+func parsePrivateKey(b []byte) (*rsa.PrivateKey, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, errors.New("no PEM block")
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(blk.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse RSA key: %w", err)
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("private key is not RSA")
+	}
+	return rk, nil
+}
+
+// Validate reports every problem in the seed at once.
+func (s *Seed) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if s.Org == "" {
+		bad("org: required")
+	}
+	if s.App.ID <= 0 {
+		bad("app.id: required")
+	}
+	if s.App.Slug == "" {
+		bad("app.slug: required")
+	}
+	if s.App.InstallationID <= 0 {
+		bad("app.installation_id: required")
+	}
+	users := map[string]bool{}
+	tokens := map[string]bool{}
+	for i, u := range s.Users {
+		if u.Login == "" {
+			bad("users[%d].login: required", i)
+		}
+		if users[u.Login] {
+			bad("users[%d].login: duplicate %q", i, u.Login)
+		}
+		users[u.Login] = true
+		if u.Token != "" && tokens[u.Token] {
+			bad("users[%d].token: duplicate", i)
+		}
+		tokens[u.Token] = true
+	}
+	if len(s.Users) == 0 {
+		bad("users: at least one user is required")
+	}
+	repos := map[string]bool{}
+	for i, r := range s.Repos {
+		if r == "" || repos[r] {
+			bad("repos[%d]: empty or duplicate %q", i, r)
+		}
+		repos[r] = true
+	}
+	projects := map[int]SeedProject{}
+	for i, p := range s.Projects {
+		if p.Number <= 0 || projects[p.Number].Number != 0 {
+			bad("projects[%d].number: must be positive and unique", i)
+		}
+		projects[p.Number] = p
+		names := map[string]bool{}
+		for _, f := range p.Fields {
+			if names[f.Name] {
+				bad("projects[%d].fields: duplicate field %q", i, f.Name)
+			}
+			names[f.Name] = true
+			opts := map[string]bool{}
+			for _, o := range f.Options {
+				if o.Name == "" || opts[o.Name] {
+					bad("projects[%d].fields.%s: empty or duplicate option %q", i, f.Name, o.Name)
+				}
+				opts[o.Name] = true
+				if o.Color != "" && !validColor(o.Color) {
+					bad("projects[%d].fields.%s.%s: unknown color %q", i, f.Name, o.Name, o.Color)
+				}
+			}
+		}
+	}
+	checkFields := func(where string, proj int, fields map[string]string) {
+		if len(fields) == 0 {
+			return
+		}
+		p, ok := projects[proj]
+		if !ok {
+			bad("%s.project: unknown project %d", where, proj)
+			return
+		}
+		for name, val := range fields {
+			var fld *SeedField
+			for i := range p.Fields {
+				if p.Fields[i].Name == name {
+					fld = &p.Fields[i]
+				}
+			}
+			if fld == nil {
+				bad("%s.fields: project %d has no field %q", where, proj, name)
+				continue
+			}
+			found := false
+			for _, o := range fld.Options {
+				found = found || o.Name == val
+			}
+			if !found {
+				bad("%s.fields.%s: %q is not an option", where, name, val)
+			}
+		}
+	}
+	type key struct {
+		repo string
+		n    int
+	}
+	numbers := map[key]string{}
+	for i, is := range s.Issues {
+		where := fmt.Sprintf("issues[%d]", i)
+		if !repos[is.Repo] {
+			bad("%s.repo: unknown repo %q", where, is.Repo)
+		}
+		if is.Number <= 0 || numbers[key{is.Repo, is.Number}] != "" {
+			bad("%s.number: must be positive and unique in its repo", where)
+		}
+		numbers[key{is.Repo, is.Number}] = "issue"
+		switch is.State {
+		case "", "open", "closed":
+		default:
+			bad("%s.state: must be open or closed", where)
+		}
+		switch is.StateReason {
+		case "", "completed", "not_planned", "duplicate", "reopened":
+		default:
+			bad("%s.state_reason: unknown %q", where, is.StateReason)
+		}
+		checkFields(where, s.issueProject(is.Project, is.Fields), is.Fields)
+		if is.Author != "" && !users[is.Author] {
+			bad("%s.author: unknown user %q", where, is.Author)
+		}
+		for _, a := range is.Assignees {
+			if !users[a] {
+				bad("%s.assignees: unknown user %q", where, a)
+			}
+		}
+		for j, c := range is.Comments {
+			if c.Author != "" && !users[c.Author] && c.Author != s.App.Slug+"[bot]" {
+				bad("%s.comments[%d].author: unknown user %q", where, j, c.Author)
+			}
+		}
+	}
+	for i, is := range s.Issues {
+		if is.Parent != 0 && numbers[key{is.Repo, is.Parent}] != "issue" {
+			bad("issues[%d].parent: no issue %s#%d", i, is.Repo, is.Parent)
+		}
+		if is.Parent == is.Number && is.Parent != 0 {
+			bad("issues[%d].parent: an issue cannot be its own parent", i)
+		}
+		for _, b := range is.BlockedBy {
+			if numbers[key{is.Repo, b}] != "issue" || b == is.Number {
+				bad("issues[%d].blocked_by: no issue %s#%d", i, is.Repo, b)
+			}
+		}
+	}
+	for i, pr := range s.PullRequests {
+		where := fmt.Sprintf("pull_requests[%d]", i)
+		if !repos[pr.Repo] {
+			bad("%s.repo: unknown repo %q", where, pr.Repo)
+		}
+		if pr.Number <= 0 || numbers[key{pr.Repo, pr.Number}] != "" {
+			bad("%s.number: must be positive and unique in its repo (issues and pull requests share numbers)", where)
+		}
+		numbers[key{pr.Repo, pr.Number}] = "pr"
+		for _, c := range pr.Closes {
+			if numbers[key{pr.Repo, c}] != "issue" {
+				bad("%s.closes: no issue %s#%d", where, pr.Repo, c)
+			}
+		}
+		checkFields(where, s.issueProject(pr.Project, pr.Fields), pr.Fields)
+	}
+	for i, d := range s.DraftItems {
+		where := fmt.Sprintf("draft_items[%d]", i)
+		if _, ok := projects[d.Project]; !ok {
+			bad("%s.project: unknown project %d", where, d.Project)
+		}
+		checkFields(where, d.Project, d.Fields)
+	}
+	return errors.Join(errs...)
+}
+
+// issueProject returns the project an issue is on: the explicit one, or the only project when the
+// issue has field values.
+func (s *Seed) issueProject(explicit int, fields map[string]string) int {
+	if explicit != 0 {
+		return explicit
+	}
+	if len(fields) > 0 && len(s.Projects) == 1 {
+		return s.Projects[0].Number
+	}
+	return 0
+}
+
+var optionColors = []string{"GRAY", "BLUE", "GREEN", "YELLOW", "ORANGE", "RED", "PINK", "PURPLE"}
+
+func validColor(c string) bool {
+	for _, x := range optionColors {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}

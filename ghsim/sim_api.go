@@ -1,0 +1,124 @@
+package ghsim
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// The /_sim/ API: inspection and control for tests, the demo and benchmarks. It is not GitHub's
+// and needs no credentials (ghsim listens on loopback only).
+func (s *Server) simRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /_sim/state", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.State()) })
+	mux.HandleFunc("GET /_sim/requests", s.simRequests)
+	mux.HandleFunc("GET /_sim/deliveries", s.simDeliveries)
+	mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.GetFaults()) })
+	mux.HandleFunc("POST /_sim/faults", s.simSetFaults)
+	mux.HandleFunc("POST /_sim/merge", s.simMerge)
+	mux.HandleFunc("POST /_sim/reset", s.simReset)
+	mux.HandleFunc("GET /_sim/config", s.simGetConfig)
+	mux.HandleFunc("POST /_sim/config", s.simSetConfig)
+}
+
+func simDecode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad JSON: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// simRequests answers the request log; ?limit=N keeps the N most recent entries (default 1000,
+// -1 for all retained).
+func (s *Server) simRequests(w http.ResponseWriter, r *http.Request) {
+	limit := 1000
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "limit must be an integer"})
+			return
+		}
+		limit = n
+	}
+	writeJSON(w, http.StatusOK, s.log.snapshot(limit))
+}
+
+type simDelivery struct {
+	Delivery
+	Success bool              `json:"success"`
+	Headers map[string]string `json:"headers"`
+	Payload json.RawMessage   `json:"payload"`
+}
+
+func (s *Server) simDeliveries(w http.ResponseWriter, _ *http.Request) {
+	out := []simDelivery{}
+	for _, d := range s.Deliveries() {
+		p := d.Payload()
+		if len(p) == 0 {
+			p = json.RawMessage("null")
+		}
+		out = append(out, simDelivery{Delivery: d, Success: d.Success(), Headers: d.headers, Payload: p})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) simSetFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	if !simDecode(w, r, &f) {
+		return
+	}
+	if err := s.SetFaults(f); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.GetFaults())
+}
+
+func (s *Server) simMerge(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Repo   string `json:"repo"`
+		Number int    `json:"number"`
+		By     string `json:"by"`
+	}
+	if !simDecode(w, r, &in) {
+		return
+	}
+	if err := s.Merge(in.Repo, in.Number, in.By); err != nil {
+		status := http.StatusUnprocessableEntity
+		var nf notFoundError
+		if errors.As(err, &nf) {
+			status = http.StatusNotFound
+		}
+		writeJSON(w, status, map[string]any{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"merged": true})
+}
+
+func (s *Server) simReset(w http.ResponseWriter, _ *http.Request) {
+	if err := s.Reset(); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"reset": true})
+}
+
+func (s *Server) simGetConfig(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"webhook_url": s.hooks.getURL()})
+}
+
+func (s *Server) simSetConfig(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		WebhookURL *string `json:"webhook_url"`
+	}
+	if !simDecode(w, r, &in) {
+		return
+	}
+	if in.WebhookURL != nil {
+		s.SetWebhookURL(*in.WebhookURL)
+	}
+	s.simGetConfig(w, r)
+}

@@ -1,0 +1,523 @@
+package ghsim
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// seedEpoch is the creation time of everything in the seed, so that two worlds built from one seed
+// are identical; objects created later take the server's clock.
+var seedEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type actor struct {
+	login    string
+	id       int64
+	nodeID   string
+	typ      string // "User" or "Bot": the GraphQL type and the REST "type"
+	token    string
+	userKind string // informational, from the seed
+}
+
+func (a *actor) gqlType() string { return a.typ }
+
+type repo struct {
+	id        int64
+	nodeID    string
+	name      string
+	createdAt time.Time
+}
+
+func (r *repo) gqlType() string { return "Repository" }
+
+type project struct {
+	id        int64
+	nodeID    string
+	number    int
+	title     string
+	fields    []*field
+	items     []*item
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+func (p *project) gqlType() string { return "ProjectV2" }
+
+func (p *project) fieldByName(name string) *field {
+	for _, f := range p.fields {
+		if f.name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+type field struct {
+	id        int64
+	nodeID    string
+	name      string
+	project   *project
+	options   []*option
+	createdAt time.Time
+}
+
+func (f *field) gqlType() string { return "ProjectV2SingleSelectField" }
+
+func (f *field) option(id string) *option {
+	for _, o := range f.options {
+		if o.id == id {
+			return o
+		}
+	}
+	return nil
+}
+
+func (f *field) optionByName(name string) *option {
+	for _, o := range f.options {
+		if o.name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+type option struct {
+	id          string
+	name        string
+	color       string
+	description string
+}
+
+type item struct {
+	id         int64
+	nodeID     string
+	project    *project
+	content    any // *issue, *pullRequest or *draft
+	values     map[*field]*fieldValue
+	archived   bool
+	archivedAt *time.Time
+	createdAt  time.Time
+	updatedAt  time.Time
+	creator    *actor
+}
+
+func (it *item) gqlType() string { return "ProjectV2Item" }
+
+func (it *item) contentType() string {
+	switch it.content.(type) {
+	case *issue:
+		return "Issue"
+	case *pullRequest:
+		return "PullRequest"
+	default:
+		return "DraftIssue"
+	}
+}
+
+func (it *item) contentNodeID() string {
+	switch c := it.content.(type) {
+	case *issue:
+		return c.nodeID
+	case *pullRequest:
+		return c.nodeID
+	case *draft:
+		return c.nodeID
+	}
+	return ""
+}
+
+type fieldValue struct {
+	nodeID    string
+	item      *item
+	field     *field
+	opt       *option
+	createdAt time.Time
+	updatedAt time.Time
+	creator   *actor
+}
+
+func (v *fieldValue) gqlType() string { return "ProjectV2ItemFieldSingleSelectValue" }
+
+type issue struct {
+	id          int64
+	nodeID      string
+	repo        *repo
+	number      int
+	title       string
+	body        string
+	state       string // open, closed
+	stateReason string // "", completed, not_planned, duplicate, reopened
+	author      *actor
+	assignees   []*actor
+	parent      *issue
+	subIssues   []*issue
+	blockedBy   []*issue
+	blocking    []*issue
+	comments    []*comment
+	items       []*item
+	closedBy    []*pullRequest
+	createdAt   time.Time
+	updatedAt   time.Time
+	closedAt    *time.Time
+}
+
+func (i *issue) gqlType() string { return "Issue" }
+
+type pullRequest struct {
+	id        int64
+	nodeID    string
+	repo      *repo
+	number    int
+	title     string
+	body      string
+	state     string // open, closed
+	merged    bool
+	mergedAt  *time.Time
+	mergedBy  *actor
+	closes    []*issue
+	author    *actor
+	items     []*item
+	createdAt time.Time
+	updatedAt time.Time
+	closedAt  *time.Time
+}
+
+func (p *pullRequest) gqlType() string { return "PullRequest" }
+
+type comment struct {
+	id        int64
+	nodeID    string
+	issue     *issue
+	author    *actor
+	body      string
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+func (c *comment) gqlType() string { return "IssueComment" }
+
+type draft struct {
+	id        int64
+	nodeID    string
+	title     string
+	body      string
+	creator   *actor
+	items     []*item
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+func (d *draft) gqlType() string { return "DraftIssue" }
+
+type organization struct {
+	login  string
+	id     int64
+	nodeID string
+}
+
+func (o *organization) gqlType() string { return "Organization" }
+
+type appInfo struct {
+	id             int64
+	slug           string
+	name           string
+	installationID int64
+	bot            *actor
+	permissions    map[string]string
+	events         []string
+}
+
+type issueKey struct {
+	repo   string
+	number int
+}
+
+// event is one webhook, its body rendered when the change happened.
+type event struct {
+	name   string
+	action string
+	body   []byte
+}
+
+// world is the simulated GitHub state. Every access holds mu; mutations append the webhooks they
+// cause to pending, which the server hands to the dispatcher in order.
+type world struct {
+	mu sync.RWMutex
+
+	now     func() time.Time
+	baseURL string
+	ids     *idAlloc
+	tick    int
+
+	org        *organization
+	app        appInfo
+	users      []*actor
+	byLogin    map[string]*actor
+	byToken    map[string]*actor
+	repos      []*repo
+	repoByName map[string]*repo
+	projects   []*project
+	issues     []*issue
+	issueByKey map[issueKey]*issue
+	prs        []*pullRequest
+	prByKey    map[issueKey]*pullRequest
+	nodes      map[string]any
+	comments   map[int64]*comment
+	pending    []event
+}
+
+func newWorld(seed Seed, now func() time.Time) (*world, error) {
+	w := &world{now: now}
+	if err := w.load(seed); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *world) seedTime() time.Time {
+	w.tick++
+	return seedEpoch.Add(time.Duration(w.tick) * time.Second)
+}
+
+func (w *world) clock() time.Time { return w.now().UTC().Truncate(time.Second) }
+
+// load (re)builds the world from the seed. Callers hold mu or own w exclusively.
+func (w *world) load(seed Seed) error {
+	if err := seed.Validate(); err != nil {
+		return err
+	}
+	w.ids = newIDAlloc()
+	w.tick = 0
+	w.nodes = map[string]any{}
+	w.comments = map[int64]*comment{}
+	w.byLogin = map[string]*actor{}
+	w.byToken = map[string]*actor{}
+	w.repoByName = map[string]*repo{}
+	w.issueByKey = map[issueKey]*issue{}
+	w.prByKey = map[issueKey]*pullRequest{}
+	w.users, w.repos, w.projects, w.issues, w.prs, w.pending = nil, nil, nil, nil, nil, nil
+
+	oid := w.ids.take("org")
+	w.org = &organization{login: seed.Org, id: oid, nodeID: nodeID("O", oid)}
+	w.nodes[w.org.nodeID] = w.org
+
+	botID := w.ids.take("bot")
+	bot := &actor{login: seed.App.Slug + "[bot]", id: botID, nodeID: nodeID("BOT", botID), typ: "Bot"}
+	w.app = appInfo{id: seed.App.ID, slug: seed.App.Slug, name: seed.App.Name, installationID: seed.App.InstallationID,
+		bot: bot, permissions: seed.App.Permissions, events: seed.App.Events}
+	if w.app.name == "" {
+		w.app.name = seed.App.Slug
+	}
+	if w.app.permissions == nil {
+		w.app.permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read"}
+	}
+	if w.app.events == nil {
+		w.app.events = []string{"projects_v2_item", "issues", "pull_request", "installation"}
+	}
+	w.byLogin[bot.login] = bot
+	w.nodes[bot.nodeID] = bot
+
+	for _, su := range seed.Users {
+		id := w.ids.take("user")
+		u := &actor{login: su.Login, id: id, nodeID: nodeID("U", id), typ: "User", token: su.Token, userKind: su.Kind}
+		w.users = append(w.users, u)
+		w.byLogin[u.login] = u
+		if u.token != "" {
+			w.byToken[u.token] = u
+		}
+		w.nodes[u.nodeID] = u
+	}
+	for _, name := range seed.Repos {
+		id := w.ids.take("repo")
+		r := &repo{id: id, nodeID: nodeID("R", id), name: name, createdAt: w.seedTime()}
+		w.repos = append(w.repos, r)
+		w.repoByName[name] = r
+		w.nodes[r.nodeID] = r
+	}
+	for _, sp := range seed.Projects {
+		id := w.ids.take("project")
+		p := &project{id: id, nodeID: nodeID("PVT", id), number: sp.Number, title: sp.Title, createdAt: w.seedTime()}
+		p.updatedAt = p.createdAt
+		for _, sf := range sp.Fields {
+			fid := w.ids.take("field")
+			f := &field{id: fid, nodeID: nodeID("PVTSSF", fid), name: sf.Name, project: p, createdAt: p.createdAt}
+			for i, so := range sf.Options {
+				color := so.Color
+				if color == "" {
+					color = optionColors[i%len(optionColors)]
+				}
+				f.options = append(f.options, &option{id: optionID(sp.Number, sf.Name, so.Name), name: so.Name, color: color, description: so.Description})
+			}
+			p.fields = append(p.fields, f)
+			w.nodes[f.nodeID] = f
+		}
+		w.projects = append(w.projects, p)
+		w.nodes[p.nodeID] = p
+	}
+	defaultAuthor := w.users[0]
+	userOr := func(login string) *actor {
+		if a := w.byLogin[login]; a != nil {
+			return a
+		}
+		return defaultAuthor
+	}
+	for _, si := range seed.Issues {
+		id := w.ids.take("issue")
+		t := w.seedTime()
+		is := &issue{id: id, nodeID: nodeID("I", id), repo: w.repoByName[si.Repo], number: si.Number, title: si.Title,
+			body: si.Body, state: "open", author: userOr(si.Author), createdAt: t, updatedAt: t}
+		if si.State == "closed" {
+			is.state = "closed"
+			is.stateReason = si.StateReason
+			if is.stateReason == "" {
+				is.stateReason = "completed"
+			}
+			ct := t
+			is.closedAt = &ct
+		} else if si.StateReason == "reopened" {
+			is.stateReason = "reopened"
+		}
+		for _, a := range si.Assignees {
+			is.assignees = append(is.assignees, w.byLogin[a])
+		}
+		w.issues = append(w.issues, is)
+		w.issueByKey[issueKey{si.Repo, si.Number}] = is
+		w.nodes[is.nodeID] = is
+	}
+	for _, si := range seed.Issues {
+		is := w.issueByKey[issueKey{si.Repo, si.Number}]
+		if si.Parent != 0 {
+			p := w.issueByKey[issueKey{si.Repo, si.Parent}]
+			is.parent = p
+			p.subIssues = append(p.subIssues, is)
+		}
+		for _, b := range si.BlockedBy {
+			bi := w.issueByKey[issueKey{si.Repo, b}]
+			is.blockedBy = append(is.blockedBy, bi)
+			bi.blocking = append(bi.blocking, is)
+		}
+		for _, sc := range si.Comments {
+			w.newComment(is, userOr(sc.Author), sc.Body, w.seedTime())
+		}
+	}
+	for _, sp := range seed.PullRequests {
+		id := w.ids.take("pr")
+		t := w.seedTime()
+		pr := &pullRequest{id: id, nodeID: nodeID("PR", id), repo: w.repoByName[sp.Repo], number: sp.Number, title: sp.Title,
+			body: sp.Body, state: "open", author: userOr(sp.Author), createdAt: t, updatedAt: t}
+		for _, c := range sp.Closes {
+			is := w.issueByKey[issueKey{sp.Repo, c}]
+			pr.closes = append(pr.closes, is)
+			is.closedBy = append(is.closedBy, pr)
+		}
+		w.prs = append(w.prs, pr)
+		w.prByKey[issueKey{sp.Repo, sp.Number}] = pr
+		w.nodes[pr.nodeID] = pr
+	}
+	// Items: issues, then pull requests, then drafts, each in seed order.
+	for _, si := range seed.Issues {
+		if pn := seed.issueProject(si.Project, si.Fields); pn != 0 {
+			w.seedItem(pn, w.issueByKey[issueKey{si.Repo, si.Number}], si.Fields, defaultAuthor)
+		}
+	}
+	for _, sp := range seed.PullRequests {
+		if pn := seed.issueProject(sp.Project, sp.Fields); pn != 0 {
+			w.seedItem(pn, w.prByKey[issueKey{sp.Repo, sp.Number}], sp.Fields, defaultAuthor)
+		}
+	}
+	for _, sd := range seed.DraftItems {
+		id := w.ids.take("draft")
+		t := w.seedTime()
+		d := &draft{id: id, nodeID: nodeID("DI", id), title: sd.Title, body: sd.Body, creator: defaultAuthor, createdAt: t, updatedAt: t}
+		w.nodes[d.nodeID] = d
+		w.seedItem(sd.Project, d, sd.Fields, defaultAuthor)
+	}
+	return nil
+}
+
+func (w *world) seedItem(projectNumber int, content any, values map[string]string, creator *actor) {
+	p := w.projectByNumber(projectNumber)
+	t := w.seedTime()
+	it := w.newItem(p, content, creator, t)
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f := p.fieldByName(n)
+		it.values[f] = &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, opt: f.optionByName(values[n]),
+			createdAt: t, updatedAt: t, creator: creator}
+	}
+}
+
+func fieldValueNodeID(it *item, f *field) string {
+	return nodeID("PVTFSV", it.id*1000+f.id%1000)
+}
+
+func (w *world) newItem(p *project, content any, creator *actor, t time.Time) *item {
+	id := w.ids.take("item")
+	it := &item{id: id, nodeID: nodeID("PVTI", id), project: p, content: content, values: map[*field]*fieldValue{},
+		createdAt: t, updatedAt: t, creator: creator}
+	p.items = append(p.items, it)
+	switch c := content.(type) {
+	case *issue:
+		c.items = append(c.items, it)
+	case *pullRequest:
+		c.items = append(c.items, it)
+	case *draft:
+		c.items = append(c.items, it)
+	}
+	w.nodes[it.nodeID] = it
+	return it
+}
+
+func (w *world) newComment(is *issue, author *actor, body string, t time.Time) *comment {
+	id := w.ids.take("comment")
+	c := &comment{id: id, nodeID: nodeID("IC", id), issue: is, author: author, body: body, createdAt: t, updatedAt: t}
+	is.comments = append(is.comments, c)
+	w.nodes[c.nodeID] = c
+	w.comments[id] = c
+	return c
+}
+
+func (w *world) projectByNumber(n int) *project {
+	for _, p := range w.projects {
+		if p.number == n {
+			return p
+		}
+	}
+	return nil
+}
+
+func (w *world) issue(repoName string, number int) *issue {
+	return w.issueByKey[issueKey{repoName, number}]
+}
+
+func (w *world) pr(repoName string, number int) *pullRequest {
+	return w.prByKey[issueKey{repoName, number}]
+}
+
+func (w *world) comment(id int64) *comment { return w.comments[id] }
+
+func (w *world) subscribed(eventName string) bool {
+	for _, e := range w.app.events {
+		if e == eventName {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotFound and errInvalid are the two kinds of refusal every API maps to its own shape.
+type notFoundError struct{ what string }
+
+func (e notFoundError) Error() string { return e.what }
+
+type invalidError struct{ msg string }
+
+func (e invalidError) Error() string { return e.msg }
+
+func errNotFound(format string, a ...any) error { return notFoundError{fmt.Sprintf(format, a...)} }
+func errInvalid(format string, a ...any) error  { return invalidError{fmt.Sprintf(format, a...)} }

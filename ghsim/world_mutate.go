@@ -1,0 +1,313 @@
+package ghsim
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Mutations change the world as GitHub would and queue the webhooks GitHub would send. Callers
+// hold w.mu for writing.
+
+func (w *world) emit(name, action string, payload map[string]any) {
+	if !w.subscribed(name) {
+		return
+	}
+	payload["action"] = action
+	payload["organization"] = w.orgJSON()
+	payload["installation"] = map[string]any{"id": w.app.installationID, "node_id": installationNodeID(w.app.installationID)}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		panic("ghsim: marshal webhook: " + err.Error())
+	}
+	w.pending = append(w.pending, event{name: name, action: action, body: b})
+}
+
+// takePending hands the queued webhooks over, in the order the changes happened.
+func (w *world) takePending() []event {
+	p := w.pending
+	w.pending = nil
+	return p
+}
+
+func (w *world) lookupItem(projectID, itemID string) (*project, *item, error) {
+	p, ok := w.nodes[projectID].(*project)
+	if !ok {
+		return nil, nil, errNotFound("Could not resolve to a node with the global id of '%s'", projectID)
+	}
+	it, ok := w.nodes[itemID].(*item)
+	if !ok || it.project != p {
+		return nil, nil, errNotFound("Could not resolve to a node with the global id of '%s'", itemID)
+	}
+	return p, it, nil
+}
+
+func (w *world) lookupField(p *project, fieldID string) (*field, error) {
+	f, ok := w.nodes[fieldID].(*field)
+	if !ok || f.project != p {
+		return nil, errNotFound("Could not resolve to a node with the global id of '%s'", fieldID)
+	}
+	return f, nil
+}
+
+// setFieldValue sets a single-select value. Writing the current value changes nothing and sends
+// nothing, as on GitHub.
+func (w *world) setFieldValue(by *actor, projectID, itemID, fieldID, optionID string) (*item, error) {
+	p, it, err := w.lookupItem(projectID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := w.lookupField(p, fieldID)
+	if err != nil {
+		return nil, err
+	}
+	opt := f.option(optionID)
+	if opt == nil {
+		return nil, errInvalid("The single select option Id does not belong to the field")
+	}
+	old := it.values[f]
+	if old != nil && old.opt == opt {
+		return it, nil
+	}
+	t := w.clock()
+	if old == nil {
+		it.values[f] = &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, opt: opt, createdAt: t, updatedAt: t, creator: by}
+	} else {
+		nv := *old
+		nv.opt, nv.updatedAt = opt, t
+		it.values[f] = &nv
+	}
+	it.updatedAt = t
+	p.updatedAt = t
+	var from *option
+	if old != nil {
+		from = old.opt
+	}
+	w.emitFieldChange(it, f, from, opt, by)
+	return it, nil
+}
+
+func (w *world) clearFieldValue(by *actor, projectID, itemID, fieldID string) (*item, error) {
+	p, it, err := w.lookupItem(projectID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := w.lookupField(p, fieldID)
+	if err != nil {
+		return nil, err
+	}
+	old := it.values[f]
+	if old == nil {
+		return it, nil
+	}
+	delete(it.values, f)
+	it.updatedAt = w.clock()
+	w.emitFieldChange(it, f, old.opt, nil, by)
+	return it, nil
+}
+
+func (w *world) emitFieldChange(it *item, f *field, from, to *option, by *actor) {
+	w.emit("projects_v2_item", "edited", map[string]any{
+		"projects_v2_item": w.itemJSON(it),
+		"changes": map[string]any{"field_value": map[string]any{
+			"field_node_id":  f.nodeID,
+			"field_type":     "single_select",
+			"field_name":     f.name,
+			"project_number": it.project.number,
+			"from":           optionJSON(from),
+			"to":             optionJSON(to),
+		}},
+		"sender": w.userJSON(by),
+	})
+}
+
+func (w *world) addItem(by *actor, projectID, contentID string) (*item, error) {
+	p, ok := w.nodes[projectID].(*project)
+	if !ok {
+		return nil, errNotFound("Could not resolve to a node with the global id of '%s'", projectID)
+	}
+	var existing []*item
+	switch c := w.nodes[contentID].(type) {
+	case *issue:
+		existing = c.items
+	case *pullRequest:
+		existing = c.items
+	default:
+		return nil, errNotFound("Could not resolve to a node with the global id of '%s'", contentID)
+	}
+	for _, it := range existing {
+		if it.project == p {
+			return it, nil
+		}
+	}
+	it := w.newItem(p, w.nodes[contentID], by, w.clock())
+	w.emit("projects_v2_item", "created", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
+	return it, nil
+}
+
+func (w *world) setArchived(by *actor, projectID, itemID string, archived bool) (*item, error) {
+	_, it, err := w.lookupItem(projectID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	if it.archived == archived {
+		return it, nil
+	}
+	t := w.clock()
+	it.archived, it.updatedAt = archived, t
+	action := "restored"
+	changes := map[string]any{"archived_at": map[string]any{"from": formatTime(it.archivedAt), "to": nil}}
+	if archived {
+		it.archivedAt = &t
+		action = "archived"
+		changes = map[string]any{"archived_at": map[string]any{"from": nil, "to": formatTime(&t)}}
+	} else {
+		it.archivedAt = nil
+	}
+	w.emit("projects_v2_item", action, map[string]any{"projects_v2_item": w.itemJSON(it), "changes": changes, "sender": w.userJSON(by)})
+	return it, nil
+}
+
+func (w *world) addComment(by *actor, is *issue, body string) (*comment, error) {
+	if body == "" {
+		return nil, errInvalid("Body cannot be blank")
+	}
+	t := w.clock()
+	c := w.newComment(is, by, body, t)
+	is.updatedAt = t
+	return c, nil
+}
+
+func (w *world) updateComment(by *actor, c *comment, body string) (*comment, error) {
+	if body == "" {
+		return nil, errInvalid("Body cannot be blank")
+	}
+	if c.body != body {
+		c.body = body
+		c.updatedAt = w.clock()
+	}
+	return c, nil
+}
+
+// closeIssue closes an issue with a reason (completed by default) and sends issues.closed.
+func (w *world) closeIssue(by *actor, is *issue, reason string) error {
+	switch reason {
+	case "":
+		reason = "completed"
+	case "completed", "not_planned", "duplicate":
+	default:
+		return errInvalid("state_reason %q is not valid for closing", reason)
+	}
+	if is.state == "closed" {
+		if is.stateReason == reason {
+			return nil
+		}
+		is.stateReason = reason
+		is.updatedAt = w.clock()
+		return nil
+	}
+	t := w.clock()
+	is.state, is.stateReason, is.closedAt, is.updatedAt = "closed", reason, &t, t
+	w.emit("issues", "closed", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	return nil
+}
+
+func (w *world) reopenIssue(by *actor, is *issue) error {
+	if is.state == "open" {
+		return nil
+	}
+	t := w.clock()
+	is.state, is.stateReason, is.closedAt, is.updatedAt = "open", "reopened", nil, t
+	w.emit("issues", "reopened", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	return nil
+}
+
+func (w *world) editIssue(by *actor, is *issue, title, body *string) error {
+	changes := map[string]any{}
+	if title != nil && *title != is.title {
+		if *title == "" {
+			return errInvalid("title cannot be blank")
+		}
+		changes["title"] = map[string]any{"from": is.title}
+		is.title = *title
+	}
+	if body != nil && *body != is.body {
+		changes["body"] = map[string]any{"from": is.body}
+		is.body = *body
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	is.updatedAt = w.clock()
+	w.emit("issues", "edited", map[string]any{"issue": w.issueJSON(is), "changes": changes, "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	return nil
+}
+
+// mergePR merges a pull request: pull_request.closed (merged) first, then, like GitHub, its
+// closing issues are closed as completed, each with its own issues.closed.
+func (w *world) mergePR(by *actor, pr *pullRequest) error {
+	if pr.merged {
+		return errInvalid("Pull Request is not mergeable: already merged")
+	}
+	if pr.state == "closed" {
+		return errInvalid("Pull Request is not mergeable: closed")
+	}
+	t := w.clock()
+	pr.merged, pr.mergedAt, pr.mergedBy, pr.state, pr.closedAt, pr.updatedAt = true, &t, by, "closed", &t, t
+	w.emit("pull_request", "closed", map[string]any{"number": pr.number, "pull_request": w.prJSON(pr),
+		"repository": w.repoJSON(pr.repo), "sender": w.userJSON(by)})
+	for _, is := range pr.closes {
+		if err := w.closeIssue(by, is, "completed"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) addSubIssue(parent, child *issue, replace bool) error {
+	if parent == child {
+		return errInvalid("An issue cannot be a sub-issue of itself")
+	}
+	for p := parent; p != nil; p = p.parent {
+		if p == child {
+			return errInvalid("Sub-issue would create a cycle")
+		}
+	}
+	if child.parent == parent {
+		return nil
+	}
+	if child.parent != nil {
+		if !replace {
+			return errInvalid("Issue may not contain duplicate sub-issues and Sub issue may only have one parent")
+		}
+		w.removeSubIssue(child.parent, child)
+	}
+	child.parent = parent
+	parent.subIssues = append(parent.subIssues, child)
+	parent.updatedAt = w.clock()
+	return nil
+}
+
+func (w *world) removeSubIssue(parent, child *issue) {
+	if child.parent != parent {
+		return
+	}
+	child.parent = nil
+	parent.subIssues = slices.DeleteFunc(parent.subIssues, func(x *issue) bool { return x == child })
+}
+
+func (w *world) addBlockedBy(is, blocker *issue) error {
+	if is == blocker {
+		return errInvalid("An issue cannot block itself")
+	}
+	if slices.Contains(is.blockedBy, blocker) {
+		return nil
+	}
+	is.blockedBy = append(is.blockedBy, blocker)
+	blocker.blocking = append(blocker.blocking, is)
+	return nil
+}
+
+func (w *world) removeBlockedBy(is, blocker *issue) {
+	is.blockedBy = slices.DeleteFunc(is.blockedBy, func(x *issue) bool { return x == blocker })
+	blocker.blocking = slices.DeleteFunc(blocker.blocking, func(x *issue) bool { return x == is })
+}
