@@ -125,16 +125,22 @@ func Load(file string) (Config, error) {
 // Parse decodes strictly and validates. A returned error is Problems when the file was read
 // but is wrong, so callers can print every problem.
 func Parse(data []byte) (Config, error) {
+	cfg, problems := parse(data)
+	if len(problems) > 0 {
+		return Config{}, problems
+	}
+	return cfg, nil
+}
+
+// parse returns the decoded configuration (defaults applied) and every problem found.
+func parse(data []byte) (Config, Problems) {
 	cfg, problems, parsed := decode(data)
 	cfg.applyDefaults()
 	if parsed {
 		// Unknown keys and type errors do not hide the semantic problems: report them all.
 		problems = append(problems, cfg.Validate()...)
 	}
-	if len(problems) > 0 {
-		return Config{}, problems
-	}
-	return cfg, nil
+	return cfg, problems
 }
 
 // decode reports unknown keys by path and type errors by line, all at once.
@@ -148,6 +154,20 @@ func decode(data []byte) (cfg Config, problems Problems, parsed bool) {
 		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false
 	}
 	problems = append(problems, unknownKeys(root.Content[0], configShape(), "")...)
+	// A file without a workflow (or actors) section gets the embedded default's, whole: a
+	// workflow is never merged key by key with the default.
+	if !hasKey(root.Content[0], "workflow") || !hasKey(root.Content[0], "actors") {
+		def, defProblems, _ := decode(ralphgate.DefaultConfig())
+		if len(defProblems) > 0 {
+			return cfg, append(problems, defProblems...), true
+		}
+		if !hasKey(root.Content[0], "workflow") {
+			cfg.Workflow = def.Workflow
+		}
+		if !hasKey(root.Content[0], "actors") {
+			cfg.Actors = def.Actors
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&cfg); err != nil {
 		var te *yaml.TypeError
@@ -201,4 +221,16 @@ func (c Config) Machine() (*policy.Machine, error) {
 // own "<slug>[bot]" login (empty when unknown, e.g. in the policy CLI).
 func (c Config) PolicyActors(appLogin string) policy.Actors {
 	return policy.Actors{App: appLogin, Agents: c.Actors.Agents, Bypass: c.Actors.Bypass}
+}
+
+func hasKey(n *yaml.Node, key string) bool {
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }

@@ -132,3 +132,49 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestWorkflowDefaultsToTheEmbeddedMachine(t *testing.T) {
+	cfg, err := Parse([]byte("projects: [{owner: acme, number: 1}]\nstore: {driver: sqlite, dsn: x.db}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Workflow, policy.DefaultSpec()) {
+		t.Error("a file without workflow did not get the default workflow")
+	}
+	if len(cfg.Actors.Agents) == 0 {
+		t.Error("a file without actors did not get the default actors")
+	}
+	if cfg.Server.Port != 8080 || cfg.Enforcement.Workers != 8 || cfg.Store.DSN != "x.db" {
+		t.Errorf("defaults: %+v %+v %+v", cfg.Server, cfg.Enforcement, cfg.Store)
+	}
+}
+
+func TestServeNeeds(t *testing.T) {
+	cfg, err := Parse([]byte("projects: [{owner: acme, number: 1}, {owner: ACME, number: 1}, {owner: '', number: 0}]\n"))
+	var problems Problems
+	if !errors.As(err, &problems) {
+		t.Fatalf("want problems, got %v", err)
+	}
+	_ = cfg
+	joined := problems.Error()
+	for _, want := range []string{"projects[1]: duplicate", "projects[2].owner", "projects[2].number"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("lacks %q: %s", want, joined)
+		}
+	}
+	ok, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "s", EnvPrivateKey: "-----BEGIN RSA PRIVATE KEY-----"}
+	if ps := ok.ApplyEnv(func(k string) (string, bool) { v, found := env[k]; return v, found }); len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	ok.Projects = []Project{{Owner: "acme", Number: 1}}
+	if ps := ok.ValidateServe(); len(ps) > 0 {
+		t.Fatalf("env-provided secrets not accepted: %v", ps)
+	}
+	if ps := ok.ApplyEnv(func(k string) (string, bool) { return "x", k == EnvIntegrationID }); len(ps) != 1 {
+		t.Fatalf("a non-numeric app id from the environment must be a problem: %v", ps)
+	}
+}

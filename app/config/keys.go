@@ -17,8 +17,10 @@ func unknownKeys(n *yaml.Node, t reflect.Type, at string) Problems {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+	if n.Kind == yaml.AliasNode {
+		// The anchor was checked where it is defined; following aliases here would let a
+		// small file expand exponentially ("billion laughs").
+		return nil
 	}
 	var problems Problems
 	switch t.Kind() {

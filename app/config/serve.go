@@ -81,11 +81,15 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
 
 // LoadForServe loads the file, applies the environment and checks everything serving needs.
 func LoadForServe(file string) (Config, error) {
-	cfg, err := Load(file)
-	if err != nil {
-		return Config{}, err
+	if file == "" {
+		return Config{}, Problems{{Path: "--config", Message: "serve needs a configuration file naming the App and the projects to enforce"}}
 	}
-	problems := cfg.ApplyEnv(os.LookupEnv)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, problems := parse(data)
+	problems = append(problems, cfg.ApplyEnv(os.LookupEnv)...)
 	problems = append(problems, cfg.ValidateServe()...)
 	if len(problems) > 0 {
 		return Config{}, problems

@@ -21,6 +21,8 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	since := fs.String("since", "", "only decisions at or after this time (RFC 3339, or a duration such as 1h meaning that long ago)")
 	limit := fs.Int("limit", 100, "at most this many (the newest); 0 = all")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
+	driver := fs.String("driver", "", "store driver, overriding the config (sqlite or postgres)")
+	dsn := fs.String("dsn", "", "store DSN, overriding the config (an SQLite file or a postgres:// URL)")
 	if !parseFlags(fs, args, s) {
 		return exitUsage
 	}
@@ -37,6 +39,12 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	if err != nil {
 		printProblems(s, err, *file)
 		return exitError
+	}
+	if *driver != "" {
+		cfg.Store.Driver = *driver
+	}
+	if *dsn != "" {
+		cfg.Store.DSN = *dsn
 	}
 	st, err := store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {

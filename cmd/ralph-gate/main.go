@@ -37,8 +37,9 @@ func main() {
 const usage = `ralph-gate enforces the agent workflow on GitHub Projects V2 boards.
 
 Usage:
+  ralph-gate demo [--keep] [--verbose]     watch ralph-gate work on the built-in GitHub simulator
   ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook)
-  ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE]
+  ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE | --driver D --dsn DSN]
                                            print recorded decisions
   ralph-gate validate [--config FILE]      check a configuration, reporting every problem
   ralph-gate policy check --from A --to B [--actor human|agent|bypass|app] [--config FILE]
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, s streams) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "demo":
+		return runDemo(ctx, args[1:], s)
 	case "serve":
 		return runServe(ctx, args[1:], s)
 	case "audit":
