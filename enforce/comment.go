@@ -2,66 +2,25 @@ package enforce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
-// ViolationMarker opens every violation comment; it is how the app finds its own comment.
-const ViolationMarker = "<!-- ralph-gate:violation -->"
+// ViolationMarker opens every violation comment.
+const ViolationMarker = marker.Violation
 
 // maxListedViolations bounds how many violations one coalesced comment lists.
 const maxListedViolations = 20
 
-// TransitionMarker is the machine-readable record of one move, compatible with
-// `<!-- ralph-transition: {"from":…,"to":…,"command":…,"at":…} -->` (extra keys allowed).
-type TransitionMarker struct {
-	From    string  `json:"from"`
-	To      string  `json:"to"`
-	Command *string `json:"command"`
-	At      string  `json:"at"`
-	Actor   string  `json:"actor,omitempty"`
-	Verdict string  `json:"verdict,omitempty"`
-	Rule    string  `json:"rule,omitempty"`
-}
-
-// Marker renders the hidden HTML comment.
-func (m TransitionMarker) Marker() string {
-	data, _ := json.Marshal(m) // a struct of strings always encodes
-	return "<!-- ralph-transition: " + string(data) + " -->"
-}
-
-// ParseTransitionMarkers returns every ralph-transition marker in a comment body.
-func ParseTransitionMarkers(body string) ([]TransitionMarker, error) {
-	const open, end = "<!-- ralph-transition: ", " -->"
-	var out []TransitionMarker
-	for {
-		i := strings.Index(body, open)
-		if i < 0 {
-			return out, nil
-		}
-		body = body[i+len(open):]
-		j := strings.Index(body, end)
-		if j < 0 {
-			return out, errors.New("unterminated ralph-transition marker")
-		}
-		var m TransitionMarker
-		if err := json.Unmarshal([]byte(body[:j]), &m); err != nil {
-			return out, fmt.Errorf("bad ralph-transition marker: %w", err)
-		}
-		out = append(out, m)
-		body = body[j+len(end):]
-	}
-}
-
 // violation is one refused move, as a comment line.
 type violation struct {
-	marker TransitionMarker
+	marker marker.Transition
 	line   string
 }
 
@@ -69,7 +28,7 @@ type violation struct {
 func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision) error {
 	now := s.now()
 	v := violation{
-		marker: TransitionMarker{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule)},
+		marker: marker.Transition{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule)},
 		line:   violationLine(ch, kind, back, dec),
 	}
 	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
@@ -125,7 +84,7 @@ func renderViolations(vs []violation, count int) string {
 	var b strings.Builder
 	b.WriteString(ViolationMarker + "\n")
 	for _, v := range vs {
-		b.WriteString(v.marker.Marker() + "\n")
+		b.WriteString(v.marker.String() + "\n")
 	}
 	if count == 1 {
 		b.WriteString("**ralph-gate reverted a Workflow State change that the workflow does not allow.**\n\n")
@@ -151,7 +110,7 @@ func coalesce(prevBody string, v violation, count int) string {
 
 // parseViolations recovers the violations listed in a comment the app wrote.
 func parseViolations(body string) []violation {
-	markers, _ := ParseTransitionMarkers(body)
+	markers, _ := marker.ParseTransitions(body)
 	var lines []string
 	for _, l := range strings.Split(body, "\n") {
 		if strings.HasPrefix(l, "- ") {

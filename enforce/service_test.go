@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
 )
@@ -145,7 +146,7 @@ func TestIllegalAgentMoveRevertedWithOneComment(t *testing.T) {
 				t.Errorf("comment lacks %q:\n%s", want, body)
 			}
 		}
-		markers, err := ParseTransitionMarkers(body)
+		markers, err := marker.ParseTransitions(body)
 		if err != nil || len(markers) != 1 || markers[0].From != "Backlog" || markers[0].To != "In Progress" {
 			t.Errorf("markers = %+v, %v", markers, err)
 		}
@@ -160,7 +161,7 @@ func TestIllegalAgentMoveRevertedWithOneComment(t *testing.T) {
 		if !strings.Contains(body, "2 Workflow State changes") {
 			t.Errorf("coalesced comment does not count both:\n%s", body)
 		}
-		if m, _ := ParseTransitionMarkers(body); len(m) != 2 {
+		if m, _ := marker.ParseTransitions(body); len(m) != 2 {
 			t.Errorf("coalesced comment has %d markers, want 2", len(m))
 		}
 	}
@@ -358,27 +359,4 @@ func TestConcurrentChangesOfOneItemSerialize(t *testing.T) {
 	if len(h.board.sets) != 1 || h.board.adds != 1 {
 		t.Fatalf("writes %v adds %d", h.board.sets, h.board.adds)
 	}
-}
-
-func TestParseTransitionMarkers(t *testing.T) {
-	body := "x <!-- ralph-transition: {\"from\":\"A\",\"to\":\"B\",\"command\":\"plan\",\"at\":\"t\",\"extra\":1} --> y"
-	ms, err := ParseTransitionMarkers(body)
-	if err != nil || len(ms) != 1 || ms[0].Command == nil || *ms[0].Command != "plan" {
-		t.Fatalf("%+v %v", ms, err)
-	}
-	if _, err := ParseTransitionMarkers("<!-- ralph-transition: {nope"); err == nil {
-		t.Fatal("unterminated marker accepted")
-	}
-	if _, err := ParseTransitionMarkers("<!-- ralph-transition: {nope} -->"); err == nil {
-		t.Fatal("bad JSON accepted")
-	}
-}
-
-func FuzzParseTransitionMarkers(f *testing.F) {
-	f.Add("<!-- ralph-transition: {\"from\":\"A\",\"to\":\"B\",\"command\":null,\"at\":\"t\"} -->")
-	f.Add("<!-- ralph-transition:  -->")
-	f.Fuzz(func(t *testing.T, body string) {
-		_, _ = ParseTransitionMarkers(body)
-		_ = parseViolations(body)
-	})
 }

@@ -112,19 +112,3 @@ func TestCheckListsAllowedTransitions(t *testing.T) {
 		t.Errorf("want a refusal with a reason, got %+v", res)
 	}
 }
-
-func FuzzPipelineInput(f *testing.F) {
-	f.Add(`{"issues":[{"number":1,"title":"a","workflowState":"Ready for Plan","estimate":"S","subIssueCount":0}],"isGroup":true,"groupPrimary":1,"options":{"autoMode":true,"streamCount":3}}`)
-	f.Add(`{"issues":[{"number":-1}]}`)
-	f.Add(`[]`)
-	f.Add(`{"issues":null,"options":{"streamCount":-5}}`)
-	f.Fuzz(func(t *testing.T, stdin string) {
-		code, out, _ := runCLI(t, stdin, "policy", "pipeline")
-		if code != exitOK && code != exitError {
-			t.Fatalf("exit %d", code)
-		}
-		if !json.Valid([]byte(out)) {
-			t.Fatalf("stdout is not JSON: %q", out)
-		}
-	})
-}

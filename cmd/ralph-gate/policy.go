@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -140,7 +139,7 @@ func policyPipeline(args []string, s streams) int {
 	return writeJSON(s, policy.DetectPipeline(in), true, exitOK)
 }
 
-// decodePipelineInput decodes stdin strictly: a misspelt key is an error, not a silent zero.
+// decodePipelineInput reads stdin, bounded, and decodes it strictly.
 func decodePipelineInput(r io.Reader) (policy.PipelineInput, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -149,21 +148,7 @@ func decodePipelineInput(r io.Reader) (policy.PipelineInput, error) {
 	if len(data) > maxPipelineInput {
 		return policy.PipelineInput{}, fmt.Errorf("input is larger than %d bytes. Recovery: send fewer issues", maxPipelineInput)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	var in policy.PipelineInput
-	if err := dec.Decode(&in); err != nil {
-		return policy.PipelineInput{}, fmt.Errorf("input is not a pipeline request: %v. Recovery: send {\"issues\":[{\"number\":1,\"title\":\"…\",\"workflowState\":\"Backlog\",\"estimate\":\"S\",\"subIssueCount\":0}],\"isGroup\":false,\"groupPrimary\":1,\"options\":{\"autoMode\":false,\"streamCount\":1}}", err)
-	}
-	if dec.More() {
-		return policy.PipelineInput{}, errors.New("input has more than one JSON value. Recovery: send exactly one JSON object")
-	}
-	for i, issue := range in.Issues {
-		if issue.Number <= 0 {
-			return policy.PipelineInput{}, fmt.Errorf("issues[%d] has no positive number. Recovery: give every issue its issue number", i)
-		}
-	}
-	return in, nil
+	return policy.DecodePipelineRequest(data)
 }
 
 func policyGraph(args []string, s streams) int {

@@ -1,0 +1,64 @@
+// Package marker reads and writes the hidden machine-readable markers ralph-gate puts in the
+// comments it writes: `<!-- ralph-transition: {"from":…,"to":…,"command":…,"at":…} -->`
+// (extra keys allowed) and the marker that identifies a violation comment. Standard library only.
+package marker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Violation opens every violation comment; it is how the app finds its own comment.
+const Violation = "<!-- ralph-gate:violation -->"
+
+const (
+	transitionOpen  = "<!-- ralph-transition: "
+	transitionClose = " -->"
+)
+
+// Transition is the machine-readable record of one move.
+type Transition struct {
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+	Command *string `json:"command"`
+	At      string  `json:"at"`
+	Actor   string  `json:"actor,omitempty"`
+	Verdict string  `json:"verdict,omitempty"`
+	Rule    string  `json:"rule,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	Cause   string  `json:"cause,omitempty"`
+}
+
+// String renders the hidden HTML comment. "-->" inside values is escaped by the JSON encoder
+// (> becomes \u003e), so a value can never end the comment early.
+func (t Transition) String() string {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return "" // a struct of strings always encodes
+	}
+	return transitionOpen + string(data) + transitionClose
+}
+
+// ParseTransitions returns every ralph-transition marker in a comment body, in order.
+func ParseTransitions(body string) ([]Transition, error) {
+	var out []Transition
+	for {
+		i := strings.Index(body, transitionOpen)
+		if i < 0 {
+			return out, nil
+		}
+		body = body[i+len(transitionOpen):]
+		j := strings.Index(body, transitionClose)
+		if j < 0 {
+			return out, errors.New("unterminated ralph-transition marker")
+		}
+		var t Transition
+		if err := json.Unmarshal([]byte(body[:j]), &t); err != nil {
+			return out, fmt.Errorf("bad ralph-transition marker: %w", err)
+		}
+		out = append(out, t)
+		body = body[j+len(transitionClose):]
+	}
+}

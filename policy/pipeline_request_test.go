@@ -1,0 +1,54 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodePipelineRequest(t *testing.T) {
+	tests := []struct {
+		name, in, errHas string
+	}{
+		{"valid", `{"issues":[{"number":1,"title":"a","workflowState":"Backlog","estimate":"S","subIssueCount":0}],"isGroup":true,"groupPrimary":1,"options":{"autoMode":true,"streamCount":2}}`, ""},
+		{"empty object", `{}`, ""},
+		{"unknown key", `{"issuez":[]}`, "issuez"},
+		{"not json", `{"issues":`, "Recovery:"},
+		{"two values", `{} {}`, "more than one"},
+		{"no number", `{"issues":[{"title":"x"}]}`, "issues[0]"},
+		{"negative sub-issues", `{"issues":[{"number":1,"subIssueCount":-1}]}`, "subIssueCount"},
+		{"negative streams", `{"options":{"streamCount":-1}}`, "streamCount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodePipelineRequest([]byte(tt.in))
+			if tt.errHas == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) || !strings.Contains(err.Error(), "Recovery:") {
+				t.Fatalf("error %v, want one naming %q with a Recovery", err, tt.errHas)
+			}
+		})
+	}
+}
+
+func FuzzDecodePipelineRequest(f *testing.F) {
+	f.Add([]byte(`{"issues":[{"number":1,"title":"a","workflowState":"Ready for Plan","estimate":"S","subIssueCount":0}],"isGroup":false,"groupPrimary":1,"options":{"autoMode":false,"streamCount":1}}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"issues":null,"options":{"streamCount":-5}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := DecodePipelineRequest(data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "Recovery:") {
+				t.Fatalf("error without Recovery: %v", err)
+			}
+			return
+		}
+		res := DetectPipeline(in)
+		if res.Phase == "" {
+			t.Fatalf("no phase for %s", data)
+		}
+	})
+}
