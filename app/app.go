@@ -81,6 +81,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if n := st.MaxConns(); n > 0 && n < 2*cfg.Enforcement.Workers+8 {
+		st.Close()
+		return nil, fmt.Errorf("store.dsn: the Postgres pool (pool_max_conns=%d) is too small for %d workers: set pool_max_conns to at least %d or lower enforcement.workers",
+			n, cfg.Enforcement.Workers, 2*cfg.Enforcement.Workers+8)
+	}
 	a := &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{

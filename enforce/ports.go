@@ -53,6 +53,8 @@ type Board interface {
 
 // Store is the persistence enforcement needs.
 type Store interface {
+	// LockItem serializes work on one item across replicas (a no-op where there is one).
+	LockItem(ctx context.Context, itemID string) (unlock func(), err error)
 	GetItem(ctx context.Context, itemID string) (store.Item, error)
 	PutItem(ctx context.Context, item store.Item) error
 	CompareAndSetItem(ctx context.Context, item store.Item, expectedVersion int64) (bool, error)

@@ -57,6 +57,11 @@ func (s *Service) Machine() *policy.Machine { return s.machine }
 func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result, error) {
 	unlock := s.items.lock(ch.ItemID)
 	defer unlock()
+	unlockReplicas, err := s.store.LockItem(ctx, ch.ItemID)
+	if err != nil {
+		return Result{}, fmt.Errorf("lock item %s: %w", ch.ItemID, err)
+	}
+	defer unlockReplicas()
 
 	log := zerolog.Ctx(ctx)
 	kind := s.actors.Classify(ch.Actor)

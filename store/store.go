@@ -189,10 +189,17 @@ func sqliteDSN(dsn string) (string, error) {
 	return base + "?" + q.Encode(), nil
 }
 
+// defaultPostgresConns is the pool size unless the DSN sets pool_max_conns.
+const defaultPostgresConns = 40
+
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse postgres dsn: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") && cfg.MaxConns < defaultPostgresConns {
+		// Each worker may hold one connection for its item lock while using another.
+		cfg.MaxConns = defaultPostgresConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
