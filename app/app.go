@@ -26,6 +26,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/handlers"
 	"github.com/ralph-gate/ralph-gate/jobs"
+	"github.com/ralph-gate/ralph-gate/metrics"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
 )
@@ -45,6 +46,7 @@ type App struct {
 	appLogin string
 	handler  http.Handler
 	ready    atomic.Bool
+	metrics  *metrics.Metrics
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -67,9 +69,17 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	var a *App
+	mx := newMetrics(opts.Version, func() jobs.Queue {
+		if a == nil {
+			return nil
+		}
+		return a.queue
+	})
 	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,
 		[]byte(cfg.GitHub.App.PrivateKey),
 		githubapp.WithClientUserAgent("ralph-gate/"+opts.Version),
+		githubapp.WithClientMiddleware(mx.GitHub),
 		githubapp.WithClientTimeout(15*time.Second),
 		githubapp.WithClientCaching(false, func() httpcache.Cache { return httpcache.NewMemoryCache() }),
 	)
@@ -86,15 +96,17 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("store.dsn: the Postgres pool (pool_max_conns=%d) is too small for %d workers: set pool_max_conns to at least %d or lower enforcement.workers",
 			n, cfg.Enforcement.Workers, 2*cfg.Enforcement.Workers+8)
 	}
-	a := &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin}
+	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,
+		Enforced:       cfg.Enforces,
+		Observer:       mx,
 	})
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
-	proc := processor{service: a.service, boards: a.boards}
+	proc := observed{next: processor{service: a.service, boards: a.boards}, metrics: mx}
 	switch st.Driver() {
 	case store.DriverPostgres:
 		a.queue, err = jobs.New(ctx, riverpgxv5.New(st.Pool()), proc, jobOpts)
@@ -141,11 +153,16 @@ func (a *App) routes() http.Handler {
 		scope.Projects = append(scope.Projects, handlers.Project{Owner: p.Owner, Number: p.Number})
 	}
 	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue}},
+		[]githubapp.EventHandler{
+			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue},
+			&handlers.Issues{Scope: scope, Queue: a.queue},
+			&handlers.PullRequest{Scope: scope, Queue: a.queue},
+		},
 		a.cfg.GitHub.App.WebhookSecret,
 		githubapp.WithErrorCallback(dispatchError),
 	)
-	mux.Handle("POST "+WebhookRoute, webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher))
+	mux.Handle("POST "+WebhookRoute, a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher)))
+	mux.Handle("GET "+MetricsRoute, a.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -251,6 +268,14 @@ func (p processor) ProcessChange(ctx context.Context, ch enforce.Change) (enforc
 		return enforce.Result{}, err
 	}
 	return p.service.ProcessChange(ctx, b, ch)
+}
+
+func (p processor) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {
+	b, err := p.boards.get(ctx, ev.InstallationID, ev.Owner)
+	if err != nil {
+		return enforce.Result{}, err
+	}
+	return p.service.ProcessLifecycle(ctx, b, ev)
 }
 
 // boards keeps one Board per installation (each has its own token).

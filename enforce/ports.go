@@ -28,6 +28,38 @@ type Item struct {
 	Open          bool
 	Archived      bool
 	State         string // current Workflow State option name; "" when unset
+	// Summaries read with the item, so a leaf needs no second call.
+	ParentID     string // parent issue node id; "" when none
+	ParentNumber int
+	SubIssues    int // number of sub-issues
+	OpenBlockers int // open issues this one is blocked by
+}
+
+// Relative is a related issue and its item on the same project (ItemID "" when it is not on it).
+type Relative struct {
+	IssueID   string
+	Number    int
+	Title     string
+	Repo      string
+	Open      bool
+	ItemID    string
+	State     string
+	SubIssues int
+}
+
+// Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one
+// project.
+type Family struct {
+	Self         Relative
+	Parent       *Relative // nil when the issue has no parent
+	Children     []Relative
+	OpenBlockers []Relative
+}
+
+// StateWrite is one Workflow State the app writes.
+type StateWrite struct {
+	Item  Item
+	State string
 }
 
 // IsDraft reports whether the item is a draft issue (reverted but never commented on).
@@ -49,6 +81,21 @@ type Board interface {
 	AddComment(ctx context.Context, subjectID, body string) (Comment, error)
 	// UpdateComment replaces the body of a comment the app wrote.
 	UpdateComment(ctx context.Context, commentID, body string) error
+	// Family reads an issue's parent, every sub-issue (all pages) and open blockers, with their
+	// states on the project.
+	Family(ctx context.Context, issueID, projectID string) (Family, error)
+	// SetStates writes several states, batched into as few requests as GitHub allows.
+	SetStates(ctx context.Context, writes []StateWrite) error
+	// IssueItems returns an issue's items on every project, with their states.
+	IssueItems(ctx context.Context, repoOwner, repo string, number int) ([]Item, error)
+	// ClosingIssues returns the issues a pull request closes (owner/name#number).
+	ClosingIssues(ctx context.Context, repoOwner, repo string, number int) ([]IssueRef, error)
+}
+
+// IssueRef names an issue.
+type IssueRef struct {
+	Owner, Repo string
+	Number      int
 }
 
 // Store is the persistence enforcement needs.
@@ -59,6 +106,7 @@ type Store interface {
 	PutItem(ctx context.Context, item store.Item) error
 	CompareAndSetItem(ctx context.Context, item store.Item, expectedVersion int64) (bool, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
+	CountInState(ctx context.Context, projectID, state string) (int, error)
 	GetViolationComment(ctx context.Context, repo string, issueNumber int) (store.ViolationComment, error)
 	PutViolationComment(ctx context.Context, repo string, issueNumber int, c store.ViolationComment) error
 }

@@ -21,6 +21,23 @@ type Options struct {
 	CoalesceWindow time.Duration
 	// AppLogin is the app's own "<slug>[bot]" login: its changes are never checked.
 	AppLogin string
+	// Enforced says whether an organization project is enforced (lifecycle sync looks at every
+	// project an issue is on). Nil means all.
+	Enforced func(owner string, number int) bool
+	// States names the states lifecycle sync uses.
+	States LifecycleStates
+	// Observer, when set, is told about automation moves (metrics).
+	Observer Observer
+}
+
+// LifecycleStates names the states lifecycle sync moves items to.
+type LifecycleStates struct {
+	Done, Canceled, Reopened, InProgress, InReview string
+}
+
+// DefaultLifecycleStates are the default workflow's names.
+func DefaultLifecycleStates() LifecycleStates {
+	return LifecycleStates{Done: "Done", Canceled: "Canceled", Reopened: "Backlog", InProgress: "In Progress", InReview: "In Review"}
 }
 
 // DefaultOptions are the defaults config applies.
@@ -45,6 +62,9 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 		now = time.Now
 	}
 	actors.App = opts.AppLogin
+	if opts.States == (LifecycleStates{}) {
+		opts.States = DefaultLifecycleStates()
+	}
 	return &Service{machine: m, actors: actors, store: st, now: now, opts: opts, items: newKeyedMutex()}
 }
 
@@ -97,6 +117,14 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 	rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
 
 	dec := s.decide(rec, ch, kind)
+	if dec.Verdict == policy.Allow && dec.Rule != policy.RuleBypass && ch.To != rec.LastLegalState {
+		// The table allows it: now the gates, with the inputs they need read only now.
+		pc, err := s.gateInputs(ctx, b, it, s.change(rec, ch, kind))
+		if err != nil {
+			return Result{}, err
+		}
+		dec = s.machine.Decide(pc)
+	}
 	if it.State != ch.To {
 		// The board moved on since this change. A legal step still advances the last legal
 		// value (the next change starts from it); an illegal one is remembered so the change
@@ -112,7 +140,14 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 		return Result{Outcome: OutcomeSuperseded, Reason: dec.Reason}, nil
 	}
 	if dec.Verdict == policy.Allow {
-		return s.accept(ctx, rec, ch, kind, dec, "")
+		res, err := s.accept(ctx, rec, ch, kind, dec, "")
+		if err != nil {
+			return res, err
+		}
+		if err := s.automate(ctx, b, it, ch.To, fmt.Sprintf("#%d moved by %s", it.Number, ch.Actor)); err != nil {
+			return res, err
+		}
+		return res, nil
 	}
 	return s.revert(ctx, b, rec, it, ch, kind, dec)
 }
@@ -122,13 +157,11 @@ func (s *Service) decide(rec store.Item, ch Change, kind policy.ActorKind) polic
 	if ch.To == rec.LastLegalState {
 		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}
 	}
-	return s.machine.Decide(policy.Change{
-		From:       rec.LastLegalState,
-		To:         ch.To,
-		Actor:      ch.Actor,
-		ActorKind:  kind,
-		LockHolder: rec.LockHolder,
-	})
+	return s.machine.Decide(s.change(rec, ch, kind))
+}
+
+func (s *Service) change(rec store.Item, ch Change, kind policy.ActorKind) policy.Change {
+	return policy.Change{From: rec.LastLegalState, To: ch.To, Actor: ch.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
 }
 
 func (s *Service) accept(ctx context.Context, rec store.Item, ch Change, kind policy.ActorKind, dec policy.Decision, note string) (Result, error) {

@@ -64,6 +64,32 @@ func (b *fakeBoard) UpdateComment(_ context.Context, id, body string) error {
 	return nil
 }
 
+func (b *fakeBoard) Family(_ context.Context, issueID, _ string) (Family, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range b.items {
+		if it.ContentID == issueID {
+			return Family{Self: Relative{IssueID: it.ContentID, Number: it.Number, ItemID: it.ID, State: it.State, Open: true}}, nil
+		}
+	}
+	return Family{}, nil
+}
+
+func (b *fakeBoard) SetStates(ctx context.Context, ws []StateWrite) error {
+	for _, w := range ws {
+		if err := b.SetState(ctx, w.Item, w.State); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *fakeBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
+
+func (b *fakeBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
+	return nil, nil
+}
+
 // move simulates a person or agent changing the value on the board and returns the change
 // the webhook would report.
 func (b *fakeBoard) move(id, actor, to string, at time.Time) Change {

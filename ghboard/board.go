@@ -91,6 +91,16 @@ type itemData struct {
 			Repository struct {
 				NameWithOwner string `json:"nameWithOwner"`
 			} `json:"repository"`
+			Parent *struct {
+				ID     string `json:"id"`
+				Number int    `json:"number"`
+			} `json:"parent"`
+			SubIssuesSummary struct {
+				Total int `json:"total"`
+			} `json:"subIssuesSummary"`
+			Dependencies struct {
+				BlockedBy int `json:"blockedBy"`
+			} `json:"issueDependenciesSummary"`
 		} `json:"content"`
 	} `json:"node"`
 }
@@ -116,6 +126,10 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 		it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
 		it.Repo = c.Repository.NameWithOwner
 		it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
+		if c.Parent != nil {
+			it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
+		}
+		it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
 	}
 	return it, nil
 }

@@ -17,7 +17,12 @@ const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
       }
       content {
         __typename
-        ... on Issue { id number title state repository { nameWithOwner } }
+        ... on Issue {
+          id number title state repository { nameWithOwner }
+          parent { id number }
+          subIssuesSummary { total }
+          issueDependenciesSummary { blockedBy }
+        }
         ... on PullRequest { id number title prState: state repository { nameWithOwner } }
         ... on DraftIssue { id title }
       }
@@ -63,6 +68,50 @@ const mutationUpdateComment = `mutation RalphGateUpdateComment($id: ID!, $body: 
   }
 }`
 
+// familyFields is what the adapter reads of each related issue.
+const familyFields = `id number title state repository { nameWithOwner }
+  subIssuesSummary { total }
+  projectItems(first: 20) { nodes { id project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
+
+const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $after: String) {
+  node(id: $id) {
+    __typename
+    ... on Issue {
+      ` + familyFields + `
+      parent { ` + familyFields + ` }
+      subIssues(first: 100, after: $after) {
+        totalCount
+        pageInfo { hasNextPage endCursor }
+        nodes { ` + familyFields + ` }
+      }
+      blockedBy(first: 100) { nodes { id number title state repository { nameWithOwner } } }
+    }
+  }
+}`
+
+const querySubIssuesPage = `query RalphGateSubIssues($id: ID!, $field: String!, $after: String) {
+  node(id: $id) {
+    __typename
+    ... on Issue {
+      subIssues(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes { ` + familyFields + ` }
+      }
+    }
+  }
+}`
+
+const queryClosingIssues = `query RalphGateClosingIssues($owner: String!, $repo: String!, $number: Int!) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $number) {
+      merged
+      closingIssuesReferences(first: 50) {
+        nodes { number repository { name owner { login } } }
+      }
+    }
+  }
+}`
+
 // Document is one GraphQL document with example variables, for schema tests.
 type Document struct {
 	Name      string
@@ -79,6 +128,10 @@ func Documents() []Document {
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
 		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},
 		{"update comment", mutationUpdateComment, map[string]any{"id": "IC_x", "body": "hi"}},
+		{"family", queryFamily, map[string]any{"id": "I_x", "field": "Workflow State", "after": nil}},
+		{"sub-issues page", querySubIssuesPage, map[string]any{"id": "I_x", "field": "Workflow State", "after": nil}},
+		{"closing issues", queryClosingIssues, map[string]any{"owner": "acme", "repo": "app", "number": 10}},
+		{"set states (batch of 2)", batchSetStates(2), batchVars(2)},
 		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
 	}
 }

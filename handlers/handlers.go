@@ -14,6 +14,8 @@ import (
 // Event names this package handles.
 const (
 	EventProjectsV2Item = "projects_v2_item"
+	EventIssues         = "issues"
+	EventPullRequest    = "pull_request"
 )
 
 // Log keys used on every line about one webhook.
@@ -31,6 +33,7 @@ var ErrMalformed = errors.New("malformed webhook payload")
 // Enqueuer stores work durably; it returns only when the work will survive a crash.
 type Enqueuer interface {
 	EnqueueChange(ctx context.Context, ch enforce.Change) error
+	EnqueueLifecycle(ctx context.Context, ev enforce.Lifecycle) error
 }
 
 // Project names an enforced project.

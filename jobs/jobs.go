@@ -35,9 +35,22 @@ type ChangeArgs struct {
 // Kind implements river.JobArgs.
 func (ChangeArgs) Kind() string { return KindChange }
 
+// KindLifecycle is the job kind of an issue closed/reopened or a pull request merged.
+const KindLifecycle = "workflow_lifecycle"
+
+// LifecycleArgs is one lifecycle event, unique by delivery.
+type LifecycleArgs struct {
+	DeliveryID string            `json:"delivery_id" river:"unique"`
+	Event      enforce.Lifecycle `json:"event"`
+}
+
+// Kind implements river.JobArgs.
+func (LifecycleArgs) Kind() string { return KindLifecycle }
+
 // Processor does the work of one change. A Wait outcome is retried after Result.RetryAfter.
 type Processor interface {
 	ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error)
+	ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error)
 }
 
 // RetryAfterError lets a processor say exactly when to try again (e.g. GitHub's retry-after).
@@ -78,11 +91,14 @@ func (o *Options) defaults() {
 // Queue is the durable queue, whatever the database.
 type Queue interface {
 	EnqueueChange(ctx context.Context, ch enforce.Change) error
+	EnqueueLifecycle(ctx context.Context, ev enforce.Lifecycle) error
 	Start(ctx context.Context) error
 	// Stop stops fetching and waits for running jobs to finish (graceful shutdown).
 	Stop(ctx context.Context) error
 	// Depth counts jobs not yet finished.
 	Depth(ctx context.Context) (int, error)
+	// Stats reports the depth and the age of the oldest unfinished job (metrics).
+	Stats(ctx context.Context) (Stats, error)
 }
 
 type riverQueue[TTx any] struct {
@@ -101,6 +117,9 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &changeWorker{p: p}); err != nil {
+		return nil, fmt.Errorf("register worker: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &lifecycleWorker{p: p}); err != nil {
 		return nil, fmt.Errorf("register worker: %w", err)
 	}
 	client, err := river.NewClient(driver, &river.Config{
@@ -130,6 +149,16 @@ func (q *riverQueue[TTx]) EnqueueChange(ctx context.Context, ch enforce.Change) 
 	return nil
 }
 
+func (q *riverQueue[TTx]) EnqueueLifecycle(ctx context.Context, ev enforce.Lifecycle) error {
+	_, err := q.client.Insert(ctx, LifecycleArgs{DeliveryID: ev.DeliveryID, Event: ev}, &river.InsertOpts{
+		UniqueOpts: river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("insert job: %w", err)
+	}
+	return nil
+}
+
 func (q *riverQueue[TTx]) Start(ctx context.Context) error { return q.client.Start(ctx) }
 
 func (q *riverQueue[TTx]) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
@@ -144,6 +173,26 @@ func (q *riverQueue[TTx]) Depth(ctx context.Context) (int, error) {
 	return len(res.Jobs), nil
 }
 
+// Stats is the queue's state at one moment.
+type Stats struct {
+	Depth     int           // jobs not yet finished
+	OldestAge time.Duration // how long the oldest of them has existed; 0 when there is none
+}
+
+func (q *riverQueue[TTx]) Stats(ctx context.Context) (Stats, error) {
+	res, err := q.client.JobList(ctx, river.NewJobListParams().
+		States(rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled).
+		First(10000))
+	if err != nil {
+		return Stats{}, fmt.Errorf("list jobs: %w", err)
+	}
+	st := Stats{Depth: len(res.Jobs)}
+	for _, j := range res.Jobs {
+		st.OldestAge = max(st.OldestAge, time.Since(j.CreatedAt))
+	}
+	return st, nil
+}
+
 type changeWorker struct {
 	river.WorkerDefaults[ChangeArgs]
 	p Processor
@@ -153,6 +202,24 @@ func (w *changeWorker) Work(ctx context.Context, job *river.Job[ChangeArgs]) err
 	logger := zerolog.Ctx(ctx).With().Str("delivery", job.Args.DeliveryID).Str("item", job.Args.Change.ItemID).Int("attempt", job.Attempt).Logger()
 	ctx = logger.WithContext(ctx)
 	res, err := w.p.ProcessChange(ctx, job.Args.Change)
+	return outcome(logger, res, err)
+}
+
+type lifecycleWorker struct {
+	river.WorkerDefaults[LifecycleArgs]
+	p Processor
+}
+
+func (w *lifecycleWorker) Work(ctx context.Context, job *river.Job[LifecycleArgs]) error {
+	logger := zerolog.Ctx(ctx).With().Str("delivery", job.Args.DeliveryID).Str("lifecycle", job.Args.Event.Kind).Int("attempt", job.Attempt).Logger()
+	ctx = logger.WithContext(ctx)
+	res, err := w.p.ProcessLifecycle(ctx, job.Args.Event)
+	return outcome(logger, res, err)
+}
+
+// outcome turns a processing result into River's language: snooze for "wait" and for GitHub's
+// retry-after, an error (retried with backoff) for failures.
+func outcome(logger zerolog.Logger, res enforce.Result, err error) error {
 	if err != nil {
 		var ra RetryAfterError
 		if errors.As(err, &ra) {

@@ -288,3 +288,7 @@ func displayFrom(from string) string {
 }
 
 func quoteState(s string) string { return `"` + s + `"` }
+
+// ConvergenceGateState is the state the convergence gate guards (the plan command's lock);
+// "" when the gate has nothing to guard.
+func (m *Machine) ConvergenceGateState() string { return m.convLock }

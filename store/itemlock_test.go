@@ -50,3 +50,22 @@ func TestLockItemSerializes(t *testing.T) {
 		}
 	})
 }
+
+func TestCountInState(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		s := tg.open(t)
+		ctx := context.Background()
+		for i, st := range []string{"In Progress", "In Progress", "Backlog"} {
+			if err := s.PutItem(ctx, Item{ProjectID: "P", ItemID: string(rune('a' + i)), LastLegalState: st}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.PutItem(ctx, Item{ProjectID: "Q", ItemID: "z", LastLegalState: "In Progress"}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.CountInState(ctx, "P", "In Progress")
+		if err != nil || n != 2 {
+			t.Fatalf("count = %d, %v", n, err)
+		}
+	})
+}

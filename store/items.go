@@ -201,3 +201,13 @@ func affectedOne(res sql.Result, what string) (bool, error) {
 	}
 	return n == 1, nil
 }
+
+// CountInState counts the items of a project whose last legal state is state (WIP limits).
+func (s *Store) CountInState(ctx context.Context, projectID, state string) (int, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM items WHERE project_id = ? AND last_legal_state = ?`, projectID, state).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count items in %q: %w", state, err)
+	}
+	return n, nil
+}

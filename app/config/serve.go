@@ -14,6 +14,8 @@ const (
 	EnvIntegrationID = "GITHUB_APP_INTEGRATION_ID"
 	EnvWebhookSecret = "GITHUB_APP_WEBHOOK_SECRET"
 	EnvPrivateKey    = "GITHUB_APP_PRIVATE_KEY"
+	// EnvStoreDSN overrides store.dsn, so a Postgres password can come from a Secret.
+	EnvStoreDSN = "RALPH_GATE_STORE_DSN"
 )
 
 // applyDefaults fills what the file left empty; it is the one place defaults live.
@@ -76,6 +78,9 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
 	if v, ok := lookup(EnvPrivateKey); ok {
 		c.GitHub.App.PrivateKey = v
 	}
+	if v, ok := lookup(EnvStoreDSN); ok && strings.TrimSpace(v) != "" {
+		c.Store.DSN = strings.TrimSpace(v)
+	}
 	return problems
 }
 
@@ -88,13 +93,41 @@ func LoadForServe(file string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	cfg, problems := parse(data)
-	problems = append(problems, cfg.ApplyEnv(os.LookupEnv)...)
+	cfg, problems := parseWithEnv(data, os.LookupEnv)
 	problems = append(problems, cfg.ValidateServe()...)
 	if len(problems) > 0 {
 		return Config{}, problems
 	}
 	return cfg, nil
+}
+
+// LoadWithEnv is Load with the environment applied before validation, so a value given only
+// through the environment (a Postgres DSN from a Secret) counts: it checks a file as serve
+// would see it, without requiring serve's secrets. An empty path means the embedded default.
+func LoadWithEnv(file string, lookup func(string) (string, bool)) (Config, error) {
+	if file == "" {
+		return Default()
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, problems := parseWithEnv(data, lookup)
+	if len(problems) > 0 {
+		return Config{}, problems
+	}
+	return cfg, nil
+}
+
+// parseWithEnv is parse with the environment applied between decoding and validation.
+func parseWithEnv(data []byte, lookup func(string) (string, bool)) (Config, Problems) {
+	cfg, problems, parsed := decode(data)
+	problems = append(problems, cfg.ApplyEnv(lookup)...)
+	cfg.applyDefaults()
+	if parsed {
+		problems = append(problems, cfg.Validate()...)
+	}
+	return cfg, problems
 }
 
 // validateService checks the service sections (always, whether or not serving).
@@ -118,7 +151,7 @@ func (c Config) validateService() Problems {
 	case "sqlite":
 	case "postgres":
 		if c.Store.DSN == "" {
-			add("store.dsn", "is required with the postgres driver")
+			add("store.dsn", "is required with the postgres driver (or set "+EnvStoreDSN+")")
 		}
 	default:
 		add("store.driver", "must be sqlite or postgres, got %q", c.Store.Driver)
@@ -177,4 +210,14 @@ func (c Config) ValidateServe() Problems {
 		problems = append(problems, Problem{Path: "projects", Message: "list at least one organization project to enforce ({owner, number})"})
 	}
 	return problems
+}
+
+// Enforces reports whether an organization project is configured for enforcement.
+func (c Config) Enforces(owner string, number int) bool {
+	for _, p := range c.Projects {
+		if strings.EqualFold(p.Owner, owner) && p.Number == number {
+			return true
+		}
+	}
+	return false
 }

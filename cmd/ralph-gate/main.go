@@ -42,6 +42,7 @@ Usage:
   ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE | --driver D --dsn DSN]
                                            print recorded decisions
   ralph-gate validate [--config FILE]      check a configuration, reporting every problem
+  ralph-gate doctor --config FILE          check the App registration, installation and project boards
   ralph-gate policy check --from A --to B [--actor human|agent|bypass|app] [--config FILE]
   ralph-gate policy resolve --command C (--intent I | --state S) [--config FILE]
   ralph-gate policy pipeline [--config FILE]   (reads the issues as JSON on stdin)
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, s streams) int {
 		return runServe(ctx, args[1:], s)
 	case "audit":
 		return runAudit(ctx, args[1:], s)
+	case "doctor":
+		return runDoctor(ctx, args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
 	case "policy":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
 )
@@ -19,7 +20,8 @@ func runValidate(args []string, s streams) int {
 		fmt.Fprintf(s.err, "validate: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	cfg, err := config.Load(*file)
+	// The environment counts as it does for serve (RALPH_GATE_STORE_DSN, GITHUB_APP_*).
+	cfg, err := config.LoadWithEnv(*file, os.LookupEnv)
 	if err != nil {
 		var problems config.Problems
 		if errors.As(err, &problems) {

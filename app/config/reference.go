@@ -1,0 +1,243 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	ralphgate "github.com/ralph-gate/ralph-gate"
+)
+
+// Reference renders docs/CONFIGURATION.md: every key of the Config struct with its type, its
+// default (from the embedded config.yml) and its description (the comments above the key in
+// config.yml, which is the one place keys are documented). A test fails when the file drifts.
+func Reference() ([]byte, error) {
+	def, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(ralphgate.DefaultConfig(), &root); err != nil {
+		return nil, fmt.Errorf("parse the embedded config.yml: %w", err)
+	}
+	comments := map[string]string{}
+	collectComments(root.Content[0], "", comments)
+
+	var b bytes.Buffer
+	b.WriteString(`# Configuration reference
+
+<!-- Generated from the Config struct and the comments in config.yml by
+     ` + "`go test ./app/config -run TestConfigurationReference -update`" + `; do not edit by hand.
+     TestConfigurationReference fails when this file drifts. -->
+
+ralph-gate reads one YAML file, given with ` + "`--config`" + ` (the Helm chart mounts it from a ConfigMap).
+Without a file the embedded default, [config.yml](../config.yml), is used. Decoding is strict: an
+unknown key is an error reported with its path. ` + "`ralph-gate validate --config FILE`" + ` lists every
+problem at once; ` + "`serve`" + ` refuses to start on any. A file without a ` + "`workflow`" + ` (or ` + "`actors`" + `)
+section gets the default's whole section, never merged key by key.
+
+Key paths use ` + "`[]`" + ` for "every item of a list" and ` + "`<key>`" + ` for "any key of a map".
+
+## Environment
+
+Secrets are best kept out of the file. These variables, when set, replace the keys they name:
+
+| variable | replaces |
+|---|---|
+| ` + "`" + EnvIntegrationID + "`" + ` | ` + "`github.app.integration_id`" + ` |
+| ` + "`" + EnvWebhookSecret + "`" + ` | ` + "`github.app.webhook_secret`" + ` |
+| ` + "`" + EnvPrivateKey + "`" + ` | ` + "`github.app.private_key`" + ` (the PEM text itself) |
+| ` + "`" + EnvStoreDSN + "`" + ` | ` + "`store.dsn`" + ` |
+`)
+	t := reflect.TypeOf(Config{})
+	v := reflect.ValueOf(def)
+	for i := 0; i < t.NumField(); i++ {
+		name := yamlName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## `%s`\n\n", name)
+		if c := comments[name]; c != "" {
+			b.WriteString(paragraph(c))
+			b.WriteString("\n\n")
+		}
+		b.WriteString("| key | type | default | description |\n|---|---|---|---|\n")
+		rows(&b, name, t.Field(i).Type, v.Field(i), true, comments)
+	}
+	return b.Bytes(), nil
+}
+
+// rows writes one table row per key under path (the section's own key first when it is a
+// list or a map, whose items the rows then describe).
+func rows(b *bytes.Buffer, path string, t reflect.Type, v reflect.Value, top bool, comments map[string]string) {
+	if t.Kind() == reflect.Struct && t != reflect.TypeOf(time.Duration(0)) {
+		for i := 0; i < t.NumField(); i++ {
+			name := yamlName(t.Field(i))
+			if name == "" {
+				continue
+			}
+			var fv reflect.Value
+			if v.IsValid() {
+				fv = v.Field(i)
+			}
+			rows(b, path+"."+name, t.Field(i).Type, fv, false, comments)
+		}
+		return
+	}
+	if !top || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		desc := ""
+		if !top {
+			desc = comments[path]
+		}
+		if parent, _, inList := strings.Cut(path, "[]"); desc == "" && inList {
+			desc = "see `" + parent + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", path, typeName(t), defaultOf(v), cell(desc))
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		rows(b, path+"[]", t.Elem(), reflect.Value{}, false, comments)
+	}
+	if t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct {
+		rows(b, path+".<key>", t.Elem(), reflect.Value{}, false, comments)
+	}
+}
+
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name
+}
+
+func typeName(t reflect.Type) string {
+	if t == reflect.TypeOf(time.Duration(0)) {
+		return "duration (`90s`, `5m`, `1h`)"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "integer"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return "list of objects"
+		}
+		return "list of " + typeName(t.Elem()) + "s"
+	case reflect.Map:
+		return "map of " + typeName(t.Key()) + " to " + typeName(t.Elem())
+	case reflect.Struct:
+		return "object"
+	}
+	return t.Kind().String()
+}
+
+// defaultOf shows the embedded default of a value outside lists; "" inside lists.
+func defaultOf(v reflect.Value) string {
+	if !v.IsValid() {
+		return ""
+	}
+	if d, ok := v.Interface().(time.Duration); ok {
+		return "`" + d.String() + "`"
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if v.String() == "" {
+			return "`\"\"`"
+		}
+		return "`" + strings.ReplaceAll(v.String(), "|", `\|`) + "`"
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return "`[]`"
+		}
+		if v.Type().Elem().Kind() == reflect.String && v.Len() <= 4 {
+			items := make([]string, v.Len())
+			for i := range items {
+				items[i] = v.Index(i).String()
+			}
+			return "`[" + strings.ReplaceAll(strings.Join(items, ", "), "|", `\|`) + "]`"
+		}
+		return fmt.Sprintf("%d items (see config.yml)", v.Len())
+	case reflect.Map:
+		if v.Len() == 0 {
+			return "`{}`"
+		}
+		return fmt.Sprintf("%d entries (see config.yml)", v.Len())
+	}
+	return fmt.Sprintf("`%v`", v.Interface())
+}
+
+// collectComments records the comment above (or beside) each key, by key path; within a list
+// the first item that comments a key documents it for every item.
+func collectComments(n *yaml.Node, at string, out map[string]string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			p := join(at, k.Value)
+			c := strings.TrimSpace(joinComments(k.HeadComment, k.LineComment, val.LineComment))
+			if c != "" && out[p] == "" {
+				out[p] = c
+			}
+			collectComments(val, p, out)
+		}
+	}
+	// Comments inside list items describe that item (an example), not the key in general:
+	// the list's own comment documents its items.
+}
+
+func joinComments(parts ...string) string {
+	var lines []string
+	for _, p := range parts {
+		for _, l := range strings.Split(p, "\n") {
+			l = strings.TrimSpace(l)
+			if !strings.HasPrefix(l, "#") {
+				continue
+			}
+			lines = append(lines, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// paragraph turns a comment into Markdown prose, keeping indented lines (lists in comments)
+// on their own lines.
+func paragraph(c string) string {
+	var out []string
+	for _, l := range strings.Split(c, "\n") {
+		if strings.HasPrefix(l, " ") {
+			out = append(out, "`"+strings.TrimSpace(l)+"`<br>")
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// cell fits a comment into one table cell.
+func cell(c string) string {
+	if c == "" {
+		return ""
+	}
+	lines := strings.Split(c, "\n")
+	for i, l := range lines {
+		l = strings.ReplaceAll(l, "|", `\|`)
+		if strings.HasPrefix(l, " ") {
+			l = "<br>" + strings.TrimSpace(l)
+		}
+		lines[i] = l
+	}
+	return strings.ReplaceAll(strings.Join(lines, " "), " <br>", "<br>")
+}

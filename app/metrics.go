@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/handlers"
+	"github.com/ralph-gate/ralph-gate/jobs"
+	"github.com/ralph-gate/ralph-gate/metrics"
+)
+
+// MetricsRoute serves the Prometheus metrics. Expose it to the cluster only: the chart's
+// Ingress routes nothing but the webhook.
+const MetricsRoute = "/metrics"
+
+// newMetrics builds the registry. The queue is looked up at scrape time: it is built after
+// the GitHub client, which already needs the metrics middleware.
+func newMetrics(version string, queue func() jobs.Queue) *metrics.Metrics {
+	return metrics.New(version, func(ctx context.Context) (metrics.QueueStats, error) {
+		q := queue()
+		if q == nil {
+			return metrics.QueueStats{}, errors.New("queue not ready")
+		}
+		s, err := q.Stats(ctx)
+		return metrics.QueueStats{Depth: s.Depth, OldestAge: s.OldestAge}, err
+	})
+}
+
+// Metrics exposes the registry (tests gather from it).
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// observed wraps the processor: every processed change is counted and timed, and logged as
+// one decision line carrying delivery, org, project, item and actor (the worker adds delivery
+// and item; org, project and actor are added here, for enforce's own lines too).
+type observed struct {
+	next    jobs.Processor
+	metrics *metrics.Metrics
+}
+
+// Observer implementation for enforce: automation moves are counted.
+var _ enforce.Observer = (*metrics.Metrics)(nil)
+
+func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {
+	start := time.Now()
+	logger := zerolog.Ctx(ctx).With().
+		Str(handlers.LogKeyOrg, ch.Owner).
+		Int(handlers.LogKeyProject, ch.ProjectNumber).
+		Str(handlers.LogKeyActor, ch.Actor).
+		Logger()
+	ctx = logger.WithContext(ctx)
+	res, err := p.next.ProcessChange(ctx, ch)
+	if err != nil {
+		p.metrics.ProcessingFailed()
+		return res, err
+	}
+	p.metrics.Decided(res.Outcome.String(), time.Since(start))
+	logger.Info().
+		Str("verdict", res.Outcome.String()).
+		Str("from", ch.From).
+		Str("to", ch.To).
+		Str("reason", res.Reason).
+		Msg("decision")
+	return res, nil
+}
+
+func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {
+	logger := zerolog.Ctx(ctx).With().
+		Str(handlers.LogKeyOrg, ev.Owner).
+		Str(handlers.LogKeyActor, ev.Actor).
+		Logger()
+	res, err := p.next.ProcessLifecycle(logger.WithContext(ctx), ev)
+	if err != nil {
+		p.metrics.ProcessingFailed()
+	}
+	return res, err
+}
