@@ -33,6 +33,16 @@ type Item struct {
 	ParentNumber int
 	SubIssues    int // number of sub-issues
 	OpenBlockers int // open issues this one is blocked by
+	// Estimate and Priority are read only when paging through a project (pick ranking).
+	Estimate, Priority string
+}
+
+// ItemsPage is one page of a project's items.
+type ItemsPage struct {
+	Items     []Item
+	Total     int
+	HasNext   bool
+	EndCursor string
 }
 
 // Relative is a related issue and its item on the same project (ItemID "" when it is not on it).
@@ -88,6 +98,9 @@ type Board interface {
 	SetStates(ctx context.Context, writes []StateWrite) error
 	// IssueItems returns an issue's items on every project, with their states.
 	IssueItems(ctx context.Context, repoOwner, repo string, number int) ([]Item, error)
+	// ProjectItems reads one page (up to 100 items) of a project, with values; after is the
+	// previous page's EndCursor ("" for the first page).
+	ProjectItems(ctx context.Context, owner string, number int, after string) (ItemsPage, error)
 	// ClosingIssues returns the issues a pull request closes (owner/name#number).
 	ClosingIssues(ctx context.Context, repoOwner, repo string, number int) ([]IssueRef, error)
 }

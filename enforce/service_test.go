@@ -84,6 +84,17 @@ func (b *fakeBoard) SetStates(ctx context.Context, ws []StateWrite) error {
 	return nil
 }
 
+func (b *fakeBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	page := ItemsPage{}
+	for _, it := range b.items {
+		page.Items = append(page.Items, it)
+	}
+	page.Total = len(page.Items)
+	return page, nil
+}
+
 func (b *fakeBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
 
 func (b *fakeBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {

@@ -132,6 +132,7 @@ func Documents() []Document {
 		{"sub-issues page", querySubIssuesPage, map[string]any{"id": "I_x", "field": "Workflow State", "after": nil}},
 		{"closing issues", queryClosingIssues, map[string]any{"owner": "acme", "repo": "app", "number": 10}},
 		{"set states (batch of 2)", batchSetStates(2), batchVars(2)},
+		{"project items", queryProjectItems, map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}},
 		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
 	}
 }
@@ -150,6 +151,39 @@ const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: Strin
           fieldValueByName(name: $field) {
             __typename
             ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+          }
+        }
+      }
+    }
+  }
+}`
+
+// queryProjectItems pages through a project's items with every value the app reads: the
+// workflow state, estimate and priority (by field name), and the issue's relations summary.
+const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number: Int!, $after: String, $field: String!, $estimate: String!, $priority: String!) {
+  organization(login: $owner) {
+    projectV2(number: $number) {
+      id
+      items(first: 100, after: $after) {
+        totalCount
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id
+          type
+          isArchived
+          state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+          estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+          priority: fieldValueByName(name: $priority) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+          content {
+            __typename
+            ... on Issue {
+              id number title state repository { nameWithOwner }
+              parent { id number }
+              subIssuesSummary { total }
+              issueDependenciesSummary { blockedBy }
+            }
+            ... on PullRequest { id number title prState: state repository { nameWithOwner } }
+            ... on DraftIssue { id title }
           }
         }
       }

@@ -274,3 +274,41 @@ func (e *env) patchIssue(login string, number int, body string) {
 		e.t.Fatalf("PATCH issue #%d: %d", number, resp.StatusCode)
 	}
 }
+
+func TestProjectItemsPagination(t *testing.T) {
+	e := start(t, "sqlite", automationSeed(), nil)
+	b, err := e.sb.UserBoard("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, pages, after := map[int]bool{}, 0, ""
+	for {
+		page, err := b.ProjectItems(context.Background(), "acme", 1, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, it := range page.Items {
+			if seen[it.Number] {
+				t.Fatalf("#%d twice", it.Number)
+			}
+			seen[it.Number] = true
+			if it.Number == 50 && it.OpenBlockers != 1 {
+				t.Errorf("#50 blockers = %d", it.OpenBlockers)
+			}
+			if it.Number == 21 && (it.ParentNumber != 11 || it.State != "Research Needed") {
+				t.Errorf("#21 = %+v", it)
+			}
+		}
+		if !page.HasNext {
+			if len(seen) != page.Total {
+				t.Fatalf("saw %d items, total %d", len(seen), page.Total)
+			}
+			break
+		}
+		after = page.EndCursor
+	}
+	if pages != 3 {
+		t.Errorf("%d pages for %d items", pages, len(seen))
+	}
+}

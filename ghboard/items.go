@@ -1,0 +1,101 @@
+package ghboard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// Field names read besides the workflow field (pick ranking).
+const (
+	EstimateField = "Estimate"
+	PriorityField = "Priority"
+)
+
+type selectValue struct {
+	Name string `json:"name"`
+}
+
+func (v *selectValue) name() string {
+	if v == nil {
+		return ""
+	}
+	return v.Name
+}
+
+// ProjectItems reads one page (up to 100) of a project's items with their values; after is the
+// cursor of the previous page ("" for the first). One GraphQL request per call.
+func (b *Board) ProjectItems(ctx context.Context, owner string, number int, after string) (enforce.ItemsPage, error) {
+	var d struct {
+		Organization *struct {
+			ProjectV2 *struct {
+				ID    string `json:"id"`
+				Items struct {
+					TotalCount int `json:"totalCount"`
+					PageInfo   struct {
+						HasNextPage bool   `json:"hasNextPage"`
+						EndCursor   string `json:"endCursor"`
+					} `json:"pageInfo"`
+					Nodes []struct {
+						ID         string       `json:"id"`
+						IsArchived bool         `json:"isArchived"`
+						State      *selectValue `json:"state"`
+						Estimate   *selectValue `json:"estimate"`
+						Priority   *selectValue `json:"priority"`
+						Content    *struct {
+							Typename   string `json:"__typename"`
+							ID         string `json:"id"`
+							Number     int    `json:"number"`
+							Title      string `json:"title"`
+							State      string `json:"state"`
+							PRState    string `json:"prState"`
+							Repository struct {
+								NameWithOwner string `json:"nameWithOwner"`
+							} `json:"repository"`
+							Parent *struct {
+								ID     string `json:"id"`
+								Number int    `json:"number"`
+							} `json:"parent"`
+							SubIssuesSummary struct {
+								Total int `json:"total"`
+							} `json:"subIssuesSummary"`
+							Dependencies struct {
+								BlockedBy int `json:"blockedBy"`
+							} `json:"issueDependenciesSummary"`
+						} `json:"content"`
+					} `json:"nodes"`
+				} `json:"items"`
+			} `json:"projectV2"`
+		} `json:"organization"`
+	}
+	vars := map[string]any{"owner": owner, "number": number, "field": b.fieldName,
+		"estimate": EstimateField, "priority": PriorityField, "after": nil}
+	if after != "" {
+		vars["after"] = after
+	}
+	if err := b.gql.Do(ctx, queryProjectItems, vars, &d); err != nil {
+		return enforce.ItemsPage{}, fmt.Errorf("read items of project %s/%d: %w", owner, number, err)
+	}
+	if d.Organization == nil || d.Organization.ProjectV2 == nil {
+		return enforce.ItemsPage{}, fmt.Errorf("project %s/%d: %w", owner, number, ErrNotFound)
+	}
+	p := d.Organization.ProjectV2
+	page := enforce.ItemsPage{Total: p.Items.TotalCount, HasNext: p.Items.PageInfo.HasNextPage, EndCursor: p.Items.PageInfo.EndCursor}
+	for _, n := range p.Items.Nodes {
+		it := enforce.Item{ID: n.ID, ProjectID: p.ID, ProjectNumber: number, Owner: owner, Archived: n.IsArchived,
+			State: n.State.name(), Estimate: n.Estimate.name(), Priority: n.Priority.name()}
+		if c := n.Content; c != nil {
+			it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
+			it.Repo = c.Repository.NameWithOwner
+			it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
+			if c.Parent != nil {
+				it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
+			}
+			it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
+		}
+		page.Items = append(page.Items, it)
+	}
+	return page, nil
+}
