@@ -25,11 +25,11 @@ type violation struct {
 }
 
 // explain posts the violation comment, or folds it into a recent one on the same issue.
-func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision) error {
+func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision, pc policy.Change) error {
 	now := s.now()
 	v := violation{
 		marker: marker.Transition{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule)},
-		line:   violationLine(ch, kind, back, dec),
+		line:   s.violationLine(ch, kind, back, dec, pc),
 	}
 	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
 	switch {
@@ -53,7 +53,7 @@ func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind
 	})
 }
 
-func violationLine(ch Change, kind policy.ActorKind, back string, dec policy.Decision) string {
+func (s *Service) violationLine(ch Change, kind policy.ActorKind, back string, dec policy.Decision, pc policy.Change) string {
 	from := back
 	if from == "" {
 		from = "(no state)"
@@ -62,12 +62,12 @@ func violationLine(ch Change, kind policy.ActorKind, back string, dec policy.Dec
 	if to == "" {
 		to = "(no state)"
 	}
-	allowed := "nothing"
-	if len(dec.Allowed) > 0 {
-		allowed = strings.Join(dec.Allowed, ", ")
+	recovery := "ask a human"
+	if r := s.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+		recovery = r.Recovery
 	}
-	return fmt.Sprintf("`%s` (%s) moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Allowed from %s for %s: %s.",
-		ch.Actor, kind, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, from, kind, allowed)
+	return fmt.Sprintf("`%s` (%s) moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Recovery: %s.",
+		ch.Actor, kind, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, strings.TrimSuffix(recovery, "."))
 }
 
 func ensureStop(s string) string {

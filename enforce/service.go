@@ -199,7 +199,7 @@ func (s *Service) revert(ctx context.Context, b Board, rec store.Item, it Item, 
 	s.auditMove(ctx, rec, ch, kind, target, store.VerdictReverted, dec.Rule, dec.Reason)
 	zerolog.Ctx(ctx).Info().Str("from", target).Str("to", ch.To).Str("rule", string(dec.Rule)).Msg("reverted an illegal move")
 	if !it.IsDraft() {
-		if err := s.explain(ctx, b, it, ch, kind, target, dec); err != nil {
+		if err := s.explain(ctx, b, it, ch, kind, target, dec, s.change(rec, ch, kind)); err != nil {
 			// The revert stands; a lost explanation must not undo or repeat it.
 			zerolog.Ctx(ctx).Error().Err(err).Msg("could not comment on the revert")
 		}

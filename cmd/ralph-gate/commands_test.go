@@ -17,12 +17,16 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		`#5 "Fix the login page" is now in "Ready for Plan"`, // a legal move stays
-		`#3 "Store last legal states" is now in "Backlog"`,   // an illegal move reverted
-		"ralph-gate[bot] commented on #3",                    // and explained
-		`#6 "Upgrade dependencies" is now in "Human Needed"`, // escalation
-		"reverted  #6 agent-2",                               // humans-only exit refused
-		"ralph-gate audit --driver sqlite",                   // where decisions are
+		`#5 "Fix the login page" is now in "Ready for Plan"`,            // a legal move stays
+		`#3 "Store last legal states" is now in "Backlog"`,              // an illegal move reverted
+		"ralph-gate[bot] commented on #3",                               // and explained
+		`#6 "Upgrade dependencies" is now in "Human Needed"`,            // escalation
+		"reverted  #6  agent-2",                                         // humans-only exit refused
+		`#2 "Research the webhook payloads" is now in "Ready for Plan"`, // cascade
+		`#9 "Epic - reporting" is now in "Ready for Plan"`,              // convergence
+		`#14 "Rank the results" is in Research Needed`,                  // the premature planning names the sibling
+		"Recovery: wait until #14 reaches Ready for Plan",
+		"ralph-gate audit --driver sqlite", // where decisions are
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)

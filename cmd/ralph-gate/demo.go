@@ -139,7 +139,25 @@ func (d *demo) script() {
 	d.move("alice", 6, "In Progress")
 	d.show(6)
 
-	d.step("5. Every decision is recorded")
+	d.step("5. A parent's move carries its earlier children along (cascade)")
+	d.move("alice", 1, "Ready for Plan")
+	d.show(1)
+	d.show(2)
+	d.show(3)
+	d.show(4)
+
+	d.step("6. When every child reaches a gate, the parent follows (convergence)")
+	d.move("agent-1", 10, "Ready for Plan")
+	d.show(9)
+	d.move("agent-2", 11, "Ready for Plan")
+	d.show(9)
+
+	d.step("7. Planning before the whole group is ready is refused (convergence gate)")
+	d.move("agent-1", 13, "Plan in Progress")
+	d.show(13)
+	d.lastComment(13)
+
+	d.step("8. Every decision is recorded")
 	if d.err != nil {
 		return
 	}
@@ -149,7 +167,7 @@ func (d *demo) script() {
 		return
 	}
 	for _, e := range entries {
-		d.say("   %-9s #%d %-8s (%s) %q → %q: %s", e.Verdict, e.IssueNumber, e.Actor, e.ActorKind, e.FromState, e.ToState, e.Reason)
+		d.say("   %-9s #%-2d %-15s (%s) %q → %q: %s", e.Verdict, e.IssueNumber, e.Actor, e.ActorKind, e.FromState, e.ToState, e.Reason)
 	}
 	d.say("The audit log lives in the store; while the demo runs (--keep), print it with:")
 	d.say("   ralph-gate audit --driver %s --dsn %s", d.sb.Config.Store.Driver, d.sb.Config.Store.DSN)
