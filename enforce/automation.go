@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
 )
@@ -76,6 +77,7 @@ func (s *Service) cascade(ctx context.Context, b Board, base Item, parentIssueID
 		if err := s.recordAutomation(ctx, w.Item, w.Item.State, w.State, why); err != nil {
 			return err
 		}
+		s.commentAutomation(ctx, b, w.Item, w.Item.State, w.State, why)
 	}
 	if depth >= s.machine.Automation().MaxCascadeDepth {
 		return nil
@@ -116,9 +118,11 @@ func (s *Service) convergeUp(ctx context.Context, b Board, base Item, parentIssu
 			return err
 		}
 		visited[parent.ItemID] = true
-		if err := s.recordAutomation(ctx, pit, parent.State, target, fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)); err != nil {
+		why := fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)
+		if err := s.recordAutomation(ctx, pit, parent.State, target, why); err != nil {
 			return err
 		}
+		s.commentAutomation(ctx, b, pit, parent.State, target, why)
 		parentIssueID = ""
 		if fam.Parent != nil {
 			parentIssueID = fam.Parent.IssueID
@@ -168,4 +172,24 @@ func (s *Service) recordAutomation(ctx context.Context, it Item, from, to, cause
 		return nil
 	}
 	return fmt.Errorf("record automation on %s: %w", it.ID, ErrConcurrentUpdate)
+}
+
+// commentAutomation explains an automated move on the issue when automation.comment_automation
+// is on. A failed comment is logged: the move itself stands.
+func (s *Service) commentAutomation(ctx context.Context, b Board, it Item, from, to, cause string) {
+	if !s.machine.Automation().CommentAutomation || it.ContentID == "" {
+		return
+	}
+	m := marker.Transition{From: from, To: to, At: s.now().UTC().Format(time.RFC3339), Actor: s.opts.AppLogin, Verdict: "automated", Cause: cause}
+	body := fmt.Sprintf("%s\nralph-gate moved this from **%s** to **%s**: %s.\n", m.String(), orNoState(from), orNoState(to), cause)
+	if _, err := b.AddComment(ctx, it.ContentID, body); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Int("issue", it.Number).Msg("could not comment on an automated move")
+	}
+}
+
+func orNoState(s string) string {
+	if s == "" {
+		return "(no state)"
+	}
+	return s
 }

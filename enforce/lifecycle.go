@@ -118,6 +118,7 @@ func (s *Service) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) 
 	if err := s.recordAutomation(ctx, cur, cur.State, to, cause); err != nil {
 		return false, err
 	}
+	s.commentAutomation(ctx, b, cur, cur.State, to, cause)
 	zerolog.Ctx(ctx).Info().Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
 	if err := s.automate(ctx, b, cur, to, cause); err != nil {
 		return true, err

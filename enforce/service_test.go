@@ -95,10 +95,27 @@ func (b *fakeBoard) ProjectItems(context.Context, string, int, string) (ItemsPag
 	return page, nil
 }
 
-func (b *fakeBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
+func (b *fakeBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Item, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []Item
+	for _, it := range b.items {
+		if it.Number == number {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
 
-func (b *fakeBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
-	return nil, nil
+// closes maps a pull request number to the issue numbers it closes.
+var fakeCloses = map[int][]int{80: {7}}
+
+func (b *fakeBoard) ClosingIssues(_ context.Context, owner, repo string, number int) ([]IssueRef, error) {
+	var out []IssueRef
+	for _, n := range fakeCloses[number] {
+		out = append(out, IssueRef{Owner: owner, Repo: repo, Number: n})
+	}
+	return out, nil
 }
 
 // move simulates a person or agent changing the value on the board and returns the change
@@ -395,5 +412,38 @@ func TestConcurrentChangesOfOneItemSerialize(t *testing.T) {
 	wg.Wait()
 	if len(h.board.sets) != 1 || h.board.adds != 1 {
 		t.Fatalf("writes %v adds %d", h.board.sets, h.board.adds)
+	}
+}
+
+func TestLifecycleTargets(t *testing.T) {
+	tests := []struct {
+		name, start string
+		ev          Lifecycle
+		want        string
+	}{
+		{"merge moves In Progress to In Review", "In Progress", Lifecycle{Kind: LifecyclePRMerged, Number: 80}, "In Review"},
+		{"merge moves In Review to Done", "In Review", Lifecycle{Kind: LifecyclePRMerged, Number: 80}, "Done"},
+		{"merge leaves Done alone (the issue was closed first)", "Done", Lifecycle{Kind: LifecyclePRMerged, Number: 80}, "Done"},
+		{"merge leaves other states alone", "Plan in Review", Lifecycle{Kind: LifecyclePRMerged, Number: 80}, "Plan in Review"},
+		{"closed as completed", "In Progress", Lifecycle{Kind: LifecycleIssueClosed, Number: 7, StateReason: "completed"}, "Done"},
+		{"closed as not planned", "Backlog", Lifecycle{Kind: LifecycleIssueClosed, Number: 7, StateReason: "not_planned"}, "Canceled"},
+		{"closed without a reason", "Backlog", Lifecycle{Kind: LifecycleIssueClosed, Number: 7}, "Done"},
+		{"reopened", "Done", Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, "Backlog"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, issue("A", tt.start))
+			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "alice"
+			if _, err := h.svc.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.state("A"); got != tt.want {
+				t.Fatalf("state %q, want %q", got, tt.want)
+			}
+			rec, err := h.st.GetItem(context.Background(), "A")
+			if tt.want != tt.start && (err != nil || rec.LastLegalState != tt.want) {
+				t.Fatalf("last legal state not recorded: %+v %v", rec, err)
+			}
+		})
 	}
 }

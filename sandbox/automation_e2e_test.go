@@ -179,6 +179,21 @@ func TestGatesCanBeSwitchedOff(t *testing.T) {
 	e.wantState(2, "Backlog")
 }
 
+func TestAutomationComments(t *testing.T) {
+	e := start(t, "sqlite", automationSeed(), func(c *config.Config) {
+		c.Workflow.Automation.CommentAutomation = true
+	})
+	e.move("alice", 1, "In Progress")
+	e.settle()
+	cs := e.comments(2)
+	if len(cs) != 1 || !strings.Contains(cs[0].Body, "ralph-transition") || !strings.Contains(cs[0].Body, "cascade") {
+		t.Fatalf("want one automation comment on #2, got %v", cs)
+	}
+	if cs := e.comments(4); len(cs) != 0 {
+		t.Fatalf("an untouched child got comments: %v", cs)
+	}
+}
+
 func TestWIPLimit(t *testing.T) {
 	e := start(t, "sqlite", automationSeed(), func(c *config.Config) {
 		c.Workflow.Gates.WIPLimits = map[string]int{"Research in Progress": 1}
