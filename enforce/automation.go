@@ -145,10 +145,8 @@ func (s *Service) recordAutomation(ctx context.Context, it Item, from, to, cause
 			return fmt.Errorf("load item %s: %w", it.ID, err)
 		}
 		rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
+		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it.
 		rec.LastLegalState, rec.RejectedState = to, ""
-		if now.After(rec.LegalAt) {
-			rec.LegalAt = now
-		}
 		if !s.machine.IsLock(to) {
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}

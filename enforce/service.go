@@ -115,6 +115,16 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 		return Result{}, fmt.Errorf("read item %s: %w", ch.ItemID, err)
 	}
 	rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
+	if firstSight && !ch.FromKnown {
+		// Never seen and no previous value reported: nothing to judge against, so the current
+		// value is adopted as legal (as on first install) rather than guessed at.
+		rec.LastLegalState = it.State
+		if err := s.save(ctx, rec); err != nil {
+			return Result{}, err
+		}
+		s.auditMove(ctx, rec, ch, kind, "", store.VerdictAdopted, "", "first sight without a previous value: current value adopted as legal")
+		return Result{Outcome: OutcomeAllowed, Reason: "adopted"}, nil
+	}
 
 	dec := s.decide(rec, ch, kind)
 	if dec.Verdict == policy.Allow && dec.Rule != policy.RuleBypass && ch.To != rec.LastLegalState {

@@ -447,3 +447,17 @@ func TestLifecycleTargets(t *testing.T) {
 		})
 	}
 }
+
+func TestFirstSightWithoutFromAdoptsCurrentValue(t *testing.T) {
+	h := newHarness(t, issue("A", "In Review"))
+	ch := h.board.move("A", "agent-1", "In Review", h.now)
+	ch.FromKnown, ch.From = false, ""
+	res := h.process(ch)
+	if res.Outcome != OutcomeAllowed || len(h.board.sets) != 0 {
+		t.Fatalf("%+v writes %v", res, h.board.sets)
+	}
+	rec, err := h.st.GetItem(context.Background(), "A")
+	if err != nil || rec.LastLegalState != "In Review" {
+		t.Fatalf("%+v %v", rec, err)
+	}
+}
