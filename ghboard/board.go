@@ -65,49 +65,64 @@ func New(gql *Client, fieldName string, fields *FieldCache) *Board {
 	return &Board{gql: gql, fieldName: fieldName, fields: fields}
 }
 
-type itemData struct {
-	Node *struct {
-		Typename   string `json:"__typename"`
-		ID         string `json:"id"`
-		Type       string `json:"type"`
-		IsArchived bool   `json:"isArchived"`
-		Project    struct {
-			ID     string `json:"id"`
-			Number int    `json:"number"`
-			Owner  struct {
-				Login string `json:"login"`
-			} `json:"owner"`
-		} `json:"project"`
-		FieldValue *struct {
-			Name string `json:"name"`
-		} `json:"fieldValueByName"`
-		Content *struct {
-			Typename   string `json:"__typename"`
-			ID         string `json:"id"`
-			Number     int    `json:"number"`
-			Title      string `json:"title"`
-			State      string `json:"state"`
-			PRState    string `json:"prState"`
-			Repository struct {
-				NameWithOwner string `json:"nameWithOwner"`
-			} `json:"repository"`
-			Parent *struct {
-				ID     string `json:"id"`
-				Number int    `json:"number"`
-			} `json:"parent"`
-			SubIssuesSummary struct {
-				Total int `json:"total"`
-			} `json:"subIssuesSummary"`
-			Dependencies struct {
-				BlockedBy int `json:"blockedBy"`
-			} `json:"issueDependenciesSummary"`
-		} `json:"content"`
-	} `json:"node"`
+// projectRef is an item's project as the documents select it.
+type projectRef struct {
+	ID     string `json:"id"`
+	Number int    `json:"number"`
+	Owner  struct {
+		Login string `json:"login"`
+	} `json:"owner"`
+}
+
+// contentData is an item's content (issue, pull request or draft) as the documents select it.
+type contentData struct {
+	Typename   string `json:"__typename"`
+	ID         string `json:"id"`
+	Number     int    `json:"number"`
+	Title      string `json:"title"`
+	State      string `json:"state"`
+	PRState    string `json:"prState"`
+	Repository struct {
+		NameWithOwner string `json:"nameWithOwner"`
+	} `json:"repository"`
+	Parent *struct {
+		ID     string `json:"id"`
+		Number int    `json:"number"`
+	} `json:"parent"`
+	SubIssuesSummary struct {
+		Total int `json:"total"`
+	} `json:"subIssuesSummary"`
+	Dependencies struct {
+		BlockedBy int `json:"blockedBy"`
+	} `json:"issueDependenciesSummary"`
+}
+
+// fill copies the content's fields into it.
+func (c *contentData) fill(it *enforce.Item) {
+	if c == nil {
+		return
+	}
+	it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
+	it.Repo = c.Repository.NameWithOwner
+	it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
+	if c.Parent != nil {
+		it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
+	}
+	it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
 }
 
 // Item reads an item with its Workflow State in one call.
 func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
-	var d itemData
+	var d struct {
+		Node *struct {
+			Typename   string       `json:"__typename"`
+			ID         string       `json:"id"`
+			IsArchived bool         `json:"isArchived"`
+			Project    projectRef   `json:"project"`
+			FieldValue *selectValue `json:"fieldValueByName"`
+			Content    *contentData `json:"content"`
+		} `json:"node"`
+	}
 	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName}, &d); err != nil {
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, err)
 	}
@@ -117,20 +132,9 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 	}
 	it := enforce.Item{
 		ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
-		Archived: n.IsArchived,
+		Archived: n.IsArchived, State: n.FieldValue.name(),
 	}
-	if n.FieldValue != nil {
-		it.State = n.FieldValue.Name
-	}
-	if c := n.Content; c != nil {
-		it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
-		it.Repo = c.Repository.NameWithOwner
-		it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
-		if c.Parent != nil {
-			it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
-		}
-		it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
-	}
+	n.Content.fill(&it)
 	return it, nil
 }
 

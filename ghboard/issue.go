@@ -20,17 +20,9 @@ func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number i
 				State        string `json:"state"`
 				ProjectItems struct {
 					Nodes []struct {
-						ID      string `json:"id"`
-						Project struct {
-							ID     string `json:"id"`
-							Number int    `json:"number"`
-							Owner  struct {
-								Login string `json:"login"`
-							} `json:"owner"`
-						} `json:"project"`
-						FieldValue *struct {
-							Name string `json:"name"`
-						} `json:"fieldValueByName"`
+						ID         string       `json:"id"`
+						Project    projectRef   `json:"project"`
+						FieldValue *selectValue `json:"fieldValueByName"`
 					} `json:"nodes"`
 				} `json:"projectItems"`
 			} `json:"issue"`
@@ -49,10 +41,7 @@ func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number i
 		it := enforce.Item{
 			ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
 			ContentType: enforce.ContentIssue, ContentID: is.ID, Number: is.Number, Repo: repoOwner + "/" + repo,
-			Title: is.Title, Open: strings.EqualFold(is.State, "OPEN"),
-		}
-		if n.FieldValue != nil {
-			it.State = n.FieldValue.Name
+			Title: is.Title, Open: strings.EqualFold(is.State, "OPEN"), State: n.FieldValue.name(),
 		}
 		items = append(items, it)
 	}

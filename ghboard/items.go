@@ -3,7 +3,7 @@ package ghboard
 import (
 	"context"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
@@ -16,6 +16,8 @@ const (
 
 type selectValue struct {
 	Name string `json:"name"`
+	// UpdatedAt is read only where a document selects it (project items: the reconciler).
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 func (v *selectValue) name() string {
@@ -44,27 +46,7 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 						State      *selectValue `json:"state"`
 						Estimate   *selectValue `json:"estimate"`
 						Priority   *selectValue `json:"priority"`
-						Content    *struct {
-							Typename   string `json:"__typename"`
-							ID         string `json:"id"`
-							Number     int    `json:"number"`
-							Title      string `json:"title"`
-							State      string `json:"state"`
-							PRState    string `json:"prState"`
-							Repository struct {
-								NameWithOwner string `json:"nameWithOwner"`
-							} `json:"repository"`
-							Parent *struct {
-								ID     string `json:"id"`
-								Number int    `json:"number"`
-							} `json:"parent"`
-							SubIssuesSummary struct {
-								Total int `json:"total"`
-							} `json:"subIssuesSummary"`
-							Dependencies struct {
-								BlockedBy int `json:"blockedBy"`
-							} `json:"issueDependenciesSummary"`
-						} `json:"content"`
+						Content    *contentData `json:"content"`
 					} `json:"nodes"`
 				} `json:"items"`
 			} `json:"projectV2"`
@@ -86,15 +68,10 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 	for _, n := range p.Items.Nodes {
 		it := enforce.Item{ID: n.ID, ProjectID: p.ID, ProjectNumber: number, Owner: owner, Archived: n.IsArchived,
 			State: n.State.name(), Estimate: n.Estimate.name(), Priority: n.Priority.name()}
-		if c := n.Content; c != nil {
-			it.ContentType, it.ContentID, it.Number, it.Title = c.Typename, c.ID, c.Number, c.Title
-			it.Repo = c.Repository.NameWithOwner
-			it.Open = c.Typename == enforce.ContentDraftIssue || strings.EqualFold(c.State, "OPEN") || strings.EqualFold(c.PRState, "OPEN")
-			if c.Parent != nil {
-				it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
-			}
-			it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
+		if n.State != nil {
+			it.StateUpdatedAt = n.State.UpdatedAt
 		}
+		n.Content.fill(&it)
 		page.Items = append(page.Items, it)
 	}
 	return page, nil
