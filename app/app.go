@@ -26,6 +26,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/handlers"
 	"github.com/ralph-gate/ralph-gate/jobs"
+	"github.com/ralph-gate/ralph-gate/mcpserver"
 	"github.com/ralph-gate/ralph-gate/metrics"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
@@ -47,6 +48,10 @@ type App struct {
 	handler  http.Handler
 	ready    atomic.Bool
 	metrics  *metrics.Metrics
+	hookWrap func(http.Handler) http.Handler
+	maint    *maintenance // reconciler and redelivery sweeper (reliability.go)
+	version  string
+	mcp      http.Handler // the MCP façade at /mcp, behind bearer auth
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -54,6 +59,12 @@ type Options struct {
 	Version string
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// WebhookMiddleware, when set, wraps the webhook route outermost (`ralph-gate bench` times
+	// webhook receipt with it). Nil in production.
+	WebhookMiddleware func(http.Handler) http.Handler
+	// NoPeriodic leaves the reconciler and the redelivery sweeper unscheduled (tests that count
+	// API calls run them by hand: ReconcileNow, SweepNow).
+	NoPeriodic bool
 }
 
 // New builds the app: it authenticates as the GitHub App (to learn its own bot login), opens
@@ -76,8 +87,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 		return a.queue
 	})
+	gate := ghboard.NewGate(nil) // no request before GitHub's retry-after, per identity
 	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,
 		[]byte(cfg.GitHub.App.PrivateKey),
+		githubapp.WithTransport(gate),
 		githubapp.WithClientUserAgent("ralph-gate/"+opts.Version),
 		githubapp.WithClientMiddleware(mx.GitHub),
 		githubapp.WithClientTimeout(15*time.Second),
@@ -96,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("store.dsn: the Postgres pool (pool_max_conns=%d) is too small for %d workers: set pool_max_conns to at least %d or lower enforcement.workers",
 			n, cfg.Enforcement.Workers, 2*cfg.Enforcement.Workers+8)
 	}
-	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx}
+	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx, hookWrap: opts.WebhookMiddleware}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
@@ -105,7 +118,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Enforced:       cfg.Enforces,
 		Observer:       mx,
 	})
+	a.maint = newMaintenance(a, gate)
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
+	if !opts.NoPeriodic {
+		jobOpts.Periodic = a.maint.periodic()
+	}
 	proc := observed{next: processor{service: a.service, boards: a.boards}, metrics: mx}
 	switch st.Driver() {
 	case store.DriverPostgres:
@@ -116,6 +133,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("prepare queue: %w", err)
+	}
+	a.version = opts.Version
+	if a.mcp, err = a.mcpHandler(); err != nil {
+		st.Close()
+		return nil, err
 	}
 	a.handler = a.routes()
 	return a, nil
@@ -161,12 +183,17 @@ func (a *App) routes() http.Handler {
 		a.cfg.GitHub.App.WebhookSecret,
 		githubapp.WithErrorCallback(dispatchError),
 	)
-	mux.Handle("POST "+WebhookRoute, a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher)))
+	hook := a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher))
+	if a.hookWrap != nil {
+		hook = a.hookWrap(hook)
+	}
+	mux.Handle("POST "+WebhookRoute, hook)
 	mux.Handle("GET "+MetricsRoute, a.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.Handle(mcpserver.Route, a.mcp)
 	return mux
 }
 
@@ -188,7 +215,12 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 // it stops taking webhooks, lets running jobs finish and closes the store.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	logger := zerolog.Ctx(ctx)
-	if err := a.queue.Start(ctx); err != nil {
+	if err := a.recoverInterrupted(ctx); err != nil {
+		return err
+	}
+	// Not ctx: its end must not cancel running jobs. Shutdown stops the queue below, which lets
+	// them finish (drain) before the store closes.
+	if err := a.queue.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	srv := &http.Server{
@@ -214,6 +246,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		logger.Warn().Err(err).Msg("http shutdown")
 	}
+	a.maint.stop() // a reconciliation in progress saves its place and returns
 	if err := a.queue.Stop(shutdownCtx); err != nil {
 		logger.Warn().Err(err).Msg("queue shutdown: running jobs will be retried after a restart")
 	}

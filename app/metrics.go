@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,4 +78,19 @@ func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (e
 		p.metrics.ProcessingFailed()
 	}
 	return res, err
+}
+
+// reconcileObserver reports each reconciliation pass to the metrics; hand it to the
+// reconciler as its enforce.ReconcileObserver.
+type reconcileObserver struct{ metrics *metrics.Metrics }
+
+var _ enforce.ReconcileObserver = reconcileObserver{}
+
+func (o reconcileObserver) Reconciled(r enforce.ReconcileReport) {
+	o.metrics.ReconcilePassDone(metrics.ReconcilePass{
+		Project: fmt.Sprintf("%s/%d", r.Owner, r.Number),
+		InSync:  r.InSync, Adopted: r.Adopted, Drifted: r.Drifted, Reverted: r.Reverted,
+		Accepted: r.Accepted, Deferred: r.Deferred, Archived: r.Archived,
+		Requests: r.Requests, Complete: r.Complete, Duration: r.Duration,
+	})
 }

@@ -21,6 +21,9 @@ type Change struct {
 	// ReceivedAt is when the webhook reached us; a missing earlier change is waited for
 	// until ReceivedAt + the reorder window.
 	ReceivedAt time.Time
+	// Drift marks a change only the reconciler saw (its webhook was lost): the actor is
+	// unknown and the change is judged as an agent's (see Reconcile).
+	Drift bool `json:",omitempty"`
 }
 
 // Outcome says what processing a change did.

@@ -32,24 +32,50 @@ func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind
 		line:   s.violationLine(ch, kind, back, dec, pc),
 	}
 	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
-	switch {
-	case err == nil && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < s.opts.CoalesceWindow:
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("load violation comment: %w", err)
+	}
+	if found && prev.NodeID == "" {
+		// An earlier attempt recorded a comment it was about to post, then failed or died:
+		// ask GitHub whether the comment exists before posting anything.
+		if prev, err = s.settlePending(ctx, b, it, prev); err != nil {
+			return err
+		}
+	}
+	if found && strings.Contains(prev.Body, v.marker.String()) && prev.NodeID != "" {
+		return nil // already explained (a retry after a crash or a failed call)
+	}
+	if found && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < s.opts.CoalesceWindow {
 		body := coalesce(prev.Body, v, prev.Count+1)
 		if err := b.UpdateComment(ctx, prev.NodeID, body); err != nil {
 			return fmt.Errorf("update violation comment: %w", err)
 		}
 		prev.Body, prev.Count, prev.UpdatedAt = body, prev.Count+1, now
 		return s.store.PutViolationComment(ctx, it.Repo, it.Number, prev)
-	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("load violation comment: %w", err)
 	}
-	body := renderViolations([]violation{v}, 1)
+	vs, count := []violation{v}, 1
+	if found && prev.NodeID == "" {
+		// The interrupted comment was never posted: this one carries its violations too.
+		vs = parseViolations(prev.Body)
+		count = prev.Count
+		if !strings.Contains(prev.Body, v.marker.String()) {
+			vs, count = append(vs, v), count+1
+		}
+	}
+	body := renderViolations(vs, count)
+	// Write-ahead: remember the comment before posting it, so that a crash between GitHub
+	// creating it and the store recording it cannot lead to a second comment (settlePending).
+	pending := store.ViolationComment{Count: count, UpdatedAt: now, Body: body}
+	if err := s.store.PutViolationComment(ctx, it.Repo, it.Number, pending); err != nil {
+		return fmt.Errorf("record the violation comment to post: %w", err)
+	}
 	c, err := b.AddComment(ctx, it.ContentID, body)
 	if err != nil {
 		return fmt.Errorf("add violation comment: %w", err)
 	}
 	return s.store.PutViolationComment(ctx, it.Repo, it.Number, store.ViolationComment{
-		CommentID: c.DatabaseID, NodeID: c.ID, Count: 1, UpdatedAt: now, Body: body,
+		CommentID: c.DatabaseID, NodeID: c.ID, Count: count, UpdatedAt: now, Body: body,
 	})
 }
 
@@ -66,8 +92,12 @@ func (s *Service) violationLine(ch Change, kind policy.ActorKind, back string, d
 	if r := s.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 		recovery = r.Recovery
 	}
-	return fmt.Sprintf("`%s` (%s) moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Recovery: %s.",
-		ch.Actor, kind, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, strings.TrimSuffix(recovery, "."))
+	who := fmt.Sprintf("`%s` (%s)", ch.Actor, kind)
+	if ch.Drift {
+		who = fmt.Sprintf("A change whose webhook never reached ralph-gate (found by its reconciler; the author is unknown, so it is judged as an %s's)", kind)
+	}
+	return fmt.Sprintf("%s moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Recovery: %s.",
+		who, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, strings.TrimSuffix(recovery, "."))
 }
 
 func ensureStop(s string) string {

@@ -35,6 +35,9 @@ type Item struct {
 	OpenBlockers int // open issues this one is blocked by
 	// Estimate and Priority are read only when paging through a project (pick ranking).
 	Estimate, Priority string
+	// StateUpdatedAt is when the Workflow State value last changed (read when paging through
+	// a project; zero when unknown). The reconciler leaves very recent changes to their webhooks.
+	StateUpdatedAt time.Time
 }
 
 // ItemsPage is one page of a project's items.
@@ -55,6 +58,7 @@ type Relative struct {
 	ItemID    string
 	State     string
 	SubIssues int
+	Estimate  string // the Estimate field on the project ("" when unset or not read)
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

@@ -84,7 +84,7 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 	defer unlockReplicas()
 
 	log := zerolog.Ctx(ctx)
-	kind := s.actors.Classify(ch.Actor)
+	kind := s.actorKind(ch)
 	if kind == policy.ActorApp {
 		return Result{Outcome: OutcomeIgnored, Reason: "our own write"}, nil
 	}
@@ -97,6 +97,9 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 	if firstSight {
 		// Never seen: the value it had before this change is the best baseline we have.
 		rec = store.Item{ItemID: ch.ItemID, ProjectID: ch.ProjectID, LastLegalState: ch.From}
+	} else if res, done, err := s.resume(ctx, b, rec, ch, kind); done {
+		// A previous attempt decided this change (then crashed or failed): finish its effects.
+		return res, err
 	}
 
 	if !rec.LegalAt.IsZero() && ch.At.Before(rec.LegalAt) {
@@ -182,6 +185,9 @@ func (s *Service) accept(ctx context.Context, rec store.Item, ch Change, kind po
 	}
 	switch {
 	case s.machine.IsLock(ch.To) && from != ch.To:
+		rec.LockHolder, rec.LockSince = lockOf(ch)
+	case s.machine.IsLock(ch.To) && rec.LockHolder == "" && !ch.Drift:
+		// The reconciler adopted this lock without knowing who took it; the webhook says.
 		rec.LockHolder, rec.LockSince = ch.Actor, ch.At
 	case !s.machine.IsLock(ch.To):
 		rec.LockHolder, rec.LockSince = "", time.Time{}
@@ -199,19 +205,24 @@ func (s *Service) accept(ctx context.Context, rec store.Item, ch Change, kind po
 
 func (s *Service) revert(ctx context.Context, b Board, rec store.Item, it Item, ch Change, kind policy.ActorKind, dec policy.Decision) (Result, error) {
 	target := rec.LastLegalState
-	if err := b.SetState(ctx, it, target); err != nil {
-		return Result{}, fmt.Errorf("revert item %s to %q: %w", it.ID, target, err)
-	}
+	// The decision is recorded before it is carried out: if the process dies or GitHub fails
+	// after this point, the retried job finds the audit entry and only completes the revert
+	// and the comment (see resume), so nothing is decided, reverted or explained twice.
 	rec.RejectedState = ch.To
 	if err := s.save(ctx, rec); err != nil {
 		return Result{}, err
 	}
-	s.auditMove(ctx, rec, ch, kind, target, store.VerdictReverted, dec.Rule, dec.Reason)
+	if err := s.auditMove(ctx, rec, ch, kind, target, store.VerdictReverted, dec.Rule, dec.Reason); err != nil && s.journaled() {
+		return Result{}, fmt.Errorf("record the revert of item %s: %w", it.ID, err)
+	}
+	if err := b.SetState(ctx, it, target); err != nil {
+		return Result{}, fmt.Errorf("revert item %s to %q: %w", it.ID, target, err)
+	}
 	zerolog.Ctx(ctx).Info().Str("from", target).Str("to", ch.To).Str("rule", string(dec.Rule)).Msg("reverted an illegal move")
 	if !it.IsDraft() {
 		if err := s.explain(ctx, b, it, ch, kind, target, dec, s.change(rec, ch, kind)); err != nil {
-			// The revert stands; a lost explanation must not undo or repeat it.
-			zerolog.Ctx(ctx).Error().Err(err).Msg("could not comment on the revert")
+			// The revert stands; the retried job explains it (resume) without reverting again.
+			return Result{}, fmt.Errorf("explain the revert of item %s: %w", it.ID, err)
 		}
 	}
 	return Result{Outcome: OutcomeReverted, Reason: dec.Reason, RevertedTo: target}, nil
@@ -242,14 +253,15 @@ func (s *Service) audit(ctx context.Context, rec store.Item, ch Change, kind pol
 	s.auditMove(ctx, rec, ch, kind, ch.From, v, rule, reason)
 }
 
-func (s *Service) auditMove(ctx context.Context, rec store.Item, ch Change, kind policy.ActorKind, from string, v store.Verdict, rule policy.Rule, reason string) {
+func (s *Service) auditMove(ctx context.Context, rec store.Item, ch Change, kind policy.ActorKind, from string, v store.Verdict, rule policy.Rule, reason string) error {
 	_, err := s.store.AppendAudit(ctx, store.AuditEntry{
 		At: s.now(), DeliveryID: ch.DeliveryID, ProjectID: rec.ProjectID, ItemID: rec.ItemID,
 		IssueNumber: rec.IssueNumber, Repo: rec.Repo, Actor: ch.Actor, ActorKind: kind.String(),
 		FromState: from, ToState: ch.To, Verdict: v, Rule: string(rule), Reason: reason,
 	})
 	if err != nil {
-		// The decision already took effect on the board; losing its audit line is logged loudly.
+		// Logged loudly; the revert path also fails on it, since its audit line is its journal.
 		zerolog.Ctx(ctx).Error().Err(err).Msg("could not record the audit entry")
 	}
+	return err
 }

@@ -71,9 +71,10 @@ const mutationUpdateComment = `mutation RalphGateUpdateComment($id: ID!, $body: 
 // familyFields is what the adapter reads of each related issue.
 const familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
-  projectItems(first: 20) { nodes { id project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
+  projectItems(first: 20) { nodes { id project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+    estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
 
-const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $after: String) {
+const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate: String!, $after: String) {
   node(id: $id) {
     __typename
     ... on Issue {
@@ -89,7 +90,7 @@ const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $after: St
   }
 }`
 
-const querySubIssuesPage = `query RalphGateSubIssues($id: ID!, $field: String!, $after: String) {
+const querySubIssuesPage = `query RalphGateSubIssues($id: ID!, $field: String!, $estimate: String!, $after: String) {
   node(id: $id) {
     __typename
     ... on Issue {
@@ -128,11 +129,12 @@ func Documents() []Document {
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
 		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},
 		{"update comment", mutationUpdateComment, map[string]any{"id": "IC_x", "body": "hi"}},
-		{"family", queryFamily, map[string]any{"id": "I_x", "field": "Workflow State", "after": nil}},
-		{"sub-issues page", querySubIssuesPage, map[string]any{"id": "I_x", "field": "Workflow State", "after": nil}},
+		{"family", queryFamily, map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil}},
+		{"sub-issues page", querySubIssuesPage, map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil}},
 		{"closing issues", queryClosingIssues, map[string]any{"owner": "acme", "repo": "app", "number": 10}},
 		{"set states (batch of 2)", batchSetStates(2), batchVars(2)},
 		{"project items", queryProjectItems, map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}},
+		{"find comment", queryFindComment, map[string]any{"id": "I_x"}},
 		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
 	}
 }
@@ -171,7 +173,7 @@ const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number:
           id
           type
           isArchived
-          state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+          state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
           estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
           priority: fieldValueByName(name: $priority) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
           content {

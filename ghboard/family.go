@@ -31,6 +31,7 @@ type relativeData struct {
 			FieldValue *struct {
 				Name string `json:"name"`
 			} `json:"fieldValueByName"`
+			Estimate *selectValue `json:"estimate"`
 		} `json:"nodes"`
 	} `json:"projectItems"`
 }
@@ -44,6 +45,7 @@ func (r relativeData) relative(projectID string) enforce.Relative {
 			if n.FieldValue != nil {
 				rel.State = n.FieldValue.Name
 			}
+			rel.Estimate = n.Estimate.name()
 		}
 	}
 	return rel
@@ -70,7 +72,7 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 			} `json:"blockedBy"`
 		} `json:"node"`
 	}
-	vars := map[string]any{"id": issueID, "field": b.fieldName, "after": nil}
+	vars := map[string]any{"id": issueID, "field": b.fieldName, "estimate": EstimateField, "after": nil}
 	if err := b.gql.Do(ctx, queryFamily, vars, &d); err != nil {
 		return enforce.Family{}, fmt.Errorf("read family of %s: %w", issueID, err)
 	}

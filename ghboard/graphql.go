@@ -10,66 +10,63 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/payload"
 )
 
 // maxResponse bounds how much of a GraphQL response is read.
 const maxResponse = 32 << 20
 
-// RateLimitError is returned when GitHub asks the caller to wait: a secondary limit (403/429
-// with retry-after) or an exhausted primary budget (403, or HTTP 200 with a RATE_LIMITED error).
-type RateLimitError struct {
-	RetryAfter time.Duration
-	Secondary  bool
-	Message    string
-}
+// The errors a GitHub call returns; they live in package payload, where the decoding is
+// fuzzed without the rest of the app.
+type (
+	// RateLimitError is GitHub asking the caller to wait (secondary limit with retry-after, or
+	// an exhausted primary budget until its reset). It implements RetryAfterDuration, so a job
+	// is snoozed, never retried early.
+	RateLimitError = payload.RateLimitError
+	// ServerError is a 5xx or transport failure worth retrying.
+	ServerError = payload.ServerError
+	// GraphQLError is a GraphQL error that retrying will not fix.
+	GraphQLError = payload.GraphQLError
+)
 
-func (e *RateLimitError) Error() string {
-	kind := "primary"
-	if e.Secondary {
-		kind = "secondary"
-	}
-	return fmt.Sprintf("github %s rate limit: retry after %s: %s", kind, e.RetryAfter, e.Message)
-}
+// Retry policy for transient failures (5xx, transport errors) inside one call. Rate limits are
+// never retried here: the caller gets a RateLimitError and the job is snoozed past retry-after.
+const (
+	defaultAttempts = 3
+	defaultBackoff  = 200 * time.Millisecond
+	maxBackoff      = 2 * time.Second
+)
 
-// ServerError is a 5xx or transport failure worth retrying.
-type ServerError struct {
-	Status int
-	Err    error
-}
-
-func (e *ServerError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("github unavailable: %v", e.Err)
-	}
-	return fmt.Sprintf("github answered %d", e.Status)
-}
-
-func (e *ServerError) Unwrap() error { return e.Err }
-
-// GraphQLError is a GraphQL error that retrying will not fix (bad document, not found, …).
-type GraphQLError struct {
-	Messages []string
-	Types    []string
-}
-
-func (e *GraphQLError) Error() string {
-	return "github graphql: " + strings.Join(e.Messages, "; ")
-}
-
-// Client posts GraphQL documents with an authenticated HTTP client.
+// Client posts GraphQL documents with an authenticated HTTP client. It is safe for concurrent
+// use. It never sends a request before a retry-after (or primary reset) GitHub gave it, retries
+// transient failures a bounded number of times with jittered backoff, and remembers the last
+// rate-limit headers so callers can budget their work.
 type Client struct {
 	http *http.Client
 	url  string
 	now  func() time.Time
+	// sleep waits d or until ctx ends (tests replace it).
+	sleep    func(ctx context.Context, d time.Duration) error
+	attempts int
+	backoff  time.Duration
+
+	mu        sync.Mutex
+	notBefore time.Time
+	rate      payload.Rate
+	hasRate   bool
+	sent      int64
 }
 
 // NewClient returns a client for the GraphQL endpoint url (e.g. https://api.github.com/graphql).
 func NewClient(h *http.Client, url string) *Client {
-	return &Client{http: h, url: url, now: time.Now}
+	return &Client{http: h, url: url, now: time.Now, sleep: sleepCtx, attempts: defaultAttempts, backoff: defaultBackoff}
 }
 
 type gqlRequest struct {
@@ -77,115 +74,133 @@ type gqlRequest struct {
 	Variables map[string]any `json:"variables,omitempty"`
 }
 
-type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"errors"`
-}
-
-// Do runs one document and decodes its data into out.
+// Do runs one document and decodes its data into out. Queries and idempotent mutations are
+// retried on 5xx and transport errors; a document that creates content (a comment) is sent at
+// most once, because a 5xx does not say whether GitHub created it.
 func (c *Client) Do(ctx context.Context, query string, vars map[string]any, out any) error {
 	body, err := json.Marshal(gqlRequest{Query: query, Variables: vars})
 	if err != nil {
 		return fmt.Errorf("encode graphql request: %w", err)
 	}
+	attempts := c.attempts
+	if !idempotent(query) {
+		attempts = 1
+	}
+	for attempt := 1; ; attempt++ {
+		data, err := c.once(ctx, body)
+		if err == nil {
+			if out != nil && len(data) > 0 {
+				if err := json.Unmarshal(data, out); err != nil {
+					return fmt.Errorf("decode graphql data: %w", err)
+				}
+			}
+			return nil
+		}
+		var se *ServerError
+		if !errors.As(err, &se) || attempt >= attempts {
+			return err
+		}
+		if err := c.sleep(ctx, c.jitter(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// jitter is "full jitter" exponential backoff: uniform in [d/2, d) with d doubling per attempt.
+func (c *Client) jitter(attempt int) time.Duration {
+	d := min(c.backoff<<(attempt-1), maxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+// once sends one request, unless GitHub asked us to wait.
+func (c *Client) once(ctx context.Context, body []byte) (json.RawMessage, error) {
+	if wait := c.wait(); wait > 0 {
+		return nil, &RateLimitError{RetryAfter: wait, Secondary: true, Message: "held back: GitHub asked to wait"}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("build graphql request: %w", err)
+		return nil, fmt.Errorf("build graphql request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	c.mu.Lock()
+	c.sent++
+	c.mu.Unlock()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return &ServerError{Err: err}
+		var rl *RateLimitError
+		if errors.As(err, &rl) { // the transport gate held the request back
+			return nil, rl
+		}
+		return nil, &ServerError{Err: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
-		return &ServerError{Err: fmt.Errorf("read graphql response: %w", err)}
+		return nil, &ServerError{Err: fmt.Errorf("read graphql response: %w", err)}
 	}
-	if err := c.classifyStatus(resp, data); err != nil {
-		return err
+	now := c.now()
+	if r, ok := payload.RateFromHeaders(resp.Header); ok {
+		c.mu.Lock()
+		c.rate, c.hasRate = r, true
+		c.mu.Unlock()
 	}
-	var r gqlResponse
-	if err := json.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("decode graphql response: %w", err)
+	data, err := payload.GraphQL(resp.StatusCode, resp.Header, raw, now)
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		c.holdUntil(now.Add(rl.RetryAfter))
 	}
-	if len(r.Errors) > 0 {
-		ge := &GraphQLError{}
-		for _, e := range r.Errors {
-			if e.Type == "RATE_LIMITED" {
-				return &RateLimitError{RetryAfter: c.untilReset(resp.Header), Message: e.Message}
-			}
-			ge.Messages = append(ge.Messages, e.Message)
-			ge.Types = append(ge.Types, e.Type)
-		}
-		return ge
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Data, out); err != nil {
-			return fmt.Errorf("decode graphql data: %w", err)
-		}
-	}
-	return nil
+	return data, err
 }
 
-func (c *Client) classifyStatus(resp *http.Response, body []byte) error {
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+// wait is how long until GitHub allows the next request; 0 when it does now.
+func (c *Client) wait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.notBefore.Sub(c.now())
+}
+
+func (c *Client) holdUntil(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.notBefore) {
+		c.notBefore = t
+	}
+}
+
+// RateLimit is GitHub's GraphQL budget as last reported; ok is false before the first answer.
+func (c *Client) RateLimit() (enforce.RateLimit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return enforce.RateLimit{Limit: c.rate.Limit, Remaining: c.rate.Remaining, Used: c.rate.Used, Reset: c.rate.Reset}, c.hasRate
+}
+
+// Sent counts the requests this client has sent (held-back ones excluded).
+func (c *Client) Sent() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent
+}
+
+// idempotent reports whether sending the document twice has the effect of sending it once.
+// Only content-creating mutations are not: a retried addComment after an ambiguous 5xx could
+// post the comment twice.
+func idempotent(query string) bool {
+	return !strings.Contains(query, "addComment(")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 		return nil
-	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests:
-		msg := errorMessage(body)
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			secs, err := strconv.Atoi(strings.TrimSpace(ra))
-			if err == nil && secs >= 0 {
-				return &RateLimitError{RetryAfter: time.Duration(secs) * time.Second, Secondary: true, Message: msg}
-			}
-		}
-		if resp.Header.Get("X-Ratelimit-Remaining") == "0" {
-			return &RateLimitError{RetryAfter: c.untilReset(resp.Header), Message: msg}
-		}
-		if strings.Contains(strings.ToLower(msg), "secondary rate limit") {
-			// GitHub's advice without retry-after: wait at least a minute.
-			return &RateLimitError{RetryAfter: time.Minute, Secondary: true, Message: msg}
-		}
-		return fmt.Errorf("github refused (%d): %s", resp.StatusCode, msg)
-	case resp.StatusCode >= 500:
-		return &ServerError{Status: resp.StatusCode}
-	default:
-		return fmt.Errorf("github answered %d: %s", resp.StatusCode, errorMessage(body))
 	}
-}
-
-// untilReset reads x-ratelimit-reset (epoch seconds); at least one second.
-func (c *Client) untilReset(h http.Header) time.Duration {
-	reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64)
-	if err != nil {
-		return time.Minute
-	}
-	d := time.Unix(reset, 0).Sub(c.now())
-	if d < time.Second {
-		d = time.Second
-	}
-	return d
-}
-
-func errorMessage(body []byte) string {
-	var e struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Message != "" {
-		return e.Message
-	}
-	if len(body) > 200 {
-		body = body[:200]
-	}
-	return string(body)
 }
 
 // IsRetryable reports whether err is worth retrying later.
@@ -194,6 +209,3 @@ func IsRetryable(err error) bool {
 	var rl *RateLimitError
 	return errors.As(err, &se) || errors.As(err, &rl)
 }
-
-// RetryAfterDuration tells the job queue when to try again.
-func (e *RateLimitError) RetryAfterDuration() time.Duration { return e.RetryAfter }

@@ -5,10 +5,10 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/payload"
 )
 
 // Event names this package handles.
@@ -28,7 +28,8 @@ const (
 )
 
 // ErrMalformed marks a payload that is not what its event says; the intake answers 400.
-var ErrMalformed = errors.New("malformed webhook payload")
+// Decoding lives in package payload (fuzzed there); this is the same error.
+var ErrMalformed = payload.ErrMalformed
 
 // Enqueuer stores work durably; it returns only when the work will survive a crash.
 type Enqueuer interface {

@@ -2,13 +2,12 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"github.com/google/go-github/v89/github"
 	"github.com/rs/zerolog"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/payload"
 )
 
 // Issues takes in issue closes and reopens (lifecycle sync).
@@ -21,35 +20,31 @@ type Issues struct {
 func (h *Issues) Handles() []string { return []string{EventIssues} }
 
 // Handle implements githubapp.EventHandler.
-func (h *Issues) Handle(ctx context.Context, _, deliveryID string, payload []byte) error {
-	var ev github.IssuesEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
+func (h *Issues) Handle(ctx context.Context, _, deliveryID string, data []byte) error {
+	ev, err := payload.Issues(data)
+	if err != nil {
+		return err
 	}
-	logger := zerolog.Ctx(ctx).With().Str(LogKeyDelivery, deliveryID).Str(LogKeyOrg, ev.GetRepo().GetOwner().GetLogin()).
-		Str(LogKeyActor, ev.GetSender().GetLogin()).Int("issue", ev.GetIssue().GetNumber()).Logger()
+	logger := zerolog.Ctx(ctx).With().Str(LogKeyDelivery, deliveryID).Str(LogKeyOrg, ev.Owner).
+		Str(LogKeyActor, ev.Sender).Int("issue", ev.Number).Logger()
 	var kind string
-	switch ev.GetAction() {
-	case "closed":
+	switch ev.Action {
+	case payload.ActionClosed:
 		kind = enforce.LifecycleIssueClosed
-	case "reopened":
+	case payload.ActionReopened:
 		kind = enforce.LifecycleIssueReopened
 	default:
-		logger.Debug().Str("action", ev.GetAction()).Msg("ignored: only closes and reopens move the workflow")
+		logger.Debug().Str("action", ev.Action).Msg("ignored: only closes and reopens move the workflow")
 		return nil
 	}
-	if ev.GetIssue() == nil || ev.GetRepo() == nil {
-		return fmt.Errorf("%w: no issue or repository", ErrMalformed)
-	}
-	if ev.GetSender().GetLogin() == h.Scope.AppLogin {
+	if ev.Sender == h.Scope.AppLogin {
 		logger.Debug().Msg("ignored: our own write")
 		return nil
 	}
 	lc := enforce.Lifecycle{
-		DeliveryID: deliveryID, InstallationID: ev.GetInstallation().GetID(), Kind: kind,
-		Owner: ev.GetRepo().GetOwner().GetLogin(), Repo: ev.GetRepo().GetName(), Number: ev.GetIssue().GetNumber(),
-		StateReason: ev.GetIssue().GetStateReason(), Actor: ev.GetSender().GetLogin(),
-		At: ev.GetIssue().GetUpdatedAt().Time,
+		DeliveryID: deliveryID, InstallationID: ev.InstallationID, Kind: kind,
+		Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number,
+		StateReason: ev.StateReason, Actor: ev.Sender, At: ev.At,
 	}
 	if err := h.Queue.EnqueueLifecycle(logger.WithContext(ctx), lc); err != nil {
 		return fmt.Errorf("enqueue lifecycle: %w", err)

@@ -68,6 +68,8 @@ type Options struct {
 	// Retention of finished jobs; a redelivery within it is recognised as a duplicate.
 	// GitHub lets deliveries be redelivered for 3 days.
 	Retention time.Duration
+	// Periodic is maintenance work the elected leader schedules (see periodic.go).
+	Periodic []Periodic
 }
 
 func (o *Options) defaults() {
@@ -122,7 +124,7 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 	if err := river.AddWorkerSafely(workers, &lifecycleWorker{p: p}); err != nil {
 		return nil, fmt.Errorf("register worker: %w", err)
 	}
-	client, err := river.NewClient(driver, &river.Config{
+	cfg := &river.Config{
 		Queues:                      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}},
 		Workers:                     workers,
 		MaxAttempts:                 opts.MaxAttempts,
@@ -131,8 +133,15 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 		RetryPolicy:                 retryPolicy{},
 		CompletedJobRetentionPeriod: opts.Retention,
 		JobTimeout:                  2 * time.Minute,
-		Logger:                      opts.Logger,
-	})
+		// A job whose worker died (a crashed replica) is retried after this, not after River's
+		// default hour. (SQLite recovers them at start-up: RecoverSQLite.)
+		RescueStuckJobsAfter: 3 * time.Minute,
+		Logger:               opts.Logger,
+	}
+	if err := periodicConfig(workers, cfg, opts.Periodic); err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(driver, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
@@ -223,8 +232,9 @@ func outcome(logger zerolog.Logger, res enforce.Result, err error) error {
 	if err != nil {
 		var ra RetryAfterError
 		if errors.As(err, &ra) {
-			logger.Warn().Err(err).Dur("retry_after", ra.RetryAfterDuration()).Msg("github asked us to wait")
-			return river.JobSnooze(ra.RetryAfterDuration())
+			d := snoozeFor(ra.RetryAfterDuration())
+			logger.Warn().Err(err).Dur("retry_after", d).Msg("github asked us to wait")
+			return river.JobSnooze(d)
 		}
 		logger.Error().Err(err).Msg("processing failed; will retry")
 		return err

@@ -45,6 +45,7 @@ type Metrics struct {
 	githubErrors   *prometheus.CounterVec
 	githubLatency  *prometheus.HistogramVec
 	rateRemaining  *prometheus.GaugeVec
+	reconcile      reconcileMetrics
 }
 
 // New registers every series on a new registry. queue may be nil (no queue series).
@@ -107,6 +108,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.automation,
 		m.githubRequests, m.githubErrors, m.githubLatency, m.rateRemaining,
 	)
+	m.reconcile = newReconcileMetrics(reg)
 	if queue != nil {
 		reg.MustRegister(&queueCollector{stats: queue})
 	}

@@ -114,6 +114,8 @@ func TestDecidedAndQueue(t *testing.T) {
 	m.Decided("allowed", time.Millisecond)
 	m.Decided("reverted", time.Millisecond)
 	m.AutomationMoved("cascade")
+	m.ReconcilePassDone(ReconcilePass{Project: "acme/1", InSync: 9, Drifted: 1, Reverted: 1, Requests: 4, Complete: true, At: time.Unix(1700000000, 0)})
+	m.ReconcilePassDone(ReconcilePass{Project: "acme/2", InSync: 3, Requests: 2})
 
 	body := scrape(t, m)
 	for _, want := range []string{
@@ -125,6 +127,12 @@ func TestDecidedAndQueue(t *testing.T) {
 		`ralph_gate_queue_depth 3`,
 		`ralph_gate_queue_oldest_age_seconds 1.5`,
 		`go_goroutines`,
+		`ralph_gate_reconcile_items_total{result="in_sync"} 12`,
+		`ralph_gate_reconcile_items_total{result="reverted"} 1`,
+		`ralph_gate_reconcile_passes_total{outcome="complete"} 1`,
+		`ralph_gate_reconcile_passes_total{outcome="paused"} 1`,
+		`ralph_gate_reconcile_github_requests_total 6`,
+		`ralph_gate_reconcile_last_complete_timestamp_seconds{project="acme/1"} 1.7e+09`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

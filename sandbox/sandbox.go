@@ -40,6 +40,12 @@ type Options struct {
 	// SimOptions are passed to the simulator (faults seed, clock, …).
 	SimOptions ghsim.Options
 	Version    string
+	// WebhookMiddleware wraps the app's webhook route (see app.Options); the benchmarks use it.
+	WebhookMiddleware func(http.Handler) http.Handler
+	// Periodic runs the reconciler and the redelivery sweeper on their schedules. Off by
+	// default, so that tests counting API calls are not disturbed: tests call
+	// App.ReconcileNow and App.SweepNow when they want a pass.
+	Periodic bool
 }
 
 // Sandbox is a running simulator plus a running app.
@@ -118,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	sb.Config = cfg
 
-	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version})
+	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic})
 	if err != nil {
 		sb.cleanup()
 		return nil, fmt.Errorf("start ralph-gate: %w", err)

@@ -26,8 +26,11 @@ type Config struct {
 	Store       Store       `yaml:"store"`
 	Projects    []Project   `yaml:"projects"`
 	Enforcement Enforcement `yaml:"enforcement"`
+	Reconcile   Reconcile   `yaml:"reconcile"`
+	Redelivery  Redelivery  `yaml:"redelivery"`
 	Logging     Logging     `yaml:"logging"`
 	Actors      Actors      `yaml:"actors"`
+	MCP         MCP         `yaml:"mcp"`
 	Workflow    policy.Spec `yaml:"workflow"`
 }
 
@@ -189,6 +192,7 @@ func yamlMessage(err error) string {
 // Validate reports every semantic problem with its key path.
 func (c Config) Validate() Problems {
 	problems := c.validateService()
+	problems = append(problems, c.validateMCP()...)
 	problems = append(problems, c.PolicyActors("").Validate()...)
 	seen := map[string]bool{}
 	for i, login := range c.Actors.Bypass {

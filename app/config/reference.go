@@ -131,6 +131,8 @@ func typeName(t reflect.Type) string {
 		return "boolean"
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		return "integer"
+	case reflect.Float64, reflect.Float32:
+		return "number"
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Struct {
 			return "list of objects"

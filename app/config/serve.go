@@ -53,6 +53,7 @@ func (c *Config) applyDefaults() {
 	if c.Enforcement.Workers == 0 {
 		c.Enforcement.Workers = 8
 	}
+	c.reconcileDefaults()
 	if c.Logging.Level == "" {
 		c.Logging.Level = "info"
 	}
@@ -180,6 +181,7 @@ func (c Config) validateService() Problems {
 	if c.Enforcement.Workers < 1 || c.Enforcement.Workers > 256 {
 		add("enforcement.workers", "must be between 1 and 256, got %d", c.Enforcement.Workers)
 	}
+	problems = append(problems, c.validateReconcile()...)
 	switch c.Logging.Level {
 	case "debug", "info", "warn", "error":
 	default:

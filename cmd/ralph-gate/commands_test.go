@@ -26,7 +26,10 @@ func TestDemo(t *testing.T) {
 		`#9 "Epic - reporting" is now in "Ready for Plan"`,              // convergence
 		`#14 "Rank the results" is in Research Needed`,                  // the premature planning names the sibling
 		"Recovery: wait until #14 reaches Ready for Plan",
-		"ralph-gate audit --driver sqlite", // where decisions are
+		"ralph-gate audit --driver sqlite",                               // where decisions are
+		`handed off #8: "Ready for Plan" → "Plan in Progress"`,           // an MCP handoff
+		"Recovery: from Ready for Plan, plan may retry with intent lock", // a refused one, with its retries
+		"handoff   #8  planner-1",                                        // audited under the agent's name
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)

@@ -40,6 +40,7 @@ func runDemo(ctx context.Context, args []string, s streams) int {
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	sb, err := sandbox.Start(startCtx, sandbox.Options{Version: version, Configure: func(c *config.Config) {
 		c.Logging.Level = level
+		c.MCP = config.MCP{DefaultRepo: "app", Agents: []config.MCPAgent{{Name: "planner-1", Token: demoMCPToken, Commands: []string{"plan"}}}}
 	}})
 	cancel()
 	if err != nil {
@@ -157,7 +158,10 @@ func (d *demo) script() {
 	d.show(13)
 	d.lastComment(13)
 
-	d.step("8. Every decision is recorded")
+	d.step("8. An agent hands off through the MCP façade (handoff_ticket at /mcp)")
+	d.mcpHandoff()
+
+	d.step("9. Every decision is recorded")
 	if d.err != nil {
 		return
 	}

@@ -126,8 +126,10 @@ func TestDoctor(t *testing.T) {
 			},
 		},
 		{
-			name:     "a missing permission fails with the settings to change",
-			adjust:   func(s *ghsim.Seed) { s.App.Permissions = map[string]string{"organization_projects": "read", "issues": "write", "pull_requests": "read", "metadata": "read"} },
+			name: "a missing permission fails with the settings to change",
+			adjust: func(s *ghsim.Seed) {
+				s.App.Permissions = map[string]string{"organization_projects": "read", "issues": "write", "pull_requests": "read", "metadata": "read"}
+			},
 			code:     exitError,
 			contains: []string{`FAIL  app: permission organization_projects is "read", ralph-gate needs write`, `Organization permissions → Projects to "Read and write"`},
 		},

@@ -38,7 +38,11 @@ const usage = `ralph-gate enforces the agent workflow on GitHub Projects V2 boar
 
 Usage:
   ralph-gate demo [--keep] [--verbose]     watch ralph-gate work on the built-in GitHub simulator
-  ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook)
+  ralph-gate bench [--quick] [--json] [--rtt 50ms] [--rate 100]
+                                           measure speed, API cost and scale on the simulator
+  ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook, MCP at /mcp)
+  ralph-gate mcp --stdio --config FILE [--agent NAME]
+                                           serve the MCP façade on stdio for one local agent
   ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE | --driver D --dsn DSN]
                                            print recorded decisions
   ralph-gate validate [--config FILE]      check a configuration, reporting every problem
@@ -61,8 +65,12 @@ func run(ctx context.Context, args []string, s streams) int {
 	switch args[0] {
 	case "demo":
 		return runDemo(ctx, args[1:], s)
+	case "bench":
+		return runBench(ctx, args[1:], s)
 	case "serve":
 		return runServe(ctx, args[1:], s)
+	case "mcp":
+		return runMCP(ctx, args[1:], s)
 	case "audit":
 		return runAudit(ctx, args[1:], s)
 	case "doctor":

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghboard"
+	"github.com/ralph-gate/ralph-gate/mcpserver"
+)
+
+// MCPServer builds the MCP façade over the app's enforcement service and GitHub boards. agent,
+// when set, is the caller of every request (stdio: one local agent); otherwise each HTTP
+// request's bearer token names its agent.
+func (a *App) MCPServer(agent string) *mcp.Server {
+	opts := mcpserver.Options{
+		Service:     a.service,
+		Board:       func(ctx context.Context, owner string) (enforce.Board, error) { return a.boards.get(ctx, 0, owner) },
+		DefaultRepo: a.cfg.MCP.DefaultRepo,
+		Agent:       agent,
+		NotFound:    notFound,
+		Version:     a.version,
+	}
+	for _, p := range a.cfg.Projects {
+		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
+	}
+	for _, ag := range a.cfg.MCP.Agents {
+		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Commands: ag.Commands})
+	}
+	return mcpserver.New(opts)
+}
+
+// notFound reports whether GitHub said the issue (or repository) does not exist.
+func notFound(err error) bool {
+	var ge *ghboard.GraphQLError
+	return errors.Is(err, ghboard.ErrNotFound) || (errors.As(err, &ge) && slices.Contains(ge.Types, "NOT_FOUND"))
+}
+
+// mcpHandler serves the façade at /mcp behind bearer-token authentication. A token_env
+// variable that is unset is a configuration problem: the app refuses to start.
+func (a *App) mcpHandler() (http.Handler, error) {
+	creds, problems := a.cfg.MCPCredentials(os.LookupEnv)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	out := make([]mcpserver.Credential, len(creds))
+	for i, c := range creds {
+		out[i] = mcpserver.Credential{Name: c.Name, Hash: c.Hash}
+	}
+	return mcpserver.Handler(a.MCPServer(""), out), nil
+}

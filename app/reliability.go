@@ -1,0 +1,132 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghboard"
+	"github.com/ralph-gate/ralph-gate/jobs"
+	"github.com/ralph-gate/ralph-gate/redeliver"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// maintenance is the work that keeps the promise when webhooks do not: the reconciler and the
+// redelivery sweeper, run as periodic jobs on River's elected leader.
+type maintenance struct {
+	a       *App
+	gate    *ghboard.Gate
+	sweeper *redeliver.Sweeper
+
+	mu       sync.Mutex
+	draining chan struct{}
+	stopped  bool
+}
+
+func newMaintenance(a *App, gate *ghboard.Gate) *maintenance {
+	m := &maintenance{a: a, gate: gate, draining: make(chan struct{})}
+	m.sweeper = redeliver.New(func(context.Context) (redeliver.Hooks, error) {
+		client, err := a.github.NewAppClient()
+		if err != nil {
+			return nil, err
+		}
+		return client.Apps, nil
+	}, a.store, redeliver.Options{
+		MaxAge:      a.cfg.Redelivery.MaxAge,
+		MaxPerSweep: a.cfg.Redelivery.MaxPerSweep,
+		MaxAttempts: a.cfg.Redelivery.MaxAttempts,
+	}, nil)
+	return m
+}
+
+func (m *maintenance) periodic() []jobs.Periodic {
+	return []jobs.Periodic{
+		{Name: "redeliver", Interval: m.a.cfg.Redelivery.Interval, Run: func(ctx context.Context) error {
+			ctx, cancel := m.bound(ctx)
+			defer cancel()
+			_, err := m.a.SweepNow(ctx)
+			return err
+		}},
+		{Name: "reconcile", Interval: m.a.cfg.Reconcile.Interval, Run: func(ctx context.Context) error {
+			ctx, cancel := m.bound(ctx)
+			defer cancel()
+			_, err := m.a.ReconcileNow(ctx)
+			return err
+		}},
+	}
+}
+
+// bound ends ctx when the app starts draining, so a long pass stops at its next page.
+func (m *maintenance) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-m.draining:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func (m *maintenance) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.stopped {
+		m.stopped = true
+		close(m.draining)
+	}
+}
+
+// ReconcileNow runs one reconciliation pass over every enforced project and returns what each
+// did. Errors of one project do not stop the others; the first is returned (a RateLimitError
+// snoozes the periodic job).
+func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, error) {
+	var reports []enforce.ReconcileReport
+	var first error
+	opts := enforce.ReconcileOptions{BudgetShare: a.cfg.Reconcile.BudgetShare, Settle: a.cfg.Reconcile.Settle}
+	for _, p := range a.cfg.Projects {
+		b, err := a.boards.get(ctx, 0, p.Owner)
+		if err == nil {
+			var rep enforce.ReconcileReport
+			rep, err = a.service.Reconcile(ctx, b, a.store, p.Owner, p.Number, opts)
+			reports = append(reports, rep)
+			reconcileObserver{metrics: a.metrics}.Reconciled(rep)
+		}
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("project", fmt.Sprintf("%s/%d", p.Owner, p.Number)).Msg("reconciliation failed")
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return reports, first
+}
+
+// SweepNow runs one redelivery sweep.
+func (a *App) SweepNow(ctx context.Context) (redeliver.Report, error) {
+	return a.maint.sweeper.Sweep(ctx)
+}
+
+// recoverInterrupted makes jobs a killed process left running available again (SQLite only:
+// one process owns that queue; on Postgres River's rescuer does it).
+func (a *App) recoverInterrupted(ctx context.Context) error {
+	if a.store.Driver() != store.DriverSQLite {
+		return nil
+	}
+	n, err := jobs.RecoverSQLite(ctx, a.store.DB())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		zerolog.Ctx(ctx).Warn().Int64("jobs", n).Msg("recovered jobs interrupted by a crash; they run again")
+	}
+	return nil
+}
+
+// GitHubWaits lists the waits GitHub asked the app for (retry-after, spent budgets) and when
+// the app learnt each: tests check that no request was retried inside one.
+func (a *App) GitHubWaits() []ghboard.Wait { return a.maint.gate.Waits() }

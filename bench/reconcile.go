@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghboard"
+	"github.com/ralph-gate/ralph-gate/ghsim"
+	"github.com/ralph-gate/ralph-gate/sandbox"
+)
+
+// installationID is the seed's installation.
+const installationID = 8002
+
+// reconcileDrifts is how many silent illegal moves the drift pass finds and reverts.
+const reconcileDrifts = 10
+
+// runReconcile reconciles boards of each size three times with enforce.Service.Reconcile, as
+// the app's reconciler does, on the app's own store: on first install (every item adopted),
+// in steady state (nothing changed), and after a few illegal moves whose webhooks were lost.
+func runReconcile(ctx context.Context, o Options, r *Result) error {
+	r.ReconcileStatus = "ok"
+	for _, n := range o.ReconcileSizes {
+		run, err := reconcileOnce(ctx, o, n)
+		if err != nil {
+			return fmt.Errorf("reconcile %d items: %w", n, err)
+		}
+		r.ReconcileRuns = append(r.ReconcileRuns, run)
+	}
+	if k := len(r.ReconcileRuns); k > 0 {
+		largest := r.ReconcileRuns[k-1]
+		r.ReconcileItems = intp(largest.Items)
+		r.ReconcileGraphQLReads = intp(largest.FirstPassReads)
+		r.ReconcileAPICalls = intp(largest.FirstPassCalls)
+		r.ReconcileSeconds = num(largest.FirstPassSeconds)
+	}
+	return nil
+}
+
+func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) {
+	run := ReconcileRun{Items: n, Drifts: min(reconcileDrifts, n/6), ReadBudget: (n+99)/100 + 1}
+	o.progress("reconciliation: seeding a board of %d items", n)
+	sb, err := startSandbox(ctx, o, reconcileSeed(n), nil)
+	if err != nil {
+		return run, err
+	}
+	defer sb.Close()
+	svc, board, err := reconciler(ctx, sb)
+	if err != nil {
+		return run, err
+	}
+	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond)}); err != nil {
+		return run, err
+	}
+	pass := func(name string) (enforce.ReconcileReport, int, int, float64, error) {
+		o.progress("reconciliation of %d items: %s pass", n, name)
+		before := lastSeq(sb.Sim)
+		start := time.Now()
+		rep, err := svc.Reconcile(ctx, board, sb.App.Store(), org, 1, enforce.ReconcileOptions{})
+		took := time.Since(start).Seconds()
+		if err != nil {
+			return rep, 0, 0, 0, err
+		}
+		if !rep.Complete {
+			return rep, 0, 0, 0, fmt.Errorf("the %s pass stopped early: %s", name, rep.Paused)
+		}
+		reads := 0
+		calls := appRequests(sb.Sim, before)
+		for _, c := range calls {
+			if isGraphQLRead(c) {
+				reads++
+			}
+		}
+		return rep, reads, len(calls), round(took, 2), nil
+	}
+
+	rep, reads, calls, secs, err := pass("first-install")
+	if err != nil {
+		return run, err
+	}
+	run.Adopted, run.FirstPassReads, run.FirstPassCalls, run.FirstPassSeconds = rep.Adopted, reads, calls, secs
+
+	// Illegal moves nobody hears about: the simulator drops their webhooks.
+	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond), Webhook: ghsim.WebhookFaults{DropRate: 1}}); err != nil {
+		return run, err
+	}
+	items, _, err := allItems(ctx, userBoard(sb, agents[0]))
+	if err != nil {
+		return run, err
+	}
+	drifted := 0
+	for _, it := range items {
+		if drifted == run.Drifts {
+			break
+		}
+		if it.State == "Backlog" {
+			if err := userBoard(sb, agents[0]).SetState(ctx, it, "In Progress"); err != nil {
+				return run, err
+			}
+			drifted++
+		}
+	}
+	if err := sb.Sim.WaitIdle(ctx); err != nil {
+		return run, err
+	}
+	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond)}); err != nil {
+		return run, err
+	}
+	rep, reads, calls, secs, err = pass("drift")
+	if err != nil {
+		return run, err
+	}
+	run.Reverted, run.GraphQLReads, run.APICalls, run.Seconds = rep.Reverted, reads, calls, secs
+	return run, settle(ctx, sb, 5*time.Minute)
+}
+
+// reconciler builds what the app's reconciler runs: the enforcement service over the app's
+// store and the installation's board.
+func reconciler(ctx context.Context, sb *sandbox.Sandbox) (*enforce.Service, *ghboard.Board, error) {
+	cfg := sb.Config
+	m, err := cfg.Machine()
+	if err != nil {
+		return nil, nil, err
+	}
+	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,
+		[]byte(cfg.GitHub.App.PrivateKey), githubapp.WithClientTimeout(time.Minute))
+	client, err := creator.NewInstallationClient(installationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	appLogin := sb.App.AppLogin()
+	svc := enforce.New(m, cfg.PolicyActors(appLogin), sb.App.Store(), nil, enforce.Options{
+		ReorderWindow: cfg.Enforcement.ReorderWindow, CoalesceWindow: cfg.Enforcement.CoalesceWindow,
+		AppLogin: appLogin, Enforced: cfg.Enforces,
+	})
+	board := ghboard.New(ghboard.NewClient(client.Client(), cfg.GitHub.V4APIURL), m.Field(), ghboard.NewFieldCache())
+	return svc, board, nil
+}
+
+func userBoard(sb *sandbox.Sandbox, login string) *ghboard.Board {
+	client := &http.Client{Transport: bearer{token: token(login), next: userTransport}, Timeout: time.Minute}
+	return ghboard.New(ghboard.NewClient(client, sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache())
+}

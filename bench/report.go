@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// TargetVerdict is one of issue 9's targets with what this run measured. Met is null when the
+// figure was not measured.
+type TargetVerdict struct {
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	Value  string `json:"value"`
+	Met    *bool  `json:"met"`
+}
+
+func verdict(name, target string, value string, met *bool) TargetVerdict {
+	return TargetVerdict{Name: name, Target: target, Value: value, Met: met}
+}
+
+func boolp(v bool) *bool { return &v }
+
+func cmpf(v *float64, limit float64) *bool {
+	if v == nil {
+		return nil
+	}
+	return boolp(*v <= limit)
+}
+
+func fmtf(v *float64, unit string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strings.TrimSpace(fmt.Sprintf("%g %s", *v, unit))
+}
+
+func fmti(v *int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprint(*v)
+}
+
+func targets(r *Result) []TargetVerdict {
+	var out []TargetVerdict
+	out = append(out, verdict("ack_p99", fmt.Sprintf("≤ 10 ms at %d webhooks/s (SQLite)", r.AckRate), fmtf(r.AckP99MS, "ms"), cmpf(r.AckP99MS, 10)))
+	out = append(out, verdict("revert_p50", "≤ 2.5 × RTT after receipt", fmtf(r.RevertP50RTTMultiple, "× RTT"), cmpf(r.RevertP50RTTMultiple, 2.5)))
+	out = append(out, verdict("comment_p50", "≤ 4 × RTT after receipt", fmtf(r.CommentP50RTTMultiple, "× RTT"), cmpf(r.CommentP50RTTMultiple, 4)))
+	out = append(out, verdict("calls_per_illegal_event", "≤ 3", fmtf(r.CallsPerIllegalEvent, ""), cmpf(r.CallsPerIllegalEvent, 3)))
+	out = append(out, verdict("calls_per_legal_event", "≤ 1 (leaf)", fmtf(r.CallsPerLegalEvent, ""), cmpf(r.CallsPerLegalEvent, 1)))
+	budget := 2 + (r.CascadeChildren+49)/50
+	var cascade *bool
+	if r.CallsPerCascade != nil {
+		cascade = boolp(*r.CallsPerCascade <= budget)
+	}
+	out = append(out, verdict("calls_per_cascade", fmt.Sprintf("≤ 2 + ⌈%d/50⌉ = %d", r.CascadeChildren, budget), fmti(r.CallsPerCascade), cascade))
+	out = append(out, verdict("burst_lost", fmt.Sprintf("0 of %d", r.BurstEvents), fmt.Sprint(r.BurstLost), boolp(r.BurstLost == 0 && r.BurstEvents > 0)))
+	out = append(out, verdict("peak_rss", "≤ 150 MB", fmtf(r.PeakRSSMB, "MB"), cmpf(r.PeakRSSMB, 150)))
+	if len(r.ReconcileRuns) == 0 {
+		out = append(out, verdict("reconcile_reads", "≤ ⌈items/100⌉ + 1 GraphQL reads", "blocked", nil))
+	}
+	for _, run := range r.ReconcileRuns {
+		out = append(out, verdict(fmt.Sprintf("reconcile_reads_%d", run.Items), fmt.Sprintf("≤ ⌈%d/100⌉ + 1 = %d GraphQL reads", run.Items, run.ReadBudget),
+			fmt.Sprint(run.FirstPassReads), boolp(run.FirstPassReads <= run.ReadBudget)))
+	}
+	return out
+}
+
+// WriteTable prints the run as a table a person reads (the JSON has the same figures).
+func (r *Result) WriteTable(w io.Writer) {
+	m := r.Machine
+	commit := m.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	if m.Modified {
+		commit += " (modified)"
+	}
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(w, "ralph-gate bench (%s) — %s\n", mode, r.StartedAt.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MB memory, %s %s/%s, commit %s; load average %.2f at start, %.2f at end\n",
+		m.CPUs, orNA(m.CPUModel), m.MemTotalMB, m.GoVersion, m.GOOS, m.GOARCH, commit, m.LoadAvgStart, m.LoadAvgEnd)
+	fmt.Fprintf(w, "injected API round-trip time (RTT): %g ms; store: %s; workers: %d; simulator, app and load in one process\n\n", r.RTTMS, r.Store, r.Workers)
+
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	row := func(cols ...string) { fmt.Fprintln(tw, strings.Join(cols, "\t")) }
+	pair := func(a, b *float64, unit string) string {
+		return fmt.Sprintf("%s / %s", strip(fmtf(a, "")), fmtf(b, unit))
+	}
+	row("figure", "value", "target")
+	row("webhook ack p50 / p99 / max", fmt.Sprintf("%s / %s (%d at %d/s, %d not 200)", strip(fmtf(r.AckP50MS, "")), strip(fmtf(r.AckP99MS, "")), r.AckWebhooks, r.AckRate, r.AckFailed)+" ms, max "+fmtf(r.AckMaxMS, "ms"), "p99 ≤ 10 ms")
+	row("receipt → revert p50 / p99", pair(r.RevertP50MS, r.RevertP99MS, "ms")+" = "+pair(r.RevertP50RTTMultiple, r.RevertP99RTTMultiple, "× RTT"), "p50 ≤ 2.5 × RTT")
+	row("receipt → comment p50 / p99", pair(r.CommentP50MS, r.CommentP99MS, "ms")+" = "+pair(r.CommentP50RTTMultiple, r.CommentP99RTTMultiple, "× RTT"), "≤ 4 × RTT")
+	row("receipt → first API call p50", fmtf(r.PickupP50MS, "ms")+fmt.Sprintf(" (%d samples)", r.RevertSamples), "")
+	row("API calls per legal leaf event", fmtf(r.CallsPerLegalEvent, ""), "≤ 1")
+	row("API calls per illegal event", fmtf(r.CallsPerIllegalEvent, ""), "≤ 3")
+	row(fmt.Sprintf("API calls per cascade of %d", r.CascadeChildren), fmti(r.CallsPerCascade), fmt.Sprintf("≤ %d", 2+(r.CascadeChildren+49)/50))
+	row("API calls per convergence", fmti(r.CallsPerConvergence), "")
+	row(fmt.Sprintf("burst of %d (%d illegal)", r.BurstEvents, r.BurstIllegal),
+		fmt.Sprintf("%s events/s; moves made in %s, drained %s later; %d delivered, %d decided, %d lost, %d reverted, %d API calls",
+			fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s"), r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
+	row("peak RSS (burst; whole process)", fmtf(r.PeakRSSMB, "MB"), "≤ 150 MB")
+	if len(r.ReconcileRuns) == 0 {
+		row("reconciliation", r.ReconcileStatus, "≤ ⌈items/100⌉ + 1 reads")
+	}
+	for _, run := range r.ReconcileRuns {
+		row(fmt.Sprintf("reconcile %d items, first install", run.Items),
+			fmt.Sprintf("%d GraphQL reads, %d API calls, %g s (%d adopted)", run.FirstPassReads, run.FirstPassCalls, run.FirstPassSeconds, run.Adopted),
+			fmt.Sprintf("≤ %d reads", run.ReadBudget))
+		row(fmt.Sprintf("reconcile %d items, %d drifts", run.Items, run.Drifts),
+			fmt.Sprintf("%d GraphQL reads, %d API calls, %g s (%d reverted)", run.GraphQLReads, run.APICalls, run.Seconds, run.Reverted), "")
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	missed := 0
+	for _, t := range r.Targets {
+		if t.Met != nil && !*t.Met {
+			missed++
+			fmt.Fprintf(w, "target missed: %s: %s (target %s)\n", t.Name, t.Value, t.Target)
+		}
+	}
+	if missed == 0 {
+		fmt.Fprintln(w, "every measured target met")
+	}
+	fmt.Fprintf(w, "total %g s\n", r.TotalSeconds)
+}
+
+func strip(s string) string { return strings.TrimSpace(s) }
+
+func orNA(s string) string {
+	if s == "" {
+		return "model unknown"
+	}
+	return s
+}

@@ -1,0 +1,102 @@
+{{/* The chart's name. */}}
+{{- define "ralph-gate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name, used for every object. */}}
+{{- define "ralph-gate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "ralph-gate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ralph-gate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "ralph-gate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "ralph-gate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "ralph-gate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "ralph-gate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "ralph-gate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the App's credentials. */}}
+{{- define "ralph-gate.githubSecret" -}}
+{{- default (include "ralph-gate.fullname" .) .Values.github.existingSecret }}
+{{- end }}
+
+{{/* Whether the chart renders its own Secret: for inline App credentials, an inline
+     Postgres DSN or inline MCP tokens. */}}
+{{- define "ralph-gate.ownSecret" -}}
+{{- if or (not .Values.github.existingSecret) (include "ralph-gate.inlineDSN" .) .Values.mcp.tokens }}true{{ end }}
+{{- end }}
+
+{{- define "ralph-gate.inlineDSN" -}}
+{{- if and (eq .Values.store.driver "postgres") (not .Values.store.existingSecret) }}true{{ end }}
+{{- end }}
+
+{{- define "ralph-gate.mcpEnv" -}}
+{{- printf "RALPH_GATE_MCP_TOKEN_%s" (. | upper | replace "-" "_") }}
+{{- end }}
+
+{{/* Refuses values that cannot work, naming the values key to change. */}}
+{{- define "ralph-gate.validate" -}}
+{{- if and (gt (int .Values.replicaCount) 1) (ne .Values.store.driver "postgres") }}
+{{- fail (printf "replicaCount=%d needs store.driver=postgres: SQLite is one file on one ReadWriteOnce volume and serves exactly one replica. Set replicaCount=1, or store.driver=postgres with store.dsn or store.existingSecret." (int .Values.replicaCount)) }}
+{{- end }}
+{{- $cfg := .Values.config | default dict }}
+{{- range $key := list "server" "store" }}
+{{- if hasKey $cfg $key }}
+{{- fail (printf "config.%s: the chart renders this section itself; use %s" $key (ternary "containerPort" "store.driver, store.dsn and store.existingSecret" (eq $key "server"))) }}
+{{- end }}
+{{- end }}
+{{- if hasKey (get $cfg "github" | default dict) "app" }}
+{{- fail "config.github.app: the App's credentials come from a Secret; use github.appId, github.webhookSecret and github.privateKey (or github.existingSecret)" }}
+{{- end }}
+{{- if not (get $cfg "projects") }}
+{{- fail "config.projects: list at least one organization project to enforce, e.g. --set 'config.projects[0].owner=acme,config.projects[0].number=1'" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
+{{- fail "ingress.host: the public host name GitHub delivers webhooks to is required when ingress.enabled=true" }}
+{{- end }}
+{{- end }}
+
+{{/* config.yml: the values' config, plus the server and store sections the chart owns. */}}
+{{- define "ralph-gate.config" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) }}
+{{- $_ := set $cfg "server" (dict "address" "0.0.0.0" "port" (int .Values.containerPort)) }}
+{{- if eq .Values.store.driver "postgres" }}
+{{- $_ := set $cfg "store" (dict "driver" "postgres") }}
+{{- else }}
+{{- $_ := set $cfg "store" (dict "driver" "sqlite" "dsn" "/data/ralph-gate.db") }}
+{{- end }}
+# Rendered by the ralph-gate Helm chart from its values (docs/CONFIGURATION.md).
+# Secrets come from the environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET,
+# GITHUB_APP_PRIVATE_KEY{{ if eq .Values.store.driver "postgres" }} and RALPH_GATE_STORE_DSN{{ end }}.
+{{ toYaml $cfg }}
+{{- end }}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/bench"
+)
+
+// runBench measures ralph-gate against the built-in GitHub simulator (docs/BENCHMARKS.md).
+func runBench(ctx context.Context, args []string, s streams) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	quick := fs.Bool("quick", false, "smaller counts: a smoke run well under a minute (CI)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
+	rtt := fs.Duration("rtt", 0, "latency the simulator adds to every GitHub API request (default 50ms)")
+	rate := fs.Int("rate", 0, "webhooks per second in the acknowledgement phase (default 100)")
+	acks := fs.Int("webhooks", 0, "webhooks sent in the acknowledgement phase (default 1000; quick 200)")
+	samples := fs.Int("samples", 0, "illegal moves timed for the revert and comment latency (default 60; quick 12)")
+	burst := fs.Int("burst", 0, "moves in the burst (default 1000; quick 200)")
+	concurrency := fs.Int("concurrency", 0, "users moving at once during the burst (default 32)")
+	reconcile := fs.String("reconcile", "", "comma-separated board sizes to reconcile (default 1000,10000; quick 1000)")
+	workers := fs.Int("workers", 0, "enforcement.workers (default: the configuration's, 8)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	verbose := fs.Bool("verbose", false, "show the app's warnings on stderr too (errors are always shown)")
+	if !parseFlags(fs, args, s) {
+		return exitUsage
+	}
+	if *rtt < 0 {
+		fmt.Fprintln(s.err, "bench: --rtt must not be negative")
+		return exitUsage
+	}
+	o := bench.Defaults(*quick)
+	if *rtt > 0 {
+		o.RTT = *rtt
+	}
+	o.Rate, o.AckWebhooks, o.LatencySamples, o.BurstEvents, o.BurstConcurrency, o.Workers =
+		pick(*rate, o.Rate), pick(*acks, o.AckWebhooks), pick(*samples, o.LatencySamples), pick(*burst, o.BurstEvents),
+		pick(*concurrency, o.BurstConcurrency), *workers
+	if *reconcile != "" {
+		o.ReconcileSizes = nil
+		for _, f := range strings.Split(*reconcile, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(s.err, "bench: --reconcile: %q is not a positive number of items\n", f)
+				return exitUsage
+			}
+			o.ReconcileSizes = append(o.ReconcileSizes, n)
+		}
+	}
+	o.Progress, o.Version = s.err, version
+	level := "error"
+	if *verbose {
+		level = "warn"
+	}
+	ctx = newLogger(s.err, config.Logging{Level: level, Format: "console"}).WithContext(ctx)
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(s.err, "bench: %v\n", err)
+			return exitError
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(s.err, "bench: %v\n", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
+	}
+	began := time.Now()
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(s.err, "bench: %v (after %s)\n", err, time.Since(began).Round(time.Second))
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(s.err, "bench: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	res.WriteTable(s.out)
+	return exitOK
+}
+
+func pick(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,463 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// The read-only use cases of the MCP façade: find an issue's item, describe its state, its
+// group, its pipeline position and convergence, and rank actionable issues. Every verdict comes
+// from policy; this file only gathers the inputs.
+
+// maxGroup bounds a group (siblings plus the closure over blockers): groups are issue trees,
+// and an unbounded walk over blockedBy links could read a whole organization.
+const maxGroup = 50
+
+// maxPickPages bounds how many pages (100 items each) pick_actionable_issue reads per project.
+const maxPickPages = 100
+
+// Locate finds an issue's item on an enforced project. project 0 accepts any enforced project
+// the issue is on, as long as there is exactly one. A user-fixable problem is a *policy.Refusal;
+// anything else (GitHub unreachable, the issue does not exist) is returned as is.
+func (s *Service) Locate(ctx context.Context, b Board, ref IssueRef, project int) (Item, error) {
+	items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
+	if err != nil {
+		return Item{}, err
+	}
+	var found []Item
+	var numbers []string
+	for _, it := range items {
+		if s.opts.Enforced != nil && !s.opts.Enforced(it.Owner, it.ProjectNumber) {
+			continue
+		}
+		if project != 0 && it.ProjectNumber != project {
+			numbers = append(numbers, fmt.Sprint(it.ProjectNumber))
+			continue
+		}
+		found = append(found, it)
+	}
+	name := fmt.Sprintf("%s/%s#%d", ref.Owner, ref.Repo, ref.Number)
+	switch {
+	case len(found) == 1:
+		// IssueItems reads only the item and its state: read the whole item (relatives' summaries).
+		it, err := b.Item(ctx, found[0].ID)
+		if err != nil {
+			return Item{}, fmt.Errorf("read item %s: %w", found[0].ID, err)
+		}
+		return it, nil
+	case len(found) == 0 && len(numbers) > 0:
+		return Item{}, &policy.Refusal{
+			Tried:    fmt.Sprintf("Issue %s is not on project %d", name, project),
+			Why:      "it is on the enforced project(s) " + strings.Join(numbers, ", "),
+			Recovery: "retry with project set to one of: " + strings.Join(numbers, ", "),
+			Options:  numbers,
+		}
+	case len(found) == 0:
+		return Item{}, &policy.Refusal{
+			Tried:    fmt.Sprintf("Issue %s is not on any project ralph-gate enforces", name),
+			Why:      "the workflow only applies to items of the configured projects",
+			Recovery: "check owner, repo and number, and add the issue to the project first (a human may need to)",
+			Options:  []string{},
+		}
+	}
+	for _, it := range found {
+		numbers = append(numbers, fmt.Sprint(it.ProjectNumber))
+	}
+	return Item{}, &policy.Refusal{
+		Tried:    fmt.Sprintf("Issue %s is on several enforced projects", name),
+		Why:      "it is on projects " + strings.Join(numbers, ", "),
+		Recovery: "retry with project set to one of: " + strings.Join(numbers, ", "),
+		Options:  numbers,
+	}
+}
+
+// Guidance is what an agent may do next from a state.
+type Guidance struct {
+	State string
+	// AllowedNext are the states an agent may move the item to (DESIGN §2, agent rules).
+	AllowedNext []string
+	// CommandsExpecting are the commands that take this state as input.
+	CommandsExpecting               []string
+	IsLock, IsTerminal, IsHumanGate bool
+	// NeedsHuman: only a human can move the item on (Human Needed, or no agent move left).
+	NeedsHuman bool
+	LockHolder string
+}
+
+// Guide describes what agents may do from state.
+func (s *Service) Guide(state, lockHolder string) Guidance {
+	m := s.machine
+	g := Guidance{State: state, AllowedNext: m.AllowedNext(state, policy.ActorAgent), CommandsExpecting: m.CommandsExpecting(state),
+		IsLock: m.IsLock(state), IsTerminal: m.IsTerminal(state), IsHumanGate: m.IsHumanGate(state)}
+	g.NeedsHuman = state != "" && (len(g.AllowedNext) == 0 || (g.IsHumanGate && m.PipelineIndex(state) < 0))
+	if g.IsLock {
+		g.LockHolder = lockHolder
+	}
+	return g
+}
+
+// WorkflowState is an item's state as ralph-gate knows it, with its relatives.
+type WorkflowState struct {
+	Item           Item
+	LastLegalState string
+	LockHolder     string
+	LockSince      time.Time
+	Guidance       Guidance
+	Parent         *Relative
+	Children       []Relative // on the same project or not (ItemID "" when not)
+	OpenBlockers   []Relative
+}
+
+// State reads an item's current state, the stored lock and its relatives.
+func (s *Service) State(ctx context.Context, b Board, it Item) (WorkflowState, error) {
+	cur, err := b.Item(ctx, it.ID)
+	if err != nil {
+		return WorkflowState{}, fmt.Errorf("read item %s: %w", it.ID, err)
+	}
+	ws := WorkflowState{Item: cur, LastLegalState: cur.State, Children: []Relative{}, OpenBlockers: []Relative{}}
+	rec, err := s.store.GetItem(ctx, cur.ID)
+	switch {
+	case err == nil:
+		if rec.LastLegalState != "" || !rec.LegalAt.IsZero() {
+			ws.LastLegalState = rec.LastLegalState
+		}
+		if s.machine.IsLock(cur.State) {
+			ws.LockHolder, ws.LockSince = rec.LockHolder, rec.LockSince
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return WorkflowState{}, fmt.Errorf("load item %s: %w", cur.ID, err)
+	}
+	ws.Guidance = s.Guide(cur.State, ws.LockHolder)
+	if cur.ContentType == ContentIssue && cur.ContentID != "" {
+		fam, err := b.Family(ctx, cur.ContentID, cur.ProjectID)
+		if err != nil {
+			return WorkflowState{}, fmt.Errorf("read relatives: %w", err)
+		}
+		ws.Parent = fam.Parent
+		if fam.Children != nil {
+			ws.Children = fam.Children
+		}
+		if fam.OpenBlockers != nil {
+			ws.OpenBlockers = fam.OpenBlockers
+		}
+	}
+	return ws, nil
+}
+
+// GroupMember is one issue of a group as the pipeline tools see it.
+type GroupMember struct {
+	Relative
+	BlockedBy []int // open blockers inside the group
+}
+
+// Group is an issue's group (DESIGN §6): its parent's sub-issues (or its own sub-issues when it
+// is a parent), plus the closure over open native blockedBy links, in topological order
+// (blockers first, ties by number). Only issues on the item's project count.
+type Group struct {
+	Members []GroupMember
+	// Parent is the issue whose sub-issues form the group (nil for a lone issue).
+	Parent *Relative
+}
+
+// Group reads the issue's group. A blockedBy cycle is a *policy.Refusal.
+func (s *Service) Group(ctx context.Context, b Board, it Item) (Group, error) {
+	if it.ContentType != ContentIssue || it.ContentID == "" {
+		return Group{}, &policy.Refusal{
+			Tried:    fmt.Sprintf("Reading the group of item %s", it.ID),
+			Why:      "it is not an issue (" + it.ContentType + "), so it has no sub-issues or blockers",
+			Recovery: "use an issue number",
+			Options:  []string{},
+		}
+	}
+	var g Group
+	var members []Relative
+	switch {
+	case it.ParentID != "":
+		fam, err := b.Family(ctx, it.ParentID, it.ProjectID)
+		if err != nil {
+			return Group{}, fmt.Errorf("read group: %w", err)
+		}
+		g.Parent, members = &fam.Self, fam.Children
+	case it.SubIssues > 0:
+		fam, err := b.Family(ctx, it.ContentID, it.ProjectID)
+		if err != nil {
+			return Group{}, fmt.Errorf("read group: %w", err)
+		}
+		g.Parent, members = &fam.Self, fam.Children
+	}
+	byID := map[string]int{}
+	add := func(r Relative) bool {
+		if r.ItemID == "" || len(g.Members) >= maxGroup {
+			return false
+		}
+		if _, ok := byID[r.IssueID]; ok {
+			return false
+		}
+		byID[r.IssueID] = len(g.Members)
+		g.Members = append(g.Members, GroupMember{Relative: r})
+		return true
+	}
+	for _, r := range members {
+		add(r)
+	}
+	if len(g.Members) == 0 {
+		g.Parent = nil
+		fam, err := b.Family(ctx, it.ContentID, it.ProjectID)
+		if err != nil {
+			return Group{}, fmt.Errorf("read issue: %w", err)
+		}
+		self := fam.Self
+		if self.ItemID == "" {
+			self.ItemID = it.ID
+		}
+		add(self)
+	}
+	// The closure over open blockers: each member's family names its blockers; a blocker on the
+	// project joins the group (and is read in turn).
+	blockers := map[string][]string{}
+	for i := 0; i < len(g.Members); i++ {
+		fam, err := b.Family(ctx, g.Members[i].IssueID, it.ProjectID)
+		if err != nil {
+			return Group{}, fmt.Errorf("read blockers of #%d: %w", g.Members[i].Number, err)
+		}
+		for _, bl := range fam.OpenBlockers {
+			if _, in := byID[bl.IssueID]; !in {
+				bf, err := b.Family(ctx, bl.IssueID, it.ProjectID)
+				if err != nil {
+					return Group{}, fmt.Errorf("read blocker #%d: %w", bl.Number, err)
+				}
+				add(bf.Self)
+			}
+			if _, in := byID[bl.IssueID]; in {
+				blockers[g.Members[i].IssueID] = append(blockers[g.Members[i].IssueID], bl.IssueID)
+			}
+		}
+	}
+	nodes := make([]policy.GroupNode, len(g.Members))
+	byNumber := map[int]int{}
+	for i := range g.Members {
+		m := &g.Members[i]
+		m.BlockedBy = []int{}
+		for _, id := range blockers[m.IssueID] {
+			m.BlockedBy = append(m.BlockedBy, g.Members[byID[id]].Number)
+		}
+		nodes[i] = policy.GroupNode{Number: m.Number, BlockedBy: m.BlockedBy}
+		byNumber[m.Number] = i
+	}
+	order, err := policy.OrderGroup(nodes)
+	if err != nil {
+		return Group{}, err
+	}
+	sorted := make([]GroupMember, 0, len(order))
+	for _, n := range order {
+		sorted = append(sorted, g.Members[byNumber[n]])
+	}
+	g.Members = sorted
+	return g, nil
+}
+
+// PipelinePosition is detect_pipeline_position: the group's phase by DESIGN §6.
+type PipelinePosition struct {
+	Group  Group
+	Result policy.PipelineResult
+}
+
+// Position detects the pipeline phase of an issue's group.
+func (s *Service) Position(ctx context.Context, b Board, it Item, opts policy.PipelineOptions) (PipelinePosition, error) {
+	g, err := s.Group(ctx, b, it)
+	if err != nil {
+		return PipelinePosition{}, err
+	}
+	in := policy.PipelineInput{IsGroup: len(g.Members) > 1, Options: opts}
+	for _, m := range g.Members {
+		in.Issues = append(in.Issues, policy.PipelineIssue{Number: m.Number, Title: m.Title, WorkflowState: m.State,
+			Estimate: m.Estimate, SubIssueCount: m.SubIssues})
+	}
+	if len(g.Members) > 0 {
+		in.GroupPrimary = g.Members[0].Number
+	}
+	return PipelinePosition{Group: g, Result: policy.DetectPipeline(in)}, nil
+}
+
+// Convergence is check_convergence over the issue's group (the issue included).
+func (s *Service) Convergence(ctx context.Context, b Board, it Item, target string) (policy.ConvergenceResult, Group, error) {
+	// An unknown target is refused before anything is read.
+	if _, err := s.machine.CheckConvergence(target, nil); err != nil {
+		return policy.ConvergenceResult{}, Group{}, err
+	}
+	g, err := s.Group(ctx, b, it)
+	if err != nil {
+		return policy.ConvergenceResult{}, Group{}, err
+	}
+	members := make([]policy.Member, len(g.Members))
+	for i, m := range g.Members {
+		members[i] = policy.Member{Number: m.Number, Title: m.Title, State: m.State}
+	}
+	res, err := s.machine.CheckConvergence(target, members)
+	return res, g, err
+}
+
+// ProjectRef names an organization project.
+type ProjectRef struct {
+	Owner  string
+	Number int
+}
+
+// PickRequest is pick_actionable_issue's question.
+type PickRequest struct {
+	Projects    []ProjectRef // all on one board (installation)
+	State       string
+	MaxEstimate string
+	// Claim locks the best issue for Handoff.Agent with Handoff.Command's lock intent.
+	Claim   bool
+	Handoff Handoff
+}
+
+// Pick is a ranked candidate with its item.
+type Pick struct {
+	Item   Item
+	Locked bool
+}
+
+// PickResult is the answer: the best issue (nil when nothing qualifies) and the others in rank
+// order; with Claim, the handoff that locked it and the issues lost to other claimers.
+type PickResult struct {
+	Best         *Pick
+	Alternatives []Pick
+	Claimed      *HandoffResult
+	// Passed are better-ranked issues that could not be claimed, with why.
+	Passed []Passed
+}
+
+// Passed is a candidate a claim skipped.
+type Passed struct {
+	Item   Item
+	Reason string
+}
+
+// maxClaimAttempts bounds how many candidates one claim tries before giving up.
+const maxClaimAttempts = 10
+
+// Pick ranks the open, unlocked, unblocked issues in a state (policy.Pick) and, with Claim,
+// locks the best one it can for the caller: concurrent claimers never get the same issue.
+func (s *Service) Pick(ctx context.Context, b Board, req PickRequest) (PickResult, error) {
+	if !s.machine.IsState(req.State) {
+		states := s.machine.States()
+		return PickResult{}, &policy.Refusal{
+			Tried:    fmt.Sprintf("Unknown workflow state %q", req.State),
+			Why:      "Valid states are " + strings.Join(states, ", ") + " (case-sensitive)",
+			Recovery: "retry with workflowState set to one of: " + strings.Join(states, ", "),
+			Options:  states,
+		}
+	}
+	if _, _, err := policy.Pick(nil, req.State, req.MaxEstimate); err != nil {
+		return PickResult{}, err
+	}
+	var lockState string
+	if req.Claim {
+		if err := s.permit(req.Handoff); err != nil {
+			return PickResult{}, err
+		}
+		st, err := s.machine.ResolveIntent(req.Handoff.Command, lockIntent)
+		if err != nil {
+			return PickResult{}, err
+		}
+		lockState = st
+	}
+	var cands []policy.Candidate
+	byNumber := map[int][]Item{}
+	for _, p := range req.Projects {
+		after := ""
+		for page := 0; page < maxPickPages; page++ {
+			pg, err := b.ProjectItems(ctx, p.Owner, p.Number, after)
+			if err != nil {
+				return PickResult{}, err
+			}
+			for _, it := range pg.Items {
+				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open {
+					continue
+				}
+				locked := s.machine.IsLock(it.State)
+				rec, err := s.store.GetItem(ctx, it.ID)
+				switch {
+				case err == nil:
+					locked = locked || rec.LockHolder != ""
+				case !errors.Is(err, store.ErrNotFound):
+					return PickResult{}, fmt.Errorf("load item %s: %w", it.ID, err)
+				}
+				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
+					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers})
+				byNumber[it.Number] = append(byNumber[it.Number], it)
+			}
+			if !pg.HasNext || pg.EndCursor == "" {
+				break
+			}
+			after = pg.EndCursor
+		}
+	}
+	best, alts, err := policy.Pick(cands, req.State, req.MaxEstimate)
+	if err != nil {
+		return PickResult{}, err
+	}
+	take := func(c policy.Candidate) Pick {
+		its := byNumber[c.Number]
+		it := its[0]
+		byNumber[c.Number] = its[1:]
+		return Pick{Item: it, Locked: c.Locked}
+	}
+	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
+	ranked := []Pick{}
+	if best != nil {
+		ranked = append(ranked, take(*best))
+		for _, c := range alts {
+			ranked = append(ranked, take(c))
+		}
+	}
+	if !req.Claim {
+		if len(ranked) > 0 {
+			res.Best, res.Alternatives = &ranked[0], ranked[1:]
+		}
+		return res, nil
+	}
+	for i, p := range ranked {
+		if i >= maxClaimAttempts {
+			break
+		}
+		hr, err := s.claim(ctx, b, p.Item, req.Handoff, lockState)
+		var refusal *policy.Refusal
+		switch {
+		case err == nil:
+			res.Best, res.Alternatives, res.Claimed = &ranked[i], ranked[i+1:], &hr
+			res.Best.Locked = true
+			return res, nil
+		case errors.As(err, &refusal):
+			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: refusal.Error()})
+		case errors.Is(err, errClaimLost):
+			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: err.Error()})
+		default:
+			return res, err
+		}
+	}
+	if len(ranked) > maxClaimAttempts {
+		res.Alternatives = ranked[maxClaimAttempts:]
+	}
+	return res, nil
+}
+
+// CanonicalCommand returns the configured spelling of a command (research for ralph_research);
+// false when the workflow has no such command.
+func (s *Service) CanonicalCommand(cmd string) (string, bool) {
+	n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmd)), "ralph_")
+	i := slices.IndexFunc(s.machine.Commands(), func(c string) bool { return strings.EqualFold(c, n) })
+	if i < 0 {
+		return "", false
+	}
+	return s.machine.Commands()[i], true
+}

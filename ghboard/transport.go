@@ -1,0 +1,147 @@
+package ghboard
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/payload"
+)
+
+// Gate is an http.RoundTripper for every request the app sends to GitHub (REST, GraphQL, token
+// refreshes, the app's own JWT calls). GitHub's retry-after and primary reset apply to the
+// identity that made the request, so Gate remembers them per identity (the app's JWT, each
+// installation token) and holds back any request of that identity until they have passed: it
+// answers 429 with the remaining Retry-After itself, without touching the network, so no
+// caller — whatever client library it uses — can retry early.
+//
+// Use it as go-githubapp's base transport (githubapp.WithTransport): it then sits below the
+// installation-token transport and sees the Authorization header.
+type Gate struct {
+	next http.RoundTripper
+	now  func() time.Time
+
+	mu        sync.Mutex
+	notBefore map[string]time.Time
+	held      int64
+	waits     []Wait
+}
+
+// Wait is one instruction from GitHub to wait: when the app learnt it and until when it holds.
+type Wait struct {
+	Learnt, Until time.Time
+}
+
+// maxWaits bounds the waits Gate remembers for inspection.
+const maxWaits = 1000
+
+// HeldHeader marks a 429 that Gate answered itself.
+const HeldHeader = "X-Ralph-Gate-Held"
+
+// NewGate wraps next (nil: http.DefaultTransport).
+func NewGate(next http.RoundTripper) *Gate {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &Gate{next: next, now: time.Now, notBefore: map[string]time.Time{}}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (g *Gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := identity(r)
+	now := g.now()
+	g.mu.Lock()
+	until := g.notBefore[key]
+	if now.Before(until) {
+		g.held++
+		g.mu.Unlock()
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return held(r, until.Sub(now)), nil
+	}
+	g.mu.Unlock()
+
+	resp, err := g.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	if t, ok := waitUntil(resp, g.now()); ok {
+		g.mu.Lock()
+		if t.After(g.notBefore[key]) {
+			g.notBefore[key] = t
+		}
+		if len(g.waits) < maxWaits {
+			g.waits = append(g.waits, Wait{Learnt: g.now(), Until: t})
+		}
+		g.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// Waits lists the waits GitHub asked for (the first 1000), for tests and diagnostics.
+func (g *Gate) Waits() []Wait {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]Wait(nil), g.waits...)
+}
+
+// Held counts the requests Gate answered itself.
+func (g *Gate) Held() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
+// waitUntil says until when GitHub wants this identity to wait: a retry-after on a 403/429,
+// or the reset of a spent primary budget (which GraphQL reports with HTTP 200).
+func waitUntil(resp *http.Response, now time.Time) (time.Time, bool) {
+	limited := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests
+	if limited {
+		if ra, ok := payload.RetryAfter(resp.Header, now); ok {
+			return now.Add(ra), true
+		}
+	}
+	if resp.Header.Get("X-Ratelimit-Remaining") == "0" && (limited || resp.StatusCode == http.StatusOK) {
+		return now.Add(payload.UntilReset(resp.Header, now)), true
+	}
+	return time.Time{}, false
+}
+
+// held is the answer for a request Gate did not send.
+func held(r *http.Request, wait time.Duration) *http.Response {
+	secs := int((wait + time.Second - 1) / time.Second)
+	body := fmt.Sprintf(`{"message":"held back by ralph-gate: GitHub asked this identity to wait %ds (secondary rate limit or spent budget)","documentation_url":"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`, secs)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	h.Set(HeldHeader, "1")
+	return &http.Response{
+		Status: "429 Too Many Requests", StatusCode: http.StatusTooManyRequests,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader([]byte(body))), ContentLength: int64(len(body)),
+		Request: r,
+	}
+}
+
+// identity names who a request speaks for, without keeping any secret: the app (a JWT, which
+// is re-signed for every request) or a hash of the installation or user token.
+func identity(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	_, cred, _ := strings.Cut(auth, " ")
+	switch {
+	case auth == "":
+		return r.URL.Host + "|anonymous"
+	case strings.Count(cred, ".") == 2:
+		return r.URL.Host + "|app"
+	}
+	sum := sha256.Sum256([]byte(auth))
+	return r.URL.Host + "|" + hex.EncodeToString(sum[:8])
+}

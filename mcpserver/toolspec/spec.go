@@ -1,0 +1,148 @@
+package toolspec
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Tool names, as agents call them (clients may add their own prefix).
+const (
+	HandoffTicket          = "handoff_ticket"
+	GetWorkflowState       = "get_workflow_state"
+	DetectPipelinePosition = "detect_pipeline_position"
+	CheckConvergence       = "check_convergence"
+	AdvanceChildren        = "advance_children"
+	PickActionableIssue    = "pick_actionable_issue"
+	DescribeWorkflow       = "describe_workflow"
+)
+
+// WorkflowResourceURI is describe_workflow's answer as an MCP resource.
+const WorkflowResourceURI = "ralph-gate://workflow"
+
+// Spec describes one tool.
+type Spec struct {
+	Name  string
+	Title string
+	// Summary is the one line the README lists; Description is what models read.
+	Summary     string
+	Description string
+	// Input is the tool's input type (its fields are the tool's arguments).
+	Input any
+	// ReadOnly tools never change the board; Destructive ones may overwrite a state.
+	ReadOnly, Destructive, Idempotent bool
+}
+
+const errorsNote = " Refusals come back as a tool error in three parts (what was tried, why it fails, \"Recovery:\" with exactly what to retry with): read the Recovery and retry with one of the values it names."
+
+// Tools lists every tool, in the order the server offers them.
+func Tools() []Spec {
+	return []Spec{
+		{
+			Name:    HandoffTicket,
+			Summary: "validated move of an issue to its next state by intent or to_state, with an audit comment; returns previous/new state and guidance",
+			Input:   HandoffInput{},
+			Title:   "Hand an issue off to its next Workflow State",
+			Description: "Move an issue to its next Workflow State for the command you are running. This is the only way for an agent to change Workflow State: ralph-gate validates the move (your command's outputs, the transition table, lock ownership, blockers, group convergence, WIP limits), writes it, posts an audit comment with your reason, and runs the automation the move triggers (children follow a parent, a parent follows its children). " +
+				"Say what you mean with intent (lock to claim work, complete when done, escalate when a human is needed, release to give work back) rather than naming states; to_state is for commands with several outputs (triage). " +
+				"Returns the previous and new state and guidance: the states you may move to next, the commands that expect the new state, and whether it is a lock, terminal or needs a human." + errorsNote,
+			Destructive: true,
+		},
+		{
+			Name:    GetWorkflowState,
+			Summary: "state, last legal state, lock holder and since, allowed next moves, commands expecting it, parent, sub-issues and open blockers",
+			Input:   StateInput{},
+			Title:   "Read an issue's Workflow State",
+			Description: "Read an issue's Workflow State as ralph-gate knows it: the state on the board, the last state ralph-gate accepted, who holds its lock and since when, the states an agent may move it to next, the commands that expect it, and its parent, sub-issues (by state) and open blockers. " +
+				"Use it before a handoff when unsure where an issue stands.",
+			ReadOnly: true, Idempotent: true,
+		},
+		{
+			Name:    DetectPipelinePosition,
+			Summary: "the phase of the issue's group (DESIGN §6 order), remaining phases, convergence and suggestedRoster",
+			Input:   PipelineInput{},
+			Title:   "Find the pipeline phase of an issue's group",
+			Description: "Determine which phase to run next for an issue and its group (the parent's sub-issues, or the issue's own sub-issues when it is a parent, plus issues they are blocked by), by a fixed rule order: SPLIT, TRIAGE, RESEARCH, PLAN, REVIEW, HUMAN_GATE, IMPLEMENT, INTEGRATE or TERMINAL. " +
+				"Returns the phase with its reason, the remaining phases, the group in dependency order, whether the group has converged (and which issues block it, with a proceed/wait/escalate recommendation), and a suggested roster of analysts, builders and integrators. Use it instead of interpreting state tables yourself." + errorsNote,
+			ReadOnly: true, Idempotent: true,
+		},
+		{
+			Name:    CheckConvergence,
+			Summary: "whether the whole group reached targetState: converged, total, ready, blocking with distances, proceed/wait/escalate",
+			Input:   ConvergenceInput{},
+			Title:   "Check whether a group has reached a state",
+			Description: "Check whether every issue of the issue's group (the issue included; Canceled issues do not count) has reached targetState or later on the pipeline, e.g. before planning a group together. " +
+				"Returns converged, total, ready, the blocking issues with their state and distance to the target, and a recommendation: proceed, wait, or escalate (a blocker needs a human)." + errorsNote,
+			ReadOnly: true, Idempotent: true,
+		},
+		{
+			Name:    AdvanceChildren,
+			Summary: "brings a parent's earlier sub-issues up to targetState: advanced, skipped with reasons, errors (partial success)",
+			Input:   AdvanceInput{},
+			Title:   "Advance a parent's sub-issues to a state",
+			Description: "Bring every sub-issue of a parent that is earlier on the pipeline than targetState up to targetState (never past the parent's own state). Children that are already there or later, terminal, or in Human Needed are skipped with the reason; a child that cannot be written is listed in errors while the others still move. " +
+				"ralph-gate already does this automatically when a parent moves; call it to repair a group or when that automation is switched off." + errorsNote,
+			Destructive: true, Idempotent: true,
+		},
+		{
+			Name:    PickActionableIssue,
+			Summary: "the best open, unlocked, unblocked issue in a state (priority, then size) and alternatives; claim: true locks it for you atomically",
+			Input:   PickInput{},
+			Title:   "Pick the next issue to work on",
+			Description: "Find the highest-priority issue in workflowState that is open, not locked, not blocked by an open issue and no larger than maxEstimate (default S), ranked by priority P0 > P1 > P2 > P3 > none, then smaller estimate, then lower number. " +
+				"With claim: true and your command, the issue is locked for you atomically (handed off with intent lock): when several agents race, each gets a different issue, and found is false when nothing is left. Without claim nothing changes." + errorsNote,
+			Destructive: false,
+		},
+		{
+			Name:    DescribeWorkflow,
+			Summary: "states, transitions, intents, commands, pipeline and gates (also the resource ralph-gate://workflow)",
+			Input:   DescribeInput{},
+			Title:   "Describe the workflow",
+			Description: "Describe the workflow ralph-gate enforces: every state with its kind and the moves open to agents and to humans, the transitions, the semantic intents and what they resolve to per command, each command's input and output states, the pipeline order, the gates that are on, and the commands you may use. " +
+				"Also available as the resource " + WorkflowResourceURI + ".",
+			ReadOnly: true, Idempotent: true,
+		},
+	}
+}
+
+// Markdown renders the tool list for the README (TestReadmeToolList keeps them in step).
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| tool | arguments (* required) | hints | does |\n|---|---|---|---|\n")
+	for _, t := range Tools() {
+		hint := "writes"
+		switch {
+		case t.ReadOnly:
+			hint = "read-only"
+		case t.Destructive:
+			hint = "writes (destructive)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", t.Name, arguments(t.Input), hint, strings.ReplaceAll(t.Summary, "|", `\|`))
+	}
+	return b.String()
+}
+
+// arguments lists a tool's arguments from its input type, required ones starred.
+func arguments(in any) string {
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !strings.Contains(opts, "omitempty") {
+				name += "*"
+			}
+			out = append(out, "`"+name+"`")
+		}
+	}
+	walk(reflect.TypeOf(in))
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}

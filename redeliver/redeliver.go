@@ -1,0 +1,296 @@
+// Package redeliver is the redelivery sweeper. GitHub does not redeliver a failed webhook by
+// itself (a delivery fails when the app is down, slow for more than 10 s, or answers 5xx); it
+// keeps failed deliveries listable for three days (GET /app/hook/deliveries, app JWT) and
+// redelivers one on request (POST /app/hook/deliveries/{id}/attempts, answered 202), keeping
+// its X-GitHub-Delivery, so the queue's uniqueness by delivery id makes a redelivery harmless.
+//
+// A sweep is bounded (pages listed, redeliveries per sweep, attempts per delivery) and
+// idempotent: what it redelivered is remembered in the store, so a delivery is not redelivered
+// again until GitHub has recorded a newer failed attempt. It honours GitHub's retry-after and
+// rate-limit resets, also across sweeps. It must not import enforce, jobs or app.
+package redeliver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/go-github/v89/github"
+	"github.com/rs/zerolog"
+)
+
+// Hooks is the part of go-github's AppsService the sweeper uses (JWT-authenticated).
+type Hooks interface {
+	ListHookDeliveries(ctx context.Context, opts *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error)
+	RedeliverHookDelivery(ctx context.Context, deliveryID int64) (*github.HookDelivery, *github.Response, error)
+}
+
+// Cursors keeps the sweeper's memory (store.Store implements it).
+type Cursors interface {
+	GetCursor(ctx context.Context, name string) (string, error)
+	PutCursor(ctx context.Context, name, value string) error
+}
+
+// CursorName is where the sweeper keeps its memory.
+const CursorName = "redeliver/state"
+
+// Options bound one sweep; zero values take the defaults.
+type Options struct {
+	// MaxAge: older failures are left alone (GitHub redelivers for 3 days). Default 72h.
+	MaxAge time.Duration
+	// MaxPages of 100 deliveries listed per sweep. Default 10.
+	MaxPages int
+	// MaxPerSweep redeliveries per sweep. Default 50.
+	MaxPerSweep int
+	// MaxAttempts redeliveries of one delivery, ever. Default 3.
+	MaxAttempts int
+	// Patience before redelivering again a delivery GitHub shows no newer attempt of (the
+	// redelivery may still be on its way). Default 10m.
+	Patience time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.MaxAge <= 0 {
+		o.MaxAge = 72 * time.Hour
+	}
+	if o.MaxPages <= 0 {
+		o.MaxPages = 10
+	}
+	if o.MaxPerSweep <= 0 {
+		o.MaxPerSweep = 50
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Patience <= 0 {
+		o.Patience = 10 * time.Minute
+	}
+}
+
+// Report is what one sweep did.
+type Report struct {
+	Pages       int // list requests
+	Listed      int // deliveries seen
+	Failed      int // deliveries (by GUID) whose newest attempt failed and none succeeded
+	Redelivered int
+	Waiting     int // redelivered recently, no newer attempt yet
+	GaveUp      int // MaxAttempts reached
+	Deferred    int // over MaxPerSweep: next sweep
+	Requests    int // GitHub requests made
+	// Paused says why the sweep stopped early ("" when it did not).
+	Paused string
+}
+
+// Sweeper lists failed deliveries and redelivers them.
+type Sweeper struct {
+	hooks   func(ctx context.Context) (Hooks, error)
+	cursors Cursors
+	opts    Options
+	now     func() time.Time
+}
+
+// New returns a sweeper; hooks returns a JWT-authenticated client (go-githubapp's
+// NewAppClient().Apps) for each sweep.
+func New(hooks func(ctx context.Context) (Hooks, error), cursors Cursors, opts Options, now func() time.Time) *Sweeper {
+	opts.defaults()
+	if now == nil {
+		now = time.Now
+	}
+	return &Sweeper{hooks: hooks, cursors: cursors, opts: opts, now: now}
+}
+
+// state is the sweeper's memory: per delivery GUID, what was redelivered and when, and until
+// when GitHub asked the app to wait.
+type state struct {
+	NotBefore time.Time          `json:"not_before"`
+	GUIDs     map[string]attempt `json:"guids"`
+}
+
+type attempt struct {
+	N      int       `json:"n"`      // redeliveries requested
+	At     time.Time `json:"at"`     // when the last one was requested
+	Newest int64     `json:"newest"` // the newest attempt id GitHub showed then
+	First  time.Time `json:"first"`  // when the delivery first failed (pruning)
+}
+
+// Sweep lists the newest failed deliveries and redelivers them, within its bounds. A
+// *RetryAfterError says GitHub asked to wait; the sweep remembers it and the next one waits.
+func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
+	log := zerolog.Ctx(ctx)
+	var rep Report
+	st, err := s.load(ctx)
+	if err != nil {
+		return rep, err
+	}
+	now := s.now()
+	if now.Before(st.NotBefore) {
+		rep.Paused = "github asked to wait until " + st.NotBefore.UTC().Format(time.RFC3339)
+		return rep, nil
+	}
+	hooks, err := s.hooks(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("github app client: %w", err)
+	}
+	type guidInfo struct {
+		newest    *github.HookDelivery
+		succeeded bool
+		first     time.Time
+	}
+	byGUID := map[string]*guidInfo{}
+	horizon := now.Add(-s.opts.MaxAge)
+	opt := &github.ListCursorOptions{PerPage: 100}
+	stop := func(err error) (Report, error) {
+		if wait, ok := waitFor(err, now); ok {
+			st.NotBefore = now.Add(wait)
+			rep.Paused = fmt.Sprintf("github asked to wait %s", wait)
+			if serr := s.save(context.WithoutCancel(ctx), st); serr != nil {
+				return rep, serr
+			}
+			return rep, &RetryAfterError{Wait: wait, Err: err}
+		}
+		return rep, err
+	}
+listing:
+	for rep.Pages < s.opts.MaxPages {
+		page, resp, err := hooks.ListHookDeliveries(ctx, opt)
+		rep.Pages++
+		rep.Requests++
+		if err != nil {
+			return stop(fmt.Errorf("list hook deliveries: %w", err))
+		}
+		for _, d := range page {
+			rep.Listed++
+			at := d.GetDeliveredAt().Time
+			if !at.IsZero() && at.Before(horizon) {
+				break listing // newest first: everything after is older
+			}
+			g := byGUID[d.GetGUID()]
+			if g == nil {
+				g = &guidInfo{first: at}
+				byGUID[d.GetGUID()] = g
+			}
+			if ok(d.GetStatusCode()) {
+				g.succeeded = true
+			}
+			if g.newest == nil || d.GetID() > g.newest.GetID() {
+				g.newest = d
+			}
+			if at.Before(g.first) {
+				g.first = at
+			}
+		}
+		if resp == nil || resp.Cursor == "" || len(page) == 0 {
+			break
+		}
+		opt.Cursor = resp.Cursor
+	}
+
+	var failed []string
+	for guid, g := range byGUID {
+		if !g.succeeded && guid != "" {
+			failed = append(failed, guid)
+		}
+	}
+	sort.Slice(failed, func(i, j int) bool { return byGUID[failed[i]].newest.GetID() < byGUID[failed[j]].newest.GetID() }) // oldest first
+	rep.Failed = len(failed)
+	for _, guid := range failed {
+		g := byGUID[guid]
+		a := st.GUIDs[guid]
+		switch {
+		case a.N >= s.opts.MaxAttempts:
+			rep.GaveUp++
+			continue
+		case a.N > 0 && g.newest.GetID() <= a.Newest && now.Sub(a.At) < s.opts.Patience:
+			rep.Waiting++ // our redelivery has not been attempted yet
+			continue
+		case rep.Redelivered >= s.opts.MaxPerSweep:
+			rep.Deferred++
+			continue
+		}
+		_, _, err := hooks.RedeliverHookDelivery(ctx, g.newest.GetID())
+		rep.Requests++
+		var accepted *github.AcceptedError
+		if err != nil && !errors.As(err, &accepted) {
+			if _, limited := waitFor(err, now); limited {
+				return stop(fmt.Errorf("redeliver delivery %d: %w", g.newest.GetID(), err))
+			}
+			log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).Msg("could not redeliver a failed webhook")
+			continue
+		}
+		// Remember before moving on: a crash now must not redeliver it again at once.
+		st.GUIDs[guid] = attempt{N: a.N + 1, At: now, Newest: g.newest.GetID(), First: g.first}
+		if err := s.save(ctx, st); err != nil {
+			return rep, err
+		}
+		rep.Redelivered++
+		log.Info().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
+			Int("status_code", g.newest.GetStatusCode()).Int("attempt", a.N+1).Msg("redelivered a failed webhook")
+	}
+	for guid, a := range st.GUIDs {
+		if a.First.Before(horizon) && a.At.Before(horizon) {
+			delete(st.GUIDs, guid)
+		}
+	}
+	if err := s.save(ctx, st); err != nil {
+		return rep, err
+	}
+	log.Info().Int("listed", rep.Listed).Int("failed", rep.Failed).Int("redelivered", rep.Redelivered).
+		Int("waiting", rep.Waiting).Int("gave_up", rep.GaveUp).Int("deferred", rep.Deferred).
+		Int("requests", rep.Requests).Msg("redelivery sweep")
+	return rep, nil
+}
+
+func ok(status int) bool { return status >= 200 && status < 300 }
+
+// waitFor reads how long GitHub asked to wait from a go-github error.
+func waitFor(err error, now time.Time) (time.Duration, bool) {
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
+			return *abuse.RetryAfter, true
+		}
+		return time.Minute, true
+	}
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		return max(rl.Rate.Reset.Sub(now), time.Second), true
+	}
+	return 0, false
+}
+
+// RetryAfterError says GitHub asked the app to wait; it implements the job queue's
+// RetryAfterDuration.
+type RetryAfterError struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *RetryAfterError) Error() string                     { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error                     { return e.Err }
+func (e *RetryAfterError) RetryAfterDuration() time.Duration { return e.Wait }
+
+func (s *Sweeper) load(ctx context.Context) (state, error) {
+	st := state{GUIDs: map[string]attempt{}}
+	v, err := s.cursors.GetCursor(ctx, CursorName)
+	if err != nil || v == "" {
+		return st, nil // none yet (ErrNotFound) or unreadable: start afresh
+	}
+	if err := json.Unmarshal([]byte(v), &st); err != nil || st.GUIDs == nil {
+		return state{GUIDs: map[string]attempt{}}, nil
+	}
+	return st, nil
+}
+
+func (s *Sweeper) save(ctx context.Context, st state) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode redelivery state: %w", err)
+	}
+	if err := s.cursors.PutCursor(ctx, CursorName, string(data)); err != nil {
+		return fmt.Errorf("save redelivery state: %w", err)
+	}
+	return nil
+}
