@@ -301,10 +301,9 @@ func (s *Service) recordHandoff(ctx context.Context, cur Item, agent, from, to s
 			return fmt.Errorf("load item %s: %w", cur.ID, err)
 		}
 		rec.ProjectID, rec.IssueNumber, rec.Repo = cur.ProjectID, cur.Number, cur.Repo
+		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it (as for
+		// automation moves).
 		rec.LastLegalState, rec.RejectedState = to, ""
-		if now.After(rec.LegalAt) {
-			rec.LegalAt = now
-		}
 		switch {
 		case s.machine.IsLock(to) && (from != to || rec.LockHolder == ""):
 			since := now
