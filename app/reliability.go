@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -53,6 +54,13 @@ func (m *maintenance) periodic() []jobs.Periodic {
 		{Name: "reconcile", Interval: m.a.cfg.Reconcile.Interval, Run: func(ctx context.Context) error {
 			ctx, cancel := m.bound(ctx)
 			defer cancel()
+			// Redelivered webhooks know who made a change; the reconciler does not. Let them
+			// land before judging drift, or a human's move whose webhook was lost would be
+			// judged as an agent's.
+			if rep, err := m.a.SweepNow(ctx); err == nil && rep.Redelivered+rep.Waiting > 0 {
+				wait := m.a.cfg.Enforcement.ReorderWindow + 10*time.Second
+				return &redeliver.RetryAfterError{Wait: wait, Err: fmt.Errorf("%d webhooks redelivered: reconciling after they land", rep.Redelivered+rep.Waiting)}
+			}
 			_, err := m.a.ReconcileNow(ctx)
 			return err
 		}},

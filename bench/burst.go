@@ -22,7 +22,7 @@ type burstMove struct {
 func burstMoves(numbers []int) []burstMove {
 	out := make([]burstMove, 0, len(numbers))
 	for i, n := range numbers {
-		agent := agents[i%len(agents)]
+		agent := agents[i/4%len(agents)]
 		switch i % 4 {
 		case 0: // a person triages
 			out = append(out, burstMove{login: humans[i/4%len(humans)], number: n, to: "Ready for Plan"})

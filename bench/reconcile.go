@@ -6,23 +6,18 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/palantir/go-githubapp/githubapp"
-
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/sandbox"
 )
 
-// installationID is the seed's installation.
-const installationID = 8002
-
 // reconcileDrifts is how many silent illegal moves the drift pass finds and reverts.
 const reconcileDrifts = 10
 
-// runReconcile reconciles boards of each size three times with enforce.Service.Reconcile, as
-// the app's reconciler does, on the app's own store: on first install (every item adopted),
-// in steady state (nothing changed), and after a few illegal moves whose webhooks were lost.
+// runReconcile reconciles a board of each size twice with the app's own reconciler
+// (App.ReconcileNow, what the periodic job runs): on first install, when every item is adopted,
+// and after a few illegal moves whose webhooks were lost, which it reverts and explains.
 func runReconcile(ctx context.Context, o Options, r *Result) error {
 	r.ReconcileStatus = "ok"
 	for _, n := range o.ReconcileSizes {
@@ -50,10 +45,6 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 		return run, err
 	}
 	defer sb.Close()
-	svc, board, err := reconciler(ctx, sb)
-	if err != nil {
-		return run, err
-	}
 	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond)}); err != nil {
 		return run, err
 	}
@@ -61,11 +52,15 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 		o.progress("reconciliation of %d items: %s pass", n, name)
 		before := lastSeq(sb.Sim)
 		start := time.Now()
-		rep, err := svc.Reconcile(ctx, board, sb.App.Store(), org, 1, enforce.ReconcileOptions{})
+		reps, err := sb.App.ReconcileNow(ctx)
 		took := time.Since(start).Seconds()
 		if err != nil {
-			return rep, 0, 0, 0, err
+			return enforce.ReconcileReport{}, 0, 0, 0, err
 		}
+		if len(reps) != 1 {
+			return enforce.ReconcileReport{}, 0, 0, 0, fmt.Errorf("%d reports for one project", len(reps))
+		}
+		rep := reps[0]
 		if !rep.Complete {
 			return rep, 0, 0, 0, fmt.Errorf("the %s pass stopped early: %s", name, rep.Paused)
 		}
@@ -117,29 +112,6 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 	}
 	run.Reverted, run.GraphQLReads, run.APICalls, run.Seconds = rep.Reverted, reads, calls, secs
 	return run, settle(ctx, sb, 5*time.Minute)
-}
-
-// reconciler builds what the app's reconciler runs: the enforcement service over the app's
-// store and the installation's board.
-func reconciler(ctx context.Context, sb *sandbox.Sandbox) (*enforce.Service, *ghboard.Board, error) {
-	cfg := sb.Config
-	m, err := cfg.Machine()
-	if err != nil {
-		return nil, nil, err
-	}
-	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,
-		[]byte(cfg.GitHub.App.PrivateKey), githubapp.WithClientTimeout(time.Minute))
-	client, err := creator.NewInstallationClient(installationID)
-	if err != nil {
-		return nil, nil, err
-	}
-	appLogin := sb.App.AppLogin()
-	svc := enforce.New(m, cfg.PolicyActors(appLogin), sb.App.Store(), nil, enforce.Options{
-		ReorderWindow: cfg.Enforcement.ReorderWindow, CoalesceWindow: cfg.Enforcement.CoalesceWindow,
-		AppLogin: appLogin, Enforced: cfg.Enforces,
-	})
-	board := ghboard.New(ghboard.NewClient(client.Client(), cfg.GitHub.V4APIURL), m.Field(), ghboard.NewFieldCache())
-	return svc, board, nil
 }
 
 func userBoard(sb *sandbox.Sandbox, login string) *ghboard.Board {

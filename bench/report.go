@@ -96,27 +96,28 @@ func (r *Result) WriteTable(w io.Writer) {
 		return fmt.Sprintf("%s / %s", strip(fmtf(a, "")), fmtf(b, unit))
 	}
 	row("figure", "value", "target")
-	row("webhook ack p50 / p99 / max", fmt.Sprintf("%s / %s (%d at %d/s, %d not 200)", strip(fmtf(r.AckP50MS, "")), strip(fmtf(r.AckP99MS, "")), r.AckWebhooks, r.AckRate, r.AckFailed)+" ms, max "+fmtf(r.AckMaxMS, "ms"), "p99 ≤ 10 ms")
+	row("webhook ack p50 / p99", pair(r.AckP50MS, r.AckP99MS, "ms")+fmt.Sprintf(", max %s (%d at %d/s, %d not 200)", fmtf(r.AckMaxMS, "ms"), r.AckWebhooks, r.AckRate, r.AckFailed), "p99 ≤ 10 ms")
 	row("receipt → revert p50 / p99", pair(r.RevertP50MS, r.RevertP99MS, "ms")+" = "+pair(r.RevertP50RTTMultiple, r.RevertP99RTTMultiple, "× RTT"), "p50 ≤ 2.5 × RTT")
 	row("receipt → comment p50 / p99", pair(r.CommentP50MS, r.CommentP99MS, "ms")+" = "+pair(r.CommentP50RTTMultiple, r.CommentP99RTTMultiple, "× RTT"), "≤ 4 × RTT")
-	row("receipt → first API call p50", fmtf(r.PickupP50MS, "ms")+fmt.Sprintf(" (%d samples)", r.RevertSamples), "")
+	row("receipt → first API call p50", fmtf(r.PickupP50MS, "ms")+fmt.Sprintf(" (%d illegal moves timed)", r.RevertSamples), "")
 	row("API calls per legal leaf event", fmtf(r.CallsPerLegalEvent, ""), "≤ 1")
 	row("API calls per illegal event", fmtf(r.CallsPerIllegalEvent, ""), "≤ 3")
 	row(fmt.Sprintf("API calls per cascade of %d", r.CascadeChildren), fmti(r.CallsPerCascade), fmt.Sprintf("≤ %d", 2+(r.CascadeChildren+49)/50))
 	row("API calls per convergence", fmti(r.CallsPerConvergence), "")
-	row(fmt.Sprintf("burst of %d (%d illegal)", r.BurstEvents, r.BurstIllegal),
-		fmt.Sprintf("%s events/s; moves made in %s, drained %s later; %d delivered, %d decided, %d lost, %d reverted, %d API calls",
-			fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s"), r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
+	row(fmt.Sprintf("burst of %d moves (%d illegal)", r.BurstEvents, r.BurstIllegal),
+		fmt.Sprintf("%s events/s (made in %s, drained %s after)", fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s")), "")
+	row("burst delivered / decided / lost", fmt.Sprintf("%d / %d / %d (%d reverted, %d API calls)",
+		r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
 	row("peak RSS (burst; whole process)", fmtf(r.PeakRSSMB, "MB"), "≤ 150 MB")
 	if len(r.ReconcileRuns) == 0 {
 		row("reconciliation", r.ReconcileStatus, "≤ ⌈items/100⌉ + 1 reads")
 	}
 	for _, run := range r.ReconcileRuns {
 		row(fmt.Sprintf("reconcile %d items, first install", run.Items),
-			fmt.Sprintf("%d GraphQL reads, %d API calls, %g s (%d adopted)", run.FirstPassReads, run.FirstPassCalls, run.FirstPassSeconds, run.Adopted),
+			fmt.Sprintf("%d reads, %d calls, %g s (%d adopted)", run.FirstPassReads, run.FirstPassCalls, run.FirstPassSeconds, run.Adopted),
 			fmt.Sprintf("≤ %d reads", run.ReadBudget))
 		row(fmt.Sprintf("reconcile %d items, %d drifts", run.Items, run.Drifts),
-			fmt.Sprintf("%d GraphQL reads, %d API calls, %g s (%d reverted)", run.GraphQLReads, run.APICalls, run.Seconds, run.Reverted), "")
+			fmt.Sprintf("%d reads, %d calls, %g s (%d reverted)", run.GraphQLReads, run.APICalls, run.Seconds, run.Reverted), "")
 	}
 	tw.Flush()
 

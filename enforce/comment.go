@@ -28,7 +28,7 @@ type violation struct {
 func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision, pc policy.Change) error {
 	now := s.now()
 	v := violation{
-		marker: marker.Transition{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule)},
+		marker: marker.Transition{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule), Delivery: ch.DeliveryID},
 		line:   s.violationLine(ch, kind, back, dec, pc),
 	}
 	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)

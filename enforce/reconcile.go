@@ -178,6 +178,10 @@ func (s *Service) Reconcile(ctx context.Context, b Board, st ReconcileStore, own
 			return finish(fmt.Errorf("reconcile %s/%d: %w", owner, number, err))
 		}
 		rep.Pages++
+		if rep.Pages%20 == 0 {
+			log.Info().Int("pages", rep.Pages).Int("items", rep.Items).Int("of", page.Total).
+				Int("drifted", rep.Drifted).Int("requests", cb.calls()).Msg("reconciling")
+		}
 		if known == nil && len(page.Items) > 0 {
 			known, err = s.knownItems(ctx, st, page.Items[0].ProjectID)
 			if err != nil {
@@ -278,6 +282,15 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 			return nil
 		}
 		// A webhook recorded it meanwhile: judge the value against that record.
+	}
+	if seen {
+		// The list was read at the start of the page walk; a webhook may have caught up since.
+		if cur, err := s.store.GetItem(ctx, it.ID); err == nil && cur.LastLegalState == it.State {
+			rep.InSync++
+			return nil
+		} else if err == nil {
+			rec = cur
+		}
 	}
 	rep.Drifted++
 	at := it.StateUpdatedAt

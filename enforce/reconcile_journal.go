@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -117,4 +118,15 @@ func (s *Service) settlePending(ctx context.Context, b Board, it Item, prev stor
 	}
 	zerolog.Ctx(ctx).Info().Str("comment", c.ID).Msg("found an interrupted violation comment on GitHub")
 	return prev, nil
+}
+
+// waitingSince is when a change started waiting for a predecessor that has not arrived: when
+// it was received, or when this process started if that was later. After a crash the queued
+// changes of one item are recovered together and may run in any order; each gets the full
+// reorder window again, so the earlier one is not judged out of order.
+func (s *Service) waitingSince(ch Change) time.Time {
+	if ch.ReceivedAt.After(s.started) {
+		return ch.ReceivedAt
+	}
+	return s.started
 }

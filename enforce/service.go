@@ -54,6 +54,7 @@ type Service struct {
 	now     Clock
 	opts    Options
 	items   *keyedMutex
+	started time.Time // a change queued before a restart waits afresh for its predecessor
 }
 
 // New builds a Service.
@@ -65,7 +66,7 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 	if opts.States == (LifecycleStates{}) {
 		opts.States = DefaultLifecycleStates()
 	}
-	return &Service{machine: m, actors: actors, store: st, now: now, opts: opts, items: newKeyedMutex()}
+	return &Service{machine: m, actors: actors, store: st, now: now, opts: opts, items: newKeyedMutex(), started: now()}
 }
 
 // Machine returns the workflow machine the service enforces.
@@ -108,7 +109,7 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 
 	chained := !ch.FromKnown || firstSight || ch.From == rec.LastLegalState ||
 		(rec.RejectedState != "" && ch.From == rec.RejectedState)
-	if !chained && s.now().Sub(ch.ReceivedAt) < s.opts.ReorderWindow {
+	if !chained && s.now().Sub(s.waitingSince(ch)) < s.opts.ReorderWindow {
 		log.Debug().Str("from", ch.From).Str("last_legal", rec.LastLegalState).Msg("waiting for an earlier change")
 		return Result{Outcome: OutcomeWait, Reason: "an earlier change has not arrived yet", RetryAfter: time.Second}, nil
 	}

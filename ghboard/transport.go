@@ -32,11 +32,17 @@ type Gate struct {
 	notBefore map[string]time.Time
 	held      int64
 	waits     []Wait
+	inFlight  map[string]int
 }
 
-// Wait is one instruction from GitHub to wait: when the app learnt it and until when it holds.
+// Wait is one instruction from GitHub to wait: when the app learnt it, until when it holds,
+// whose it is ("app" for the JWT, "token" for an installation or user token) and how many other
+// requests of that identity were already on their way then (GitHub may count those as early:
+// they left before the answer came).
 type Wait struct {
 	Learnt, Until time.Time
+	Identity      string
+	InFlight      int
 }
 
 // maxWaits bounds the waits Gate remembers for inspection.
@@ -50,7 +56,7 @@ func NewGate(next http.RoundTripper) *Gate {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &Gate{next: next, now: time.Now, notBefore: map[string]time.Time{}}
+	return &Gate{next: next, now: time.Now, notBefore: map[string]time.Time{}, inFlight: map[string]int{}}
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -67,21 +73,27 @@ func (g *Gate) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return held(r, until.Sub(now)), nil
 	}
+	g.inFlight[key]++
 	g.mu.Unlock()
 
 	resp, err := g.next.RoundTrip(r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight[key]--
 	if err != nil {
 		return resp, err
 	}
 	if t, ok := waitUntil(resp, g.now()); ok {
-		g.mu.Lock()
 		if t.After(g.notBefore[key]) {
 			g.notBefore[key] = t
 		}
 		if len(g.waits) < maxWaits {
-			g.waits = append(g.waits, Wait{Learnt: g.now(), Until: t})
+			kind := "token"
+			if strings.HasSuffix(key, "|app") {
+				kind = "app"
+			}
+			g.waits = append(g.waits, Wait{Learnt: g.now(), Until: t, Identity: kind, InFlight: g.inFlight[key]})
 		}
-		g.mu.Unlock()
 	}
 	return resp, nil
 }

@@ -110,6 +110,7 @@ type riverQueue[TTx any] struct {
 // New migrates River's tables and returns a queue whose workers call p.
 func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Processor, opts Options) (Queue, error) {
 	opts.defaults()
+	driver = tuneSQLite(driver) // see sqlite_driver.go
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("river migrator: %w", err)

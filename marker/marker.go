@@ -29,6 +29,9 @@ type Transition struct {
 	Rule    string  `json:"rule,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
 	Cause   string  `json:"cause,omitempty"`
+	// Delivery is the webhook delivery (or reconciliation) that carried the move: it makes the
+	// marker unique per move, so a retried job can tell whether it already explained it.
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // String renders the hidden HTML comment. "-->" inside values is escaped by the JSON encoder

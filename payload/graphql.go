@@ -89,19 +89,21 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return time.Duration(secs) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+		if d := t.Sub(now); d <= 24*time.Hour {
+			return max(d, 0), true
+		}
 	}
 	return 0, false
 }
 
 // UntilReset is how long until x-ratelimit-reset (epoch seconds): at least a second, a minute
-// when the header is missing.
+// when the header is missing or broken, at most an hour (GitHub's window).
 func UntilReset(h http.Header, now time.Time) time.Duration {
 	reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64)
-	if err != nil {
+	if err != nil || reset < 0 || reset > 1<<40 {
 		return time.Minute
 	}
-	return max(time.Unix(reset, 0).Sub(now), time.Second)
+	return min(max(time.Unix(reset, 0).Sub(now), time.Second), time.Hour)
 }
 
 // Classify turns a non-2xx GitHub answer into an error: *RateLimitError when GitHub asks to

@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/google/go-github/v89/github"
@@ -86,6 +88,7 @@ type Report struct {
 
 // Sweeper lists failed deliveries and redelivers them.
 type Sweeper struct {
+	mu      sync.Mutex // one sweep at a time (the reconciler sweeps before it judges drift)
 	hooks   func(ctx context.Context) (Hooks, error)
 	cursors Cursors
 	opts    Options
@@ -119,6 +122,8 @@ type attempt struct {
 // Sweep lists the newest failed deliveries and redelivers them, within its bounds. A
 // *RetryAfterError says GitHub asked to wait; the sweep remembers it and the next one waits.
 func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	log := zerolog.Ctx(ctx)
 	var rep Report
 	st, err := s.load(ctx)
@@ -155,9 +160,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	}
 listing:
 	for rep.Pages < s.opts.MaxPages {
-		page, resp, err := hooks.ListHookDeliveries(ctx, opt)
+		page, resp, err := s.list(ctx, hooks, opt, &rep)
 		rep.Pages++
-		rep.Requests++
 		if err != nil {
 			return stop(fmt.Errorf("list hook deliveries: %w", err))
 		}
@@ -244,6 +248,32 @@ listing:
 }
 
 func ok(status int) bool { return status >= 200 && status < 300 }
+
+// list reads one page, retrying a 5xx or transport failure twice with jittered backoff (a
+// rate limit is returned at once: the caller waits it out).
+func (s *Sweeper) list(ctx context.Context, hooks Hooks, opt *github.ListCursorOptions, rep *Report) ([]*github.HookDelivery, *github.Response, error) {
+	for attempt := 1; ; attempt++ {
+		page, resp, err := hooks.ListHookDeliveries(ctx, opt)
+		rep.Requests++
+		if err == nil || attempt == 3 || !transient(resp, err) {
+			return page, resp, err
+		}
+		d := time.Duration(100<<attempt) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(d/2 + rand.N(d/2)):
+		}
+	}
+}
+
+// transient reports a failure worth retrying at once: a 5xx or no answer at all.
+func transient(resp *github.Response, err error) bool {
+	if _, limited := waitFor(err, time.Now()); limited {
+		return false
+	}
+	return resp == nil || resp.StatusCode >= 500
+}
 
 // waitFor reads how long GitHub asked to wait from a go-github error.
 func waitFor(err error, now time.Time) (time.Duration, bool) {

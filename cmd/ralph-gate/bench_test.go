@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchQuickJSON runs `bench --quick --json` (shrunk further: this is a check of the
+// report, not a measurement) and checks that every figure issue 9 names is present and sane.
+// Benchmarks are tools, not tests: no timing is asserted beyond being a number.
+func TestBenchQuickJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "bench", "--quick", "--json", "--rtt", "5ms", "--rate", "200",
+		"--webhooks", "20", "--samples", "3", "--burst", "24", "--concurrency", "8", "--reconcile", "150")
+	if code != exitOK {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "bench: burst:") {
+		t.Errorf("no progress lines on stderr:\n%s", errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	number := func(key string) float64 {
+		t.Helper()
+		v, ok := r[key].(float64)
+		if !ok {
+			t.Errorf("%s = %v, want a number", key, r[key])
+		}
+		return v
+	}
+	for _, key := range []string{"ack_p50_ms", "ack_p99_ms", "revert_p50_ms", "revert_p99_ms",
+		"revert_p50_rtt_multiple", "comment_p50_rtt_multiple", "burst_events_per_s", "peak_rss_mb"} {
+		if v := number(key); v <= 0 {
+			t.Errorf("%s = %v, want > 0", key, v)
+		}
+	}
+	if v := number("rtt_ms"); v != 5 {
+		t.Errorf("rtt_ms = %v, want 5", v)
+	}
+	if p50, p99 := number("ack_p50_ms"), number("ack_p99_ms"); p99 < p50 {
+		t.Errorf("ack p99 %v < p50 %v", p99, p50)
+	}
+	if p50, p99 := number("revert_p50_ms"), number("revert_p99_ms"); p99 < p50 {
+		t.Errorf("revert p99 %v < p50 %v", p99, p50)
+	}
+	// A revert needs at least a read and a write: two round trips.
+	if m := number("revert_p50_rtt_multiple"); m < 2 {
+		t.Errorf("revert_p50_rtt_multiple = %v: less than the two round trips a revert needs", m)
+	}
+	if c, rv := number("comment_p50_rtt_multiple"), number("revert_p50_rtt_multiple"); c < rv {
+		t.Errorf("the comment (%v × RTT) came before the revert (%v × RTT)", c, rv)
+	}
+	for _, key := range []string{"calls_per_illegal_event", "calls_per_legal_event", "calls_per_cascade_50"} {
+		if v := number(key); v < 1 || v > 20 {
+			t.Errorf("%s = %v, want a handful of calls", key, v)
+		}
+	}
+	if number("calls_per_illegal_event") <= number("calls_per_legal_event") {
+		t.Error("an illegal event (read, revert, comment) must cost more than a legal one (read)")
+	}
+	if v := number("burst_events"); v != 24 {
+		t.Errorf("burst_events = %v, want 24", v)
+	}
+	if v := number("burst_lost"); v != 0 {
+		t.Errorf("burst_lost = %v, want 0", v)
+	}
+	if v := number("reconcile_items"); v != 150 {
+		t.Errorf("reconcile_items = %v, want 150", v)
+	}
+	// 150 items are two pages.
+	if v := number("reconcile_graphql_reads"); v < 2 {
+		t.Errorf("reconcile_graphql_reads = %v, want at least the 2 pages", v)
+	}
+	if targets, ok := r["targets"].([]any); !ok || len(targets) < 9 {
+		t.Errorf("targets = %v, want every target of issue 9", r["targets"])
+	}
+
+	// The table names every figure too.
+	code, out, errOut = runCLI(t, "", "bench", "--quick", "--rtt", "5ms", "--rate", "200", "--webhooks", "10",
+		"--samples", "2", "--burst", "8", "--concurrency", "4", "--reconcile", "120")
+	if code != exitOK {
+		t.Fatalf("bench (table) exited %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"webhook ack p50 / p99", "receipt → revert", "receipt → comment", "API calls per illegal event",
+		"API calls per cascade of 50", "burst of 8 moves", "peak RSS", "reconcile 120 items", "× RTT", "CPUs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{{"bench", "--rtt", "-1s"}, {"bench", "--reconcile", "ten"}, {"bench", "extra"}} {
+		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
+			t.Errorf("%v exited %d, want %d", args, code, exitUsage)
+		}
+	}
+}

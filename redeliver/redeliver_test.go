@@ -1,0 +1,103 @@
+package redeliver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v89/github"
+)
+
+type memCursors map[string]string
+
+func (m memCursors) GetCursor(_ context.Context, name string) (string, error) {
+	v, ok := m[name]
+	if !ok {
+		return "", errors.New("not found")
+	}
+	return v, nil
+}
+
+func (m memCursors) PutCursor(_ context.Context, name, value string) error {
+	m[name] = value
+	return nil
+}
+
+type fakeHooks struct {
+	deliveries  []*github.HookDelivery // newest first
+	redelivered []int64
+	limited     bool
+	lists       int
+}
+
+func (f *fakeHooks) ListHookDeliveries(context.Context, *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error) {
+	f.lists++
+	if f.limited {
+		d := 30 * time.Second
+		return nil, &github.Response{Response: &http.Response{StatusCode: 403}}, &github.AbuseRateLimitError{RetryAfter: &d}
+	}
+	return f.deliveries, &github.Response{Response: &http.Response{StatusCode: 200}}, nil
+}
+
+func (f *fakeHooks) RedeliverHookDelivery(_ context.Context, id int64) (*github.HookDelivery, *github.Response, error) {
+	f.redelivered = append(f.redelivered, id)
+	return nil, nil, &github.AcceptedError{} // GitHub answers 202
+}
+
+func delivery(id int64, guid string, status int, at time.Time) *github.HookDelivery {
+	return &github.HookDelivery{ID: github.Ptr(id), GUID: github.Ptr(guid), StatusCode: github.Ptr(status),
+		DeliveredAt: &github.Timestamp{Time: at}, Event: github.Ptr("projects_v2_item")}
+}
+
+func TestSweepIsBoundedAndIdempotent(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hooks := &fakeHooks{deliveries: []*github.HookDelivery{
+		delivery(6, "c", 0, now.Add(-time.Minute)),     // failed (dropped)
+		delivery(5, "b", 200, now.Add(-2*time.Minute)), // b's redelivery succeeded
+		delivery(4, "b", 502, now.Add(-3*time.Minute)),
+		delivery(3, "a", 500, now.Add(-4*time.Minute)),
+		delivery(2, "old", 0, now.Add(-80*time.Hour)), // beyond max age
+	}}
+	cur := memCursors{}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur, Options{MaxPerSweep: 1}, func() time.Time { return now })
+	ctx := context.Background()
+
+	rep, err := s.Sweep(ctx)
+	if err != nil || rep.Failed != 2 || rep.Redelivered != 1 || rep.Deferred != 1 || len(hooks.redelivered) != 1 || hooks.redelivered[0] != 3 {
+		t.Fatalf("first sweep %+v %v, redelivered %v: want the oldest failure (3) only (max 1 per sweep)", rep, err, hooks.redelivered)
+	}
+	rep, _ = s.Sweep(ctx)
+	if rep.Redelivered != 1 || rep.Waiting != 1 || hooks.redelivered[1] != 6 {
+		t.Fatalf("second sweep %+v, redelivered %v: want 6, and 3 waiting for its attempt", rep, hooks.redelivered)
+	}
+	rep, _ = s.Sweep(ctx)
+	if rep.Redelivered != 0 || rep.Waiting != 2 {
+		t.Fatalf("third sweep %+v: nothing new to redeliver", rep)
+	}
+	// GitHub records a failed redelivery of a: it is redelivered again, up to MaxAttempts.
+	hooks.deliveries = append([]*github.HookDelivery{delivery(7, "a", 0, now)}, hooks.deliveries...)
+	for i := 0; i < 5; i++ {
+		s.Sweep(ctx)
+		hooks.deliveries[0] = delivery(hooks.deliveries[0].GetID()+10, "a", 0, now)
+	}
+	n := 0
+	for _, id := range hooks.redelivered {
+		if id != 6 {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("a was redelivered %d times (%v); want 3 (max attempts)", n, hooks.redelivered)
+	}
+	// GitHub asks to wait: the sweep stops and the next one does not call before the time.
+	hooks.limited = true
+	lists := hooks.lists
+	if _, err := s.Sweep(ctx); err == nil {
+		t.Fatal("want a retry-after error")
+	}
+	if rep, _ := s.Sweep(ctx); rep.Paused == "" || hooks.lists != lists+1 {
+		t.Fatalf("inside retry-after: %+v, %d list calls; want none", rep, hooks.lists-lists-1)
+	}
+}
