@@ -82,6 +82,10 @@ func runBench(ctx context.Context, args []string, s streams) int {
 		fmt.Fprintf(s.err, "bench: %v (after %s)\n", err, time.Since(began).Round(time.Second))
 		return exitError
 	}
+	if res.Machine.Commit == "" && version != "dev" {
+		// Builds without VCS stamping still name what was measured: the -ldflags version.
+		res.Machine.Commit = version
+	}
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
