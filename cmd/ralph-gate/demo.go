@@ -183,6 +183,7 @@ func (d *demo) script() {
 func (d *demo) explore() {
 	d.step("Explore (Ctrl-C stops)")
 	d.say("ralph-gate:        %s  (webhooks at /api/github/hook, /healthz, /readyz)", d.sb.AppURL)
+	d.say("MCP façade:        %s/mcp  (agent planner-1, header \"Authorization: Bearer %s\")", d.sb.AppURL, demoMCPToken)
 	d.say("GitHub simulator:  %s  (REST /api/v3/, GraphQL /api/graphql, state /_sim/state)", d.sb.SimURL)
 	d.say("Store:             %s %s", d.sb.Config.Store.Driver, d.sb.Config.Store.DSN)
 	for _, login := range []string{"alice", "agent-1", "agent-2", "owner"} {
