@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -115,6 +114,5 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 }
 
 func userBoard(sb *sandbox.Sandbox, login string) *ghboard.Board {
-	client := &http.Client{Transport: bearer{token: token(login), next: userTransport}, Timeout: time.Minute}
-	return ghboard.New(ghboard.NewClient(client, sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache())
+	return ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache())
 }

@@ -44,18 +44,6 @@ func (r *receipts) since(i int) ([]receipt, int) {
 	return slices.Clone(r.list[min(i, len(r.list)):]), len(r.list)
 }
 
-// bearer authenticates a seeded user, as a personal token does on GitHub.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 var userTransport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
 
 // board is a seeded user's view of the project (what they do with it is what they would do in
@@ -66,8 +54,7 @@ func (h *harness) board(login string) *ghboard.Board {
 	if b, ok := h.boards[login]; ok {
 		return b
 	}
-	client := &http.Client{Transport: bearer{token: token(login), next: userTransport}, Timeout: time.Minute}
-	b := ghboard.New(ghboard.NewClient(client, h.sb.SimURL+"/api/graphql"), h.sb.Config.Workflow.Field, h.fields)
+	b := ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), h.sb.SimURL+"/api/graphql"), h.sb.Config.Workflow.Field, h.fields)
 	h.boards[login] = b
 	return b
 }

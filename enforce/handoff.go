@@ -129,13 +129,11 @@ func (s *Service) Handoff(ctx context.Context, b Board, it Item, h Handoff) (Han
 	if err != nil {
 		return HandoffResult{}, err
 	}
-	unlock := s.items.lock(it.ID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, it.ID)
+	unlock, err := s.lockItem(ctx, it.ID)
 	if err != nil {
-		return HandoffResult{}, fmt.Errorf("lock item %s: %w", it.ID, err)
+		return HandoffResult{}, err
 	}
-	defer unlockReplicas()
+	defer unlock()
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
 		return HandoffResult{}, fmt.Errorf("read item %s: %w", it.ID, err)
@@ -151,13 +149,11 @@ func (s *Service) claim(ctx context.Context, b Board, it Item, h Handoff, lockSt
 	if !ok {
 		return HandoffResult{}, errors.New("the store cannot claim locks")
 	}
-	unlock := s.items.lock(it.ID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, it.ID)
+	unlock, err := s.lockItem(ctx, it.ID)
 	if err != nil {
-		return HandoffResult{}, fmt.Errorf("lock item %s: %w", it.ID, err)
+		return HandoffResult{}, err
 	}
-	defer unlockReplicas()
+	defer unlock()
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
 		return HandoffResult{}, fmt.Errorf("read item %s: %w", it.ID, err)
@@ -459,13 +455,11 @@ func (s *Service) AdvanceChildren(ctx context.Context, b Board, parent Item, tar
 }
 
 func (s *Service) advanceOne(ctx context.Context, b Board, child Item, mv policy.Move, cause string) error {
-	unlock := s.items.lock(child.ID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, child.ID)
+	unlock, err := s.lockItem(ctx, child.ID)
 	if err != nil {
 		return err
 	}
-	defer unlockReplicas()
+	defer unlock()
 	if err := b.SetState(ctx, child, mv.To); err != nil {
 		return err
 	}

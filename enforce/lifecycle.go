@@ -91,13 +91,11 @@ func (s *Service) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (
 // syncItem moves one item under its lock, re-reading it first: a merge sync that runs after the
 // issue was closed finds it Done and leaves it there.
 func (s *Service) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) (bool, error) {
-	unlock := s.items.lock(it.ID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, it.ID)
+	unlock, err := s.lockItem(ctx, it.ID)
 	if err != nil {
 		return false, err
 	}
-	defer unlockReplicas()
+	defer unlock()
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
 		return false, err

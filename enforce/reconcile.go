@@ -323,13 +323,11 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 // adopt records an item never seen as legal in its current state, under the item's locks.
 // It reports false when someone else recorded the item first.
 func (s *Service) adopt(ctx context.Context, it Item) (bool, error) {
-	unlock := s.items.lock(it.ID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, it.ID)
+	unlock, err := s.lockItem(ctx, it.ID)
 	if err != nil {
-		return false, fmt.Errorf("lock item %s: %w", it.ID, err)
+		return false, err
 	}
-	defer unlockReplicas()
+	defer unlock()
 	at := it.StateUpdatedAt
 	if at.IsZero() {
 		at = s.now()

@@ -76,13 +76,11 @@ func (s *Service) Machine() *policy.Machine { return s.machine }
 // an illegal move, and records the decision. Errors are infrastructure failures (retry);
 // an illegal move is a Result, not an error.
 func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result, error) {
-	unlock := s.items.lock(ch.ItemID)
-	defer unlock()
-	unlockReplicas, err := s.store.LockItem(ctx, ch.ItemID)
+	unlock, err := s.lockItem(ctx, ch.ItemID)
 	if err != nil {
-		return Result{}, fmt.Errorf("lock item %s: %w", ch.ItemID, err)
+		return Result{}, err
 	}
-	defer unlockReplicas()
+	defer unlock()
 
 	log := zerolog.Ctx(ctx)
 	kind := s.actorKind(ch)

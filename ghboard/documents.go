@@ -3,6 +3,18 @@ package ghboard
 // Every GraphQL document the adapter sends. The simulator's schema test validates each one
 // against GitHub's published schema (see Documents).
 
+// itemContent is what every read selects of an item's content (decoded by contentData): enough
+// to comment, to know the relatives exist, and to skip a second read for a leaf.
+const itemContent = `__typename
+  ... on Issue {
+    id number title state repository { nameWithOwner }
+    parent { id number }
+    subIssuesSummary { total }
+    issueDependenciesSummary { blockedBy }
+  }
+  ... on PullRequest { id number title prState: state repository { nameWithOwner } }
+  ... on DraftIssue { id title }`
+
 const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
   node(id: $id) {
     __typename
@@ -15,17 +27,7 @@ const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
         __typename
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
       }
-      content {
-        __typename
-        ... on Issue {
-          id number title state repository { nameWithOwner }
-          parent { id number }
-          subIssuesSummary { total }
-          issueDependenciesSummary { blockedBy }
-        }
-        ... on PullRequest { id number title prState: state repository { nameWithOwner } }
-        ... on DraftIssue { id title }
-      }
+      content { ` + itemContent + ` }
     }
   }
 }`
@@ -176,17 +178,7 @@ const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number:
           state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
           estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
           priority: fieldValueByName(name: $priority) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
-          content {
-            __typename
-            ... on Issue {
-              id number title state repository { nameWithOwner }
-              parent { id number }
-              subIssuesSummary { total }
-              issueDependenciesSummary { blockedBy }
-            }
-            ... on PullRequest { id number title prState: state repository { nameWithOwner } }
-            ... on DraftIssue { id title }
-          }
+          content { ` + itemContent + ` }
         }
       }
     }

@@ -24,6 +24,15 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// UserClient is an HTTP client that acts as the holder of token on the simulator, through
+// transport (http.DefaultTransport when nil).
+func UserClient(token string, transport http.RoundTripper) *http.Client {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return &http.Client{Transport: bearer{token: token, next: transport}, Timeout: time.Minute}
+}
+
 // UserBoard is a board seen through a seeded user's token: what the user does with it is what
 // that user would do in GitHub's UI, webhooks included.
 func (sb *Sandbox) UserBoard(login string) (*ghboard.Board, error) {
@@ -31,8 +40,7 @@ func (sb *Sandbox) UserBoard(login string) (*ghboard.Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}, Timeout: 30 * time.Second}
-	return ghboard.New(ghboard.NewClient(client, sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache()), nil
+	return ghboard.New(ghboard.NewClient(UserClient(token, nil), sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache()), nil
 }
 
 // Move sets an issue's Workflow State as login, through the simulator's GraphQL API.
