@@ -111,14 +111,17 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx, hookWrap: opts.WebhookMiddleware}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
+	a.maint = newMaintenance(a, gate)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
+		GapHold:        cfg.Enforcement.GapHold,
+		Settle:         cfg.Enforcement.Settle,
+		Redeliveries:   a.maint.gaps,
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,
 		Enforced:       cfg.Enforces,
 		Observer:       mx,
 	})
-	a.maint = newMaintenance(a, gate)
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
 	if !opts.NoPeriodic {
 		jobOpts.Periodic = a.maint.periodic()
@@ -176,7 +179,7 @@ func (a *App) routes() http.Handler {
 	}
 	dispatcher := githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{
-			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue},
+			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service},
 			&handlers.Issues{Scope: scope, Queue: a.queue},
 			&handlers.PullRequest{Scope: scope, Queue: a.queue},
 		},
@@ -230,6 +233,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      15 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	gapCtx, stopGaps := context.WithCancel(ctx)
+	defer stopGaps()
+	go a.maint.gaps.run(gapCtx)
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(ln) }()
 	a.ready.Store(true)
@@ -247,6 +253,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		logger.Warn().Err(err).Msg("http shutdown")
 	}
 	a.maint.stop() // a reconciliation in progress saves its place and returns
+	stopGaps()
 	if err := a.queue.Stop(shutdownCtx); err != nil {
 		logger.Warn().Err(err).Msg("queue shutdown: running jobs will be retried after a restart")
 	}

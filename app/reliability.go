@@ -21,6 +21,7 @@ type maintenance struct {
 	a       *App
 	gate    *ghboard.Gate
 	sweeper *redeliver.Sweeper
+	gaps    *sweeps // sweeps asked for by gaps in an item's history
 
 	mu       sync.Mutex
 	draining chan struct{}
@@ -40,6 +41,7 @@ func newMaintenance(a *App, gate *ghboard.Gate) *maintenance {
 		MaxPerSweep: a.cfg.Redelivery.MaxPerSweep,
 		MaxAttempts: a.cfg.Redelivery.MaxAttempts,
 	}, nil)
+	m.gaps = newSweeps(m.sweeper)
 	return m
 }
 

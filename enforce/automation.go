@@ -146,7 +146,7 @@ func (s *Service) recordAutomation(ctx context.Context, it Item, from, to, cause
 		}
 		rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
 		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it.
-		rec.LastLegalState, rec.RejectedState = to, ""
+		rec.LastLegalState, rec.ObservedState, rec.RejectedState = to, to, ""
 		if !s.machine.IsLock(to) {
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}

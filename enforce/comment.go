@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/marker"
-	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
@@ -24,12 +23,13 @@ type violation struct {
 	line   string
 }
 
-// explain posts the violation comment, or folds it into a recent one on the same issue.
-func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind policy.ActorKind, back string, dec policy.Decision, pc policy.Change) error {
+// explain posts the explanation of a refused step (o, judged), or folds it into a recent
+// violation comment on the same issue. legalNow is the item's last legal state now.
+func (s *Service) explain(ctx context.Context, b Board, it Item, o store.Observation, legalNow string) error {
 	now := s.now()
 	v := violation{
-		marker: marker.Transition{From: back, To: ch.To, At: ch.At.UTC().Format(time.RFC3339), Actor: ch.Actor, Verdict: "reverted", Rule: string(dec.Rule), Delivery: ch.DeliveryID},
-		line:   s.violationLine(ch, kind, back, dec, pc),
+		marker: marker.Transition{From: o.LegalFrom, To: o.To, At: o.At.UTC().Format(time.RFC3339), Actor: o.Actor, Verdict: "reverted", Rule: o.Rule, Delivery: o.DeliveryID},
+		line:   violationLine(o, legalNow),
 	}
 	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
 	found := err == nil
@@ -79,25 +79,22 @@ func (s *Service) explain(ctx context.Context, b Board, it Item, ch Change, kind
 	})
 }
 
-func (s *Service) violationLine(ch Change, kind policy.ActorKind, back string, dec policy.Decision, pc policy.Change) string {
-	from := back
-	if from == "" {
-		from = "(no state)"
+func violationLine(o store.Observation, legalNow string) string {
+	from := orNoState(o.LegalFrom)
+	who := fmt.Sprintf("`%s` (%s)", o.Actor, o.ActorKind)
+	if o.Actor == DriftActor {
+		who = fmt.Sprintf("A change no webhook reported (the author is unknown, so it is judged as an %s's)", o.ActorKind)
 	}
-	to := ch.To
-	if to == "" {
-		to = "(no state)"
+	back := fmt.Sprintf("It is back in **%s**.", from)
+	if legalNow != o.LegalFrom {
+		back = fmt.Sprintf("It was moved on by a later legal change before ralph-gate set it back; it is now in **%s**.", orNoState(legalNow))
 	}
-	recovery := "ask a human"
-	if r := s.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
-		recovery = r.Recovery
+	recovery := o.Recovery
+	if recovery == "" {
+		recovery = "ask a human"
 	}
-	who := fmt.Sprintf("`%s` (%s)", ch.Actor, kind)
-	if ch.Drift {
-		who = fmt.Sprintf("A change whose webhook never reached ralph-gate (found by its reconciler; the author is unknown, so it is judged as an %s's)", kind)
-	}
-	return fmt.Sprintf("%s moved this from **%s** to **%s** at %s. Refused: %s It is back in **%s**. Recovery: %s.",
-		who, from, to, ch.At.UTC().Format(time.RFC3339), ensureStop(dec.Reason), from, strings.TrimSuffix(recovery, "."))
+	return fmt.Sprintf("%s moved this from **%s** to **%s** at %s. Refused: %s %s Recovery: %s.",
+		who, from, orNoState(o.To), o.At.UTC().Format(time.RFC3339), ensureStop(o.Reason), back, strings.TrimSuffix(recovery, "."))
 }
 
 func ensureStop(s string) string {

@@ -193,9 +193,9 @@ func (s *Service) baseline(ctx context.Context, cur Item) (store.Item, error) {
 			return rec, nil
 		case err == nil:
 			// Known only by a claim: adopt the board's value.
-			rec.LastLegalState = cur.State
+			rec.LastLegalState, rec.ObservedState = cur.State, cur.State
 		case errors.Is(err, store.ErrNotFound):
-			rec = store.Item{ItemID: cur.ID, LastLegalState: cur.State}
+			rec = store.Item{ItemID: cur.ID, LastLegalState: cur.State, ObservedState: cur.State}
 		default:
 			return store.Item{}, fmt.Errorf("load item %s: %w", cur.ID, err)
 		}
@@ -299,7 +299,7 @@ func (s *Service) recordHandoff(ctx context.Context, cur Item, agent, from, to s
 		rec.ProjectID, rec.IssueNumber, rec.Repo = cur.ProjectID, cur.Number, cur.Repo
 		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it (as for
 		// automation moves).
-		rec.LastLegalState, rec.RejectedState = to, ""
+		rec.LastLegalState, rec.ObservedState, rec.RejectedState = to, to, ""
 		switch {
 		case s.machine.IsLock(to) && (from != to || rec.LockHolder == ""):
 			since := now

@@ -123,6 +123,13 @@ type Store interface {
 	PutItem(ctx context.Context, item store.Item) error
 	CompareAndSetItem(ctx context.Context, item store.Item, expectedVersion int64) (bool, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
+	// The item's reported changes and their judgements (history.go).
+	RecordObservation(ctx context.Context, o store.Observation) (bool, error)
+	PendingObservations(ctx context.Context, itemID string) ([]store.Observation, error)
+	GetObservation(ctx context.Context, deliveryID string) (store.Observation, error)
+	Unexplained(ctx context.Context, itemID string) ([]store.Observation, error)
+	MarkExplained(ctx context.Context, deliveryID string) error
+	CommitStep(ctx context.Context, st store.Step) (bool, error)
 	CountInState(ctx context.Context, projectID, state string) (int, error)
 	GetViolationComment(ctx context.Context, repo string, issueNumber int) (store.ViolationComment, error)
 	PutViolationComment(ctx context.Context, repo string, issueNumber int, c store.ViolationComment) error

@@ -293,19 +293,9 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 		}
 	}
 	rep.Drifted++
-	at := it.StateUpdatedAt
-	if at.IsZero() {
-		at = now
-	}
-	if at.Before(rec.LegalAt) {
-		at = rec.LegalAt
-	}
-	ch := Change{
-		DeliveryID: "reconcile:" + pass + ":" + it.ID, ItemID: it.ID, ProjectID: it.ProjectID,
-		ProjectNumber: it.ProjectNumber, Owner: it.Owner, ContentType: it.ContentType,
-		To: it.State, Actor: DriftActor, Drift: true, At: at, ReceivedAt: now.Add(-s.opts.ReorderWindow),
-	}
-	res, err := s.ProcessChange(ctx, b, ch)
+	// The board shows a value no report explains: the item's history decides (a missing
+	// webhook is asked for first; see policy.Sequence).
+	res, err := s.processItem(ctx, b, it.ID, "")
 	if err != nil {
 		return err
 	}
@@ -314,6 +304,8 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 		rep.Reverted++
 	case OutcomeAllowed:
 		rep.Accepted++
+	case OutcomeWait:
+		rep.Deferred++
 	}
 	zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("board", it.State).
 		Str("last_legal", rec.LastLegalState).Str("outcome", res.Outcome.String()).Msg("drift")
@@ -333,7 +325,7 @@ func (s *Service) adopt(ctx context.Context, it Item) (bool, error) {
 		at = s.now()
 	}
 	rec := store.Item{ItemID: it.ID, ProjectID: it.ProjectID, IssueNumber: it.Number, Repo: it.Repo,
-		LastLegalState: it.State, LegalAt: at}
+		LastLegalState: it.State, ObservedState: it.State, ObservedAt: at, LegalAt: at}
 	ok, err := s.store.CompareAndSetItem(ctx, rec, 0)
 	if err != nil {
 		return false, fmt.Errorf("adopt item %s: %w", it.ID, err)
@@ -358,14 +350,6 @@ func (s *Service) actorKind(ch Change) policy.ActorKind {
 		return driftKind
 	}
 	return s.actors.Classify(ch.Actor)
-}
-
-// lockOf is who holds a lock a change takes, and since when: nobody known for drift.
-func lockOf(ch Change) (string, time.Time) {
-	if ch.Drift {
-		return "", time.Time{}
-	}
-	return ch.Actor, ch.At
 }
 
 // budgetWindow is the reconciler's spend in one rate-limit window, kept in the store so a

@@ -282,15 +282,38 @@ func TestReverseOrderSameSecond(t *testing.T) {
 	}
 }
 
+// With no sweeper to ask, a change that never arrives is waited for one window; then the
+// unreported step is judged as an unknown actor's, and the reported one from the state it left.
 func TestMissingEarlierChangeJudgedAfterWindow(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
 	h.process(h.board.move("A", "alice", "Research Needed", h.now))
 	h.board.move("A", "agent-1", "Research in Progress", h.now.Add(time.Second)) // webhook lost
 	late := h.board.move("A", "agent-1", "Done", h.now.Add(2*time.Second))
+	h.now = h.now.Add(3 * time.Second)
+	if res := h.process(late); res.Outcome != OutcomeWait {
+		t.Fatalf("inside the window: %+v, want a wait for the missing change", res)
+	}
 	h.now = h.now.Add(10 * time.Second) // past the reorder window
 	res := h.process(late)
-	if res.Outcome != OutcomeReverted || h.state("A") != "Research Needed" {
-		t.Fatalf("want the net move Research Needed → Done judged and reverted, got %+v state %q", res, h.state("A"))
+	if res.Outcome != OutcomeReverted || h.state("A") != "Research in Progress" {
+		t.Fatalf("want Research in Progress → Done judged and reverted, got %+v state %q", res, h.state("A"))
+	}
+	rec, _ := h.st.GetItem(context.Background(), "A")
+	if rec.LockHolder != "" {
+		t.Errorf("a lock taken by an unreported change has holder %q; nobody known holds it", rec.LockHolder)
+	}
+	entries, _ := h.st.QueryAudit(context.Background(), store.AuditFilter{ItemID: "A"})
+	var unknown int
+	for _, e := range entries {
+		if e.Actor == DriftActor && e.ToState == "Research in Progress" && e.Verdict == store.VerdictAllowed {
+			unknown++
+		}
+		if e.Actor == "agent-1" && e.ToState == "Research in Progress" {
+			t.Errorf("an unreported step was attributed to a known actor: %+v", e)
+		}
+	}
+	if unknown != 1 {
+		t.Errorf("want the unreported step audited once as the unknown actor's, got %d (%+v)", unknown, entries)
 	}
 }
 

@@ -134,6 +134,10 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 		ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
 		Archived: n.IsArchived, State: n.FieldValue.name(),
 	}
+	if n.FieldValue != nil {
+		// When the value last changed: the sequencer dates a change no webhook reported by it.
+		it.StateUpdatedAt = n.FieldValue.UpdatedAt
+	}
 	n.Content.fill(&it)
 	return it, nil
 }

@@ -25,7 +25,7 @@ const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
       project { id number owner { __typename ... on Organization { login } } }
       fieldValueByName(name: $field) {
         __typename
-        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+        ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }
       content { ` + itemContent + ` }
     }

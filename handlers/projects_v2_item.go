@@ -15,7 +15,15 @@ import (
 type ProjectsV2Item struct {
 	Scope Scope
 	Queue Enqueuer
-	Now   func() time.Time
+	// History records the change in its item's history before GitHub is answered, so that a
+	// delivery GitHub lists as successful is known to enforcement (nil: the job records it).
+	History Recorder
+	Now     func() time.Time
+}
+
+// Recorder records a reported change (enforce.Service.Observe).
+type Recorder interface {
+	Observe(ctx context.Context, ch enforce.Change) error
 }
 
 // Handles implements githubapp.EventHandler.
@@ -74,6 +82,11 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 	}
 	if ch.At.IsZero() {
 		ch.At = ch.ReceivedAt
+	}
+	if h.History != nil {
+		if err := h.History.Observe(ctx, ch); err != nil {
+			return fmt.Errorf("record change: %w", err)
+		}
 	}
 	if err := h.Queue.EnqueueChange(ctx, ch); err != nil {
 		return fmt.Errorf("enqueue change: %w", err)

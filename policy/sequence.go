@@ -86,6 +86,8 @@ const (
 	ActIgnore
 	// ActRevert writes To (the last legal state): the board still shows the refused value.
 	ActRevert
+	// ActSync records that the board shows the last legal value again (To).
+	ActSync
 	// ActWait holds the item until Until; Sweep asks for the failed deliveries now.
 	ActWait
 	// ActDone: everything reported is judged and the board shows the legal value (or a value
@@ -94,7 +96,7 @@ const (
 )
 
 func (k ActionKind) String() string {
-	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "wait", "done"}[k]
+	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "sync", "wait", "done"}[k]
 }
 
 // Action is the sequencer's answer.
@@ -151,7 +153,11 @@ func Sequence(in SequenceInput) Action {
 	if len(pending) > 0 {
 		// A gap: the change that left h.Observed for pending[0].From has not been reported.
 		first := pending[0]
-		return gap(in, first.At, first.From, "a change between "+show(h.Observed)+" and "+show(first.From)+" has not been reported")
+		return gap(in, first.At, first.Received, first.From, "a change between "+show(h.Observed)+" and "+show(first.From)+" has not been reported")
+	}
+	if in.Board.State == h.Legal && h.Observed != h.Legal {
+		// Our revert landed (its record was interrupted), or someone set the value back.
+		return Action{Kind: ActSync, To: h.Legal, Why: "the board is back in the last legal state"}
 	}
 	if in.Board.State == h.Observed {
 		if h.Observed != h.Legal {
@@ -161,10 +167,17 @@ func Sequence(in SequenceInput) Action {
 	}
 	// The board moved past everything reported: its webhook is on its way, or was lost.
 	at := in.Board.UpdatedAt
-	if at.IsZero() || at.Before(h.ObservedAt) {
+	if at.IsZero() {
+		// GitHub did not say when: it happened before it was first noticed.
+		at = h.GapSince
+		if at.IsZero() {
+			at = in.Now
+		}
+	}
+	if at.Before(h.ObservedAt) {
 		at = h.ObservedAt
 	}
-	return gap(in, at, in.Board.State, "the board shows "+show(in.Board.State)+", which no report explains yet")
+	return gap(in, at, time.Time{}, in.Board.State, "the board shows "+show(in.Board.State)+", which no report explains yet")
 }
 
 // chains reports whether o can follow a history that ends in value `from` at `at`.
@@ -225,11 +238,14 @@ func nextInChain(h History, pending []Observation) (Observation, bool) {
 
 // gap holds the item until the missing change is reported, a sweep proves nothing more will
 // come, or the hold runs out; then the unreported step is judged by an unknown actor.
-func gap(in SequenceInput, missingAt time.Time, to, why string) Action {
+func gap(in SequenceInput, missingAt, noticed time.Time, to, why string) Action {
 	h := in.History
 	since := h.GapSince
 	if since.IsZero() {
 		since = in.Now
+		if noticed.Before(since) && !noticed.IsZero() {
+			since = noticed // the report that shows the gap arrived then
+		}
 	}
 	// GitHub attempted any delivery of the missing change by missingAt + Window.
 	due := missingAt.Add(in.Window)

@@ -68,8 +68,8 @@ func TestSequence(t *testing.T) {
 			ActIgnore, func(t *testing.T, a Action) { wantPrefix(t, a.Why, "stale") }},
 		{"a gap holds the later report and does not sweep at once", SequenceInput{
 			History: known("Research Needed", "Research Needed", 1), Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board: BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true}, Now: sec(6), Window: 5 * time.Second, Hold: time.Minute},
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.GapSince, sec(6)) }},
+			Board: BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true}, Now: sec(5).Add(500 * time.Millisecond), Window: 5 * time.Second, Hold: time.Minute},
+			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.GapSince, sec(5)) }},
 		{"a gap older than the grace asks for a sweep", SequenceInput{
 			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
 			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
@@ -119,7 +119,10 @@ func TestSequence(t *testing.T) {
 		{"drift with no time from GitHub is dated after the history", SequenceInput{
 			History: History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), GapSince: sec(6)},
 			Board:   BoardValue{State: "In Review"}, Now: sec(12), Window: 5 * time.Second, Hold: time.Minute},
-			ActJudgeUnobserved, func(t *testing.T, a Action) { wantTime(t, a.At, sec(5)) }},
+			ActJudgeUnobserved, func(t *testing.T, a Action) { wantTime(t, a.At, sec(6)) }},
+		{"the board back in the legal state after a revert whose record was interrupted", SequenceInput{
+			History: known("Backlog", "In Progress", 5), Board: BoardValue{State: "Backlog"}, Now: sec(6)},
+			ActSync, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

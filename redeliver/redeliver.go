@@ -52,6 +52,11 @@ type Options struct {
 	// Patience before redelivering again a delivery GitHub shows no newer attempt of (the
 	// redelivery may still be on its way). Default 10m.
 	Patience time.Duration
+	// Confirm bounds how long a sweep watches its redeliveries arrive (GitHub lists each
+	// attempt with its status) before it gives up proving anything. Default 15s.
+	Confirm time.Duration
+	// ConfirmPoll is how often it looks. Default 250ms.
+	ConfirmPoll time.Duration
 }
 
 func (o *Options) defaults() {
@@ -70,6 +75,12 @@ func (o *Options) defaults() {
 	if o.Patience <= 0 {
 		o.Patience = 10 * time.Minute
 	}
+	if o.Confirm <= 0 {
+		o.Confirm = 15 * time.Second
+	}
+	if o.ConfirmPoll <= 0 {
+		o.ConfirmPoll = 250 * time.Millisecond
+	}
 }
 
 // Report is what one sweep did.
@@ -81,7 +92,11 @@ type Report struct {
 	Waiting     int // redelivered recently, no newer attempt yet
 	GaveUp      int // MaxAttempts reached
 	Deferred    int // over MaxPerSweep: next sweep
+	Confirmed   int // redeliveries GitHub listed as delivered (2xx) within Options.Confirm
 	Requests    int // GitHub requests made
+	// Complete: every failed delivery back to the horizon was redelivered and seen to arrive,
+	// or has given up. A complete sweep proves that nothing failed before it began is missing.
+	Complete bool
 	// Paused says why the sweep stopped early ("" when it did not).
 	Paused string
 }
@@ -121,7 +136,15 @@ type attempt struct {
 
 // Sweep lists the newest failed deliveries and redelivers them, within its bounds. A
 // *RetryAfterError says GitHub asked to wait; the sweep remembers it and the next one waits.
-func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
+func (s *Sweeper) Sweep(ctx context.Context) (Report, error) { return s.SweepSince(ctx, time.Time{}) }
+
+// proofSlack widens a targeted sweep's horizon: GitHub's delivered_at and the change's time
+// come from different clocks.
+const proofSlack = time.Minute
+
+// SweepSince is a sweep of the failures since a time (zero: within MaxAge), as asked for when
+// an item's history has a gap. A complete sweep is recorded as a proof (see Proof).
+func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	log := zerolog.Ctx(ctx)
@@ -146,6 +169,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	}
 	byGUID := map[string]*guidInfo{}
 	horizon := now.Add(-s.opts.MaxAge)
+	if !since.IsZero() && since.Add(-proofSlack).After(horizon) {
+		horizon = since.Add(-proofSlack)
+	}
+	listedAll := false
 	opt := &github.ListCursorOptions{PerPage: 100}
 	stop := func(err error) (Report, error) {
 		if wait, ok := waitFor(err, now); ok {
@@ -169,6 +196,7 @@ listing:
 			rep.Listed++
 			at := d.GetDeliveredAt().Time
 			if !at.IsZero() && at.Before(horizon) {
+				listedAll = true
 				break listing // newest first: everything after is older
 			}
 			g := byGUID[d.GetGUID()]
@@ -187,6 +215,7 @@ listing:
 			}
 		}
 		if resp == nil || resp.Cursor == "" || len(page) == 0 {
+			listedAll = true
 			break
 		}
 		opt.Cursor = resp.Cursor
@@ -200,6 +229,7 @@ listing:
 	}
 	sort.Slice(failed, func(i, j int) bool { return byGUID[failed[i]].newest.GetID() < byGUID[failed[j]].newest.GetID() }) // oldest first
 	rep.Failed = len(failed)
+	redelivered := map[string]int64{} // GUID → the attempt redelivered
 	for _, guid := range failed {
 		g := byGUID[guid]
 		a := st.GUIDs[guid]
@@ -230,6 +260,7 @@ listing:
 			return rep, err
 		}
 		rep.Redelivered++
+		redelivered[guid] = g.newest.GetID()
 		log.Info().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
 			Int("status_code", g.newest.GetStatusCode()).Int("attempt", a.N+1).Msg("redelivered a failed webhook")
 	}
@@ -241,10 +272,103 @@ listing:
 	if err := s.save(ctx, st); err != nil {
 		return rep, err
 	}
+	if len(redelivered) > 0 {
+		n, err := s.confirm(ctx, hooks, redelivered, &rep)
+		rep.Confirmed = n
+		if err != nil {
+			log.Warn().Err(err).Msg("could not watch the redeliveries arrive")
+		}
+	}
+	rep.Complete = listedAll && rep.Failed == rep.GaveUp+rep.Redelivered && rep.Confirmed == rep.Redelivered
+	if rep.Complete {
+		if err := s.prove(ctx, now, horizon); err != nil {
+			return rep, err
+		}
+	}
 	log.Info().Int("listed", rep.Listed).Int("failed", rep.Failed).Int("redelivered", rep.Redelivered).
-		Int("waiting", rep.Waiting).Int("gave_up", rep.GaveUp).Int("deferred", rep.Deferred).
-		Int("requests", rep.Requests).Msg("redelivery sweep")
+		Int("confirmed", rep.Confirmed).Int("waiting", rep.Waiting).Int("gave_up", rep.GaveUp).Int("deferred", rep.Deferred).
+		Int("requests", rep.Requests).Bool("complete", rep.Complete).Msg("redelivery sweep")
 	return rep, nil
+}
+
+// confirm watches the deliveries list until every redelivered GUID shows a newer attempt that
+// succeeded (the app answered 2xx: the change is recorded), within Options.Confirm.
+func (s *Sweeper) confirm(ctx context.Context, hooks Hooks, redelivered map[string]int64, rep *Report) (int, error) {
+	deadline := time.Now().Add(s.opts.Confirm)
+	done := map[string]bool{}
+	for {
+		opt := &github.ListCursorOptions{PerPage: 100}
+	pages:
+		for page := 0; page < s.opts.MaxPages; page++ {
+			list, resp, err := s.list(ctx, hooks, opt, rep)
+			if err != nil {
+				return len(done), fmt.Errorf("list hook deliveries: %w", err)
+			}
+			oldest := int64(-1)
+			for _, d := range list {
+				if id, ok := redelivered[d.GetGUID()]; ok && d.GetID() > id && ok2xx(d.GetStatusCode()) {
+					done[d.GetGUID()] = true
+				}
+				oldest = d.GetID()
+			}
+			for _, id := range redelivered {
+				if oldest >= 0 && oldest <= id {
+					break pages // this page reaches back past the redelivered attempts
+				}
+			}
+			if resp == nil || resp.Cursor == "" || len(list) == 0 {
+				break
+			}
+			opt.Cursor = resp.Cursor
+		}
+		if len(done) == len(redelivered) || time.Now().After(deadline) {
+			return len(done), nil
+		}
+		select {
+		case <-ctx.Done():
+			return len(done), ctx.Err()
+		case <-time.After(s.opts.ConfirmPoll):
+		}
+	}
+}
+
+func ok2xx(status int) bool { return ok(status) }
+
+// ProofName is where the newest complete sweep is recorded.
+const ProofName = "redeliver/proof"
+
+type proof struct {
+	StartedAt time.Time `json:"started_at"`
+	Since     time.Time `json:"since"`
+}
+
+func (s *Sweeper) prove(ctx context.Context, started, since time.Time) error {
+	cur, _, err := s.Proof(ctx)
+	if err == nil && !cur.IsZero() && !started.After(cur) {
+		return nil
+	}
+	data, err := json.Marshal(proof{StartedAt: started, Since: since})
+	if err != nil {
+		return fmt.Errorf("encode redelivery proof: %w", err)
+	}
+	if err := s.cursors.PutCursor(ctx, ProofName, string(data)); err != nil {
+		return fmt.Errorf("save redelivery proof: %w", err)
+	}
+	return nil
+}
+
+// Proof returns when the newest complete sweep began and how far back it looked (zero times
+// when none has completed).
+func (s *Sweeper) Proof(ctx context.Context) (startedAt, since time.Time, err error) {
+	v, err := s.cursors.GetCursor(ctx, ProofName)
+	if err != nil || v == "" {
+		return time.Time{}, time.Time{}, nil // none yet (ErrNotFound) or unreadable
+	}
+	var p proof
+	if json.Unmarshal([]byte(v), &p) != nil {
+		return time.Time{}, time.Time{}, nil
+	}
+	return p.StartedAt, p.Since, nil
 }
 
 func ok(status int) bool { return status >= 200 && status < 300 }

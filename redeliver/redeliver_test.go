@@ -30,6 +30,8 @@ type fakeHooks struct {
 	redelivered []int64
 	limited     bool
 	lists       int
+	// arrive, when set, lists each redelivery as a new attempt with this status.
+	arrive int
 }
 
 func (f *fakeHooks) ListHookDeliveries(context.Context, *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error) {
@@ -43,6 +45,15 @@ func (f *fakeHooks) ListHookDeliveries(context.Context, *github.ListCursorOption
 
 func (f *fakeHooks) RedeliverHookDelivery(_ context.Context, id int64) (*github.HookDelivery, *github.Response, error) {
 	f.redelivered = append(f.redelivered, id)
+	if f.arrive != 0 {
+		for _, d := range f.deliveries {
+			if d.GetID() == id {
+				next := delivery(f.deliveries[0].GetID()+1, d.GetGUID(), f.arrive, d.GetDeliveredAt().Time)
+				f.deliveries = append([]*github.HookDelivery{next}, f.deliveries...)
+				break
+			}
+		}
+	}
 	return nil, nil, &github.AcceptedError{} // GitHub answers 202
 }
 
@@ -61,7 +72,7 @@ func TestSweepIsBoundedAndIdempotent(t *testing.T) {
 		delivery(2, "old", 0, now.Add(-80*time.Hour)), // beyond max age
 	}}
 	cur := memCursors{}
-	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur, Options{MaxPerSweep: 1}, func() time.Time { return now })
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur, Options{MaxPerSweep: 1, Confirm: 50 * time.Millisecond, ConfirmPoll: 10 * time.Millisecond}, func() time.Time { return now })
 	ctx := context.Background()
 
 	rep, err := s.Sweep(ctx)
@@ -99,5 +110,44 @@ func TestSweepIsBoundedAndIdempotent(t *testing.T) {
 	}
 	if rep, _ := s.Sweep(ctx); rep.Paused == "" || hooks.lists != lists+1 {
 		t.Fatalf("inside retry-after: %+v, %d list calls; want none", rep, hooks.lists-lists-1)
+	}
+}
+
+// A sweep proves that nothing is missing only when it listed back to its horizon, redelivered
+// every failure and saw each redelivery arrive (2xx).
+func TestSweepProof(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name     string
+		arrive   int
+		perSweep int
+		complete bool
+	}{
+		{"every redelivery arrives", 200, 0, true},
+		{"a redelivery fails again", 502, 0, false},
+		{"more failures than one sweep redelivers", 200, 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hooks := &fakeHooks{arrive: tt.arrive, deliveries: []*github.HookDelivery{
+				delivery(6, "c", 0, now.Add(-time.Minute)),
+				delivery(5, "b", 200, now.Add(-2*time.Minute)),
+				delivery(3, "a", 500, now.Add(-4*time.Minute)),
+			}}
+			cur := memCursors{}
+			s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur,
+				Options{MaxPerSweep: tt.perSweep, Confirm: 100 * time.Millisecond, ConfirmPoll: 10 * time.Millisecond}, func() time.Time { return now })
+			rep, err := s.SweepSince(ctx, now.Add(-10*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			started, since, _ := s.Proof(ctx)
+			if rep.Complete != tt.complete || started.IsZero() == tt.complete {
+				t.Fatalf("sweep %+v, proof started %s: want complete=%v", rep, started, tt.complete)
+			}
+			if tt.complete && (!started.Equal(now) || !since.Equal(now.Add(-10*time.Minute-proofSlack))) {
+				t.Errorf("proof %s since %s: want the sweep's start and its horizon", started, since)
+			}
+		})
 	}
 }

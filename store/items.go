@@ -17,6 +17,13 @@ type Item struct {
 	LastLegalState string    // option name of the newest legal Workflow State; "" = unset
 	LegalAt        time.Time // when the change that made LastLegalState happened; zero = unknown
 	RejectedState  string    // the newest refused value (so the change leaving it chains); "" = none
+	// ObservedState is the board's value after the last judged change or the app's own write:
+	// the value the next reported change must have left to follow the item's history.
+	ObservedState string
+	ObservedAt    time.Time // GitHub's time of the last judged change; zero = unknown
+	GapSince      time.Time // when a missing change was first noticed; zero = none
+	// AutomateState is a legal state whose automation has not run to completion yet.
+	AutomateState  string
 	LockHolder     string    // "" when unlocked
 	LockSince      time.Time // zero when unlocked
 	UpdatedAt      time.Time // set by the store when zero on write
@@ -24,12 +31,12 @@ type Item struct {
 }
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
-	lock_holder, lock_since, updated_at, version`
+	observed_state, observed_at, gap_since, automate_state, lock_holder, lock_since, updated_at, version`
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
-		tc(&it.LegalAt), &it.RejectedState, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
+		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
 	return it, err
 }
 
@@ -100,7 +107,7 @@ func (s *Store) PutItem(ctx context.Context, item Item) error {
 		return err
 	}
 	now := nowUTC(item.UpdatedAt)
-	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (item_id) DO UPDATE SET
 			project_id = excluded.project_id,
 			issue_number = excluded.issue_number,
@@ -108,12 +115,17 @@ func (s *Store) PutItem(ctx context.Context, item Item) error {
 			last_legal_state = excluded.last_legal_state,
 			legal_at = excluded.legal_at,
 			rejected_state = excluded.rejected_state,
+			observed_state = excluded.observed_state,
+			observed_at = excluded.observed_at,
+			gap_since = excluded.gap_since,
+			automate_state = excluded.automate_state,
 			lock_holder = excluded.lock_holder,
 			lock_since = excluded.lock_since,
 			updated_at = excluded.updated_at,
 			version = items.version + 1`,
 		item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-		s.t(item.LegalAt), item.RejectedState, item.LockHolder, s.t(item.lockSince(now)), s.t(now))
+		s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
+		item.LockHolder, s.t(item.lockSince(now)), s.t(now))
 	if err != nil {
 		return fmt.Errorf("store: put item %q: %w", item.ItemID, err)
 	}
@@ -138,17 +150,19 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersio
 		err error
 	)
 	if expectedVersion == 0 {
-		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-			s.t(item.LegalAt), item.RejectedState, item.LockHolder, s.t(item.lockSince(now)), s.t(now))
+			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
+			item.LockHolder, s.t(item.lockSince(now)), s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
-				legal_at = ?, rejected_state = ?, lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
+				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?,
+				lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-			s.t(item.LegalAt), item.RejectedState,
+			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
 			item.LockHolder, s.t(item.lockSince(now)), s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {

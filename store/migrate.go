@@ -84,6 +84,43 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 2,
+		name:    "item history",
+		stmts: []string{
+			// The board value the item's judged history ends in, so that a reported change is
+			// judged from the state it actually left (enforce, policy.Sequence).
+			`ALTER TABLE items ADD COLUMN observed_state TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN observed_at {{ts}}`,
+			`ALTER TABLE items ADD COLUMN gap_since {{ts}}`,
+			`ALTER TABLE items ADD COLUMN automate_state TEXT NOT NULL DEFAULT ''`,
+			`UPDATE items SET observed_state = CASE WHEN rejected_state <> '' THEN rejected_state ELSE last_legal_state END,
+				observed_at = legal_at`,
+			// Every reported change of an item, recorded at intake before GitHub is answered,
+			// then judged in the order of the item's history.
+			`CREATE TABLE observations (
+				delivery_id TEXT PRIMARY KEY,
+				item_id     TEXT NOT NULL,
+				from_known  BOOLEAN NOT NULL DEFAULT FALSE,
+				from_state  TEXT NOT NULL DEFAULT '',
+				to_state    TEXT NOT NULL DEFAULT '',
+				actor       TEXT NOT NULL DEFAULT '',
+				at          {{ts}} NOT NULL,
+				received_at {{ts}} NOT NULL,
+				status      TEXT NOT NULL DEFAULT 'pending',
+				judged_at   {{ts}},
+				verdict     TEXT NOT NULL DEFAULT '',
+				actor_kind  TEXT NOT NULL DEFAULT '',
+				legal_from  TEXT NOT NULL DEFAULT '',
+				rule        TEXT NOT NULL DEFAULT '',
+				reason      TEXT NOT NULL DEFAULT '',
+				recovery    TEXT NOT NULL DEFAULT '',
+				explained   BOOLEAN NOT NULL DEFAULT FALSE
+			)`,
+			`CREATE INDEX observations_item ON observations (item_id, status)`,
+			`CREATE INDEX observations_received ON observations (received_at)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -1,0 +1,84 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/redeliver"
+)
+
+// sweeps runs the redelivery sweeps enforcement asks for when an item's history has a gap
+// (enforce.Redeliveries): requests are coalesced, so a burst of gaps costs one sweep (and at
+// most one more for the requests that came in while it ran).
+type sweeps struct {
+	sweeper *redeliver.Sweeper
+
+	mu      sync.Mutex
+	pending bool
+	since   time.Time
+	wake    chan struct{}
+}
+
+func newSweeps(sw *redeliver.Sweeper) *sweeps {
+	return &sweeps{sweeper: sw, wake: make(chan struct{}, 1)}
+}
+
+// RequestSweep implements enforce.Redeliveries.
+func (s *sweeps) RequestSweep(_ context.Context, since time.Time) {
+	s.mu.Lock()
+	if !s.pending || since.Before(s.since) {
+		s.since = since
+	}
+	s.pending = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SweepProof implements enforce.Redeliveries.
+func (s *sweeps) SweepProof(ctx context.Context) (policy.SweepProof, error) {
+	started, since, err := s.sweeper.Proof(ctx)
+	return policy.SweepProof{Available: true, StartedAt: started, Since: since}, err
+}
+
+// run serves requests until ctx ends.
+func (s *sweeps) run(ctx context.Context) {
+	log := zerolog.Ctx(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		since, pending := s.since, s.pending
+		s.pending = false
+		s.mu.Unlock()
+		if !pending {
+			continue
+		}
+		rep, err := s.sweeper.SweepSince(ctx, since)
+		var ra *redeliver.RetryAfterError
+		switch {
+		case errors.As(err, &ra):
+			log.Warn().Dur("retry_after", ra.Wait).Msg("github asked the gap sweep to wait")
+			s.RequestSweep(ctx, since) // the next sweep waits out the retry-after itself
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(ra.Wait):
+			}
+		case err != nil && ctx.Err() == nil:
+			log.Warn().Err(err).Msg("gap sweep failed")
+		default:
+			log.Debug().Int("redelivered", rep.Redelivered).Bool("complete", rep.Complete).Msg("gap sweep")
+		}
+	}
+}
