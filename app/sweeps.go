@@ -44,8 +44,8 @@ func (s *sweeps) RequestSweep(_ context.Context, since time.Time) {
 
 // SweepProof implements enforce.Redeliveries.
 func (s *sweeps) SweepProof(ctx context.Context) (policy.SweepProof, error) {
-	started, since, err := s.sweeper.Proof(ctx)
-	return policy.SweepProof{Available: true, StartedAt: started, Since: since}, err
+	p, err := s.sweeper.Proof(ctx)
+	return policy.SweepProof{Available: true, StartedAt: p.StartedAt, Since: p.Since, Full: p.Full}, err
 }
 
 // run serves requests until ctx ends.

@@ -102,6 +102,10 @@ func (s *Service) processItem(ctx context.Context, b Board, itemID, delivery str
 	if w.pending, err = s.store.PendingObservations(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}
+	if until, ok := policy.Unsettled(toPolicy(w.pending), s.now(), s.opts.Settle); ok {
+		// Not before its reports settle: reading the board now would be spent for nothing.
+		return Result{Outcome: OutcomeWait, Reason: "settling", RetryAfter: until.Sub(s.now())}, nil
+	}
 	if w.it, err = b.Item(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("read item %s: %w", itemID, err)
 	}
@@ -273,7 +277,8 @@ func (s *Service) judge(ctx context.Context, b Board, w *walk, o store.Observati
 	}
 	zerolog.Ctx(ctx).Debug().Str("from", o.LegalFrom).Str("to", o.To).Str("actor", o.Actor).Str("verdict", string(verdict)).
 		Str("rule", string(dec.Rule)).Msg("judged a step")
-	if o.DeliveryID == w.delivery {
+	if o.DeliveryID == w.delivery || (w.delivery == "" && o.Actor == DriftActor) {
+		// The report this run is for; for the reconciler, the drift it found.
 		w.res, w.decided = Result{Outcome: OutcomeAllowed, Reason: dec.Reason}, true
 		if verdict == store.VerdictReverted {
 			w.res = Result{Outcome: OutcomeReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}

@@ -305,7 +305,11 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 	case OutcomeAllowed:
 		rep.Accepted++
 	case OutcomeWait:
+		// Its webhook may have failed: ask for it now (the gap's proof needs a sweep anyway).
 		rep.Deferred++
+		if s.opts.Redeliveries != nil {
+			s.opts.Redeliveries.RequestSweep(ctx, rec.ObservedAt)
+		}
 	}
 	zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("board", it.State).
 		Str("last_legal", rec.LastLegalState).Str("outcome", res.Outcome.String()).Msg("drift")

@@ -39,6 +39,9 @@ type WebhookFaults struct {
 	DuplicateRate float64 `json:"duplicate_rate"`
 	Reorder       bool    `json:"reorder"`
 	DelayMS       int     `json:"delay_ms"`
+	// Unrecorded keeps dropped deliveries out of the deliveries list too, as for an event
+	// GitHub never attempted to deliver (or one past its three days): nothing can redeliver it.
+	Unrecorded bool `json:"unrecorded,omitempty"`
 }
 
 // Validate refuses rates outside [0,1] and negative durations.

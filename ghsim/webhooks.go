@@ -287,6 +287,9 @@ func (d *dispatcher) send(o outgoing, drop bool) {
 		rec.StatusCode, rec.Status, rec.respHeaders, rec.respBody = d.post(url, headers, o.body)
 	}
 	rec.Duration = time.Since(start).Seconds()
+	if drop && d.faults.get().Webhook.Unrecorded {
+		return
+	}
 	d.mu.Lock()
 	d.nextID++
 	rec.ID = d.nextID - 1

@@ -52,6 +52,8 @@ type SweepProof struct {
 	// failed by then (back to Since) was redelivered and seen to arrive, or had given up.
 	StartedAt time.Time
 	Since     time.Time
+	// Full: it looked back as far as GitHub keeps deliveries, so it covers any history.
+	Full bool
 }
 
 // SequenceInput is everything one decision needs.
@@ -134,11 +136,9 @@ func Sequence(in SequenceInput) Action {
 	if !h.Known {
 		return adopt(in, pending)
 	}
-	for _, o := range pending {
-		if in.Now.Before(o.Received.Add(in.Settle)) {
-			// Reports of changes made moments apart can arrive in any order: let them settle.
-			return Action{Kind: ActWait, Until: o.Received.Add(in.Settle), Why: "settling: a report of an earlier change may still be on its way", GapSince: h.GapSince}
-		}
+	if until, ok := Unsettled(pending, in.Now, in.Settle); ok {
+		// Reports of changes made moments apart can arrive in any order: let them settle.
+		return Action{Kind: ActWait, Until: until, Why: "settling: a report of an earlier change may still be on its way", GapSince: h.GapSince}
 	}
 	// The next step is the first of the longest chain of reports that starts from the
 	// observed value (several reports of one second can chain in more than one order).
@@ -180,6 +180,17 @@ func Sequence(in SequenceInput) Action {
 	return gap(in, at, time.Time{}, in.Board.State, "the board shows "+show(in.Board.State)+", which no report explains yet")
 }
 
+// Unsettled reports whether a report arrived less than settle ago, and until when to wait.
+func Unsettled(pending []Observation, now time.Time, settle time.Duration) (time.Time, bool) {
+	var until time.Time
+	for _, o := range pending {
+		if t := o.Received.Add(settle); now.Before(t) && t.After(until) {
+			until = t
+		}
+	}
+	return until, !until.IsZero()
+}
+
 // chains reports whether o can follow a history that ends in value `from` at `at`.
 func chains(from string, at time.Time, o Observation) bool {
 	if o.FromKnown {
@@ -204,6 +215,24 @@ func nextInChain(h History, pending []Observation) (Observation, bool) {
 		}
 		return Observation{}, false
 	}
+	i, n := chainFromAt(h.Observed, h.ObservedAt, pending)
+	if n == 0 {
+		return Observation{}, false
+	}
+	return pending[i], true
+}
+
+// chainFrom is chainFromAt with no time bound.
+func chainFrom(from string, pending []Observation) (int, int) {
+	if len(pending) > maxChainSearch {
+		return 0, 1
+	}
+	return chainFromAt(from, time.Time{}, pending)
+}
+
+// chainFromAt finds the longest chain of reports starting at value `from` (not before at):
+// the index of its first report and its length (0: none chains).
+func chainFromAt(from string, at time.Time, pending []Observation) (int, int) {
 	used := make([]bool, len(pending))
 	var longest func(from string, at time.Time) int
 	longest = func(from string, at time.Time) int {
@@ -220,7 +249,7 @@ func nextInChain(h History, pending []Observation) (Observation, bool) {
 	}
 	bestLen, bestIdx := 0, -1
 	for i, o := range pending {
-		if !chains(h.Observed, h.ObservedAt, o) {
+		if !chains(from, at, o) {
 			continue
 		}
 		used[i] = true
@@ -230,10 +259,7 @@ func nextInChain(h History, pending []Observation) (Observation, bool) {
 			bestLen, bestIdx = n, i
 		}
 	}
-	if bestIdx < 0 {
-		return Observation{}, false
-	}
-	return pending[bestIdx], true
+	return bestIdx, bestLen
 }
 
 // gap holds the item until the missing change is reported, a sweep proves nothing more will
@@ -252,7 +278,7 @@ func gap(in SequenceInput, missingAt, noticed time.Time, to, why string) Action 
 	var proven bool
 	if in.Sweep.Available {
 		proven = !in.Sweep.StartedAt.IsZero() && !in.Sweep.StartedAt.Before(due) &&
-			(h.ObservedAt.IsZero() || !in.Sweep.Since.After(h.ObservedAt))
+			(in.Sweep.Full || h.ObservedAt.IsZero() || !in.Sweep.Since.After(h.ObservedAt))
 	} else {
 		proven = !in.Now.Before(latest(due, since.Add(in.Window)))
 	}
@@ -276,11 +302,19 @@ func gap(in SequenceInput, missingAt, noticed time.Time, to, why string) Action 
 
 // adopt decides the baseline of an item seen for the first time.
 func adopt(in SequenceInput, pending []Observation) Action {
-	for _, o := range pending {
-		if o.FromKnown {
-			// The value it had before the first report is the best baseline there is.
-			return Action{Kind: ActAdopt, To: o.From, Why: "first sight: the value before the first reported change is taken as legal"}
+	// The value before the first reported change is the best baseline there is: the start of
+	// the longest chain of reports (they may have arrived in any order).
+	best, bestLen := -1, 0
+	for i, o := range pending {
+		if !o.FromKnown {
+			continue
 		}
+		if _, n := chainFrom(o.From, pending); n > bestLen {
+			best, bestLen = i, n
+		}
+	}
+	if best >= 0 {
+		return Action{Kind: ActAdopt, To: pending[best].From, Why: "first sight: the value before the first reported change is taken as legal"}
 	}
 	at := in.Board.UpdatedAt
 	for _, o := range pending {

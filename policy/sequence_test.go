@@ -15,7 +15,9 @@ func TestSequence(t *testing.T) {
 	known := func(legal, observed string, at int) History {
 		return History{Known: true, Legal: legal, Observed: observed, ObservedAt: sec(at)}
 	}
-	swept := func(start int) SweepProof { return SweepProof{Available: true, StartedAt: sec(start), Since: t0.Add(-time.Hour)} }
+	swept := func(start int) SweepProof {
+		return SweepProof{Available: true, StartedAt: sec(start), Since: t0.Add(-time.Hour)}
+	}
 	noFrom := obs("d", "", "Ready for Plan", "alice", 5)
 	noFrom.FromKnown = false
 	own := obs("d", "Backlog", "Research Needed", "ralph-gate[bot]", 5)
@@ -31,6 +33,10 @@ func TestSequence(t *testing.T) {
 		{"first sight with a previous value adopts it", SequenceInput{
 			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: BoardValue{State: "Research Needed"}, Now: sec(6)},
 			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
+		{"first sight adopts the start of the reports' chain, whatever their order", SequenceInput{
+			Pending: []Observation{obs("d2", "Research in Progress", "Ready for Plan", "agent-1", 5), obs("d1", "Research Needed", "Research in Progress", "agent-1", 5)},
+			Board:   BoardValue{State: "Ready for Plan"}, Now: sec(6)},
+			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Research Needed") }},
 		{"first sight without a previous value adopts the board", SequenceInput{
 			Pending: []Observation{noFrom}, Board: BoardValue{State: "Ready for Plan", UpdatedAt: sec(5)}, Now: sec(6)},
 			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Ready for Plan"); wantTime(t, a.At, sec(5)) }},
@@ -50,7 +56,10 @@ func TestSequence(t *testing.T) {
 		{"a report just received settles first", SequenceInput{
 			History: known("Backlog", "Backlog", 1), Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)},
 			Board: BoardValue{State: "Research Needed"}, Now: sec(5), Settle: 200 * time.Millisecond},
-			ActWait, func(t *testing.T, a Action) { wantTime(t, a.Until, sec(5).Add(200*time.Millisecond)); wantBool(t, a.Sweep, false) }},
+			ActWait, func(t *testing.T, a Action) {
+				wantTime(t, a.Until, sec(5).Add(200*time.Millisecond))
+				wantBool(t, a.Sweep, false)
+			}},
 		{"reports delivered in reverse order are judged in history order", SequenceInput{
 			History: known("Backlog", "Backlog", 1), Pending: []Observation{
 				obs("d2", "Research Needed", "Ready for Plan", "alice", 5), obs("d1", "Backlog", "Research Needed", "alice", 5)},

@@ -281,7 +281,7 @@ listing:
 	}
 	rep.Complete = listedAll && rep.Failed == rep.GaveUp+rep.Redelivered && rep.Confirmed == rep.Redelivered
 	if rep.Complete {
-		if err := s.prove(ctx, now, horizon); err != nil {
+		if err := s.prove(ctx, now, horizon, !horizon.After(now.Add(-s.opts.MaxAge))); err != nil {
 			return rep, err
 		}
 	}
@@ -337,17 +337,21 @@ func ok2xx(status int) bool { return ok(status) }
 // ProofName is where the newest complete sweep is recorded.
 const ProofName = "redeliver/proof"
 
-type proof struct {
+// Proof is what the newest complete sweep showed: every delivery that had failed by
+// StartedAt, back to Since, was redelivered and arrived, or gave up. Full says Since is as
+// far back as GitHub keeps deliveries.
+type Proof struct {
 	StartedAt time.Time `json:"started_at"`
 	Since     time.Time `json:"since"`
+	Full      bool      `json:"full,omitempty"`
 }
 
-func (s *Sweeper) prove(ctx context.Context, started, since time.Time) error {
-	cur, _, err := s.Proof(ctx)
-	if err == nil && !cur.IsZero() && !started.After(cur) {
+func (s *Sweeper) prove(ctx context.Context, started, since time.Time, full bool) error {
+	cur, err := s.Proof(ctx)
+	if err == nil && !cur.StartedAt.IsZero() && !started.After(cur.StartedAt) {
 		return nil
 	}
-	data, err := json.Marshal(proof{StartedAt: started, Since: since})
+	data, err := json.Marshal(Proof{StartedAt: started, Since: since, Full: full})
 	if err != nil {
 		return fmt.Errorf("encode redelivery proof: %w", err)
 	}
@@ -357,18 +361,17 @@ func (s *Sweeper) prove(ctx context.Context, started, since time.Time) error {
 	return nil
 }
 
-// Proof returns when the newest complete sweep began and how far back it looked (zero times
-// when none has completed).
-func (s *Sweeper) Proof(ctx context.Context) (startedAt, since time.Time, err error) {
+// Proof returns the newest complete sweep's proof (zero when none has completed).
+func (s *Sweeper) Proof(ctx context.Context) (Proof, error) {
 	v, err := s.cursors.GetCursor(ctx, ProofName)
 	if err != nil || v == "" {
-		return time.Time{}, time.Time{}, nil // none yet (ErrNotFound) or unreadable
+		return Proof{}, nil // none yet (ErrNotFound) or unreadable
 	}
-	var p proof
+	var p Proof
 	if json.Unmarshal([]byte(v), &p) != nil {
-		return time.Time{}, time.Time{}, nil
+		return Proof{}, nil
 	}
-	return p.StartedAt, p.Since, nil
+	return p, nil
 }
 
 func ok(status int) bool { return status >= 200 && status < 300 }

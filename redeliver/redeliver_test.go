@@ -141,8 +141,9 @@ func TestSweepProof(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			started, since, _ := s.Proof(ctx)
-			if rep.Complete != tt.complete || started.IsZero() == tt.complete {
+			p, _ := s.Proof(ctx)
+			started, since := p.StartedAt, p.Since
+			if rep.Complete != tt.complete || started.IsZero() == tt.complete || p.Full {
 				t.Fatalf("sweep %+v, proof started %s: want complete=%v", rep, started, tt.complete)
 			}
 			if tt.complete && (!started.Equal(now) || !since.Equal(now.Add(-10*time.Minute-proofSlack))) {

@@ -45,8 +45,23 @@ func flatSeed(t testing.TB, n int, state func(i int) string) []byte {
 	return []byte(b.String())
 }
 
-// reconcileSettled makes the reconciler judge every item at once (no settle time).
-func reconcileSettled(c *config.Config) { c.Reconcile.Settle = 0 }
+// reconcileSettled makes the reconciler judge every item at once (no settle time) and proves
+// a gap 300 ms after the missing change (how long a delivery attempt may take).
+func reconcileSettled(c *config.Config) {
+	c.Reconcile.Settle = 0
+	c.Enforcement.ReorderWindow = 300 * time.Millisecond
+}
+
+// sweepThenReconcile runs what the periodic reconcile job runs: a sweep (whose completion
+// proves that no failed delivery is missing), then a pass.
+func (e *env) sweepThenReconcile() enforce.ReconcileReport {
+	e.t.Helper()
+	rep, err := e.sb.App.SweepNow(context.Background())
+	if err != nil || !rep.Complete {
+		e.t.Fatalf("sweep: %+v %v; want a complete sweep", rep, err)
+	}
+	return e.reconcile()
+}
 
 func (e *env) reconcile() enforce.ReconcileReport {
 	e.t.Helper()
@@ -67,8 +82,9 @@ func (e *env) faults(f ghsim.Faults) {
 	}
 }
 
-// A webhook that never arrives leaves its value on the board; the reconciler finds it and
-// handles it like a webhook whose author is unknown (judged as an agent's move).
+// A webhook GitHub never delivered (nothing to redeliver) leaves its value on the board; the
+// reconciler finds it and, once a complete sweep proves no delivery is missing, judges it as a
+// change whose author is unknown (judged as an agent's move).
 func TestReconcilerFindsLostWebhooks(t *testing.T) {
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, reconcileSettled)
@@ -76,15 +92,16 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		if first.Adopted != first.Items || first.Reverted != 0 || e.appWrites() != 0 {
 			t.Fatalf("first pass %+v wrote %d values; want everything adopted and nothing written", first, e.appWrites())
 		}
-		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
-		e.move("agent-1", 5, "In Progress")    // illegal from Backlog: webhook lost
-		e.move("alice", 8, "Plan in Progress") // legal: webhook lost
-		e.move("alice", 6, "Human Needed")     // legal escalation: webhook lost
+		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1, Unrecorded: true}})
+		e.move("agent-1", 5, "In Progress")    // illegal from Backlog: webhook never sent
+		e.move("alice", 8, "Plan in Progress") // legal: webhook never sent
+		e.move("alice", 6, "Human Needed")     // legal escalation: webhook never sent
 		e.faults(ghsim.Faults{})
 		e.settle()
-		e.wantState(5, "In Progress") // nobody told ralph-gate yet
+		e.wantState(5, "In Progress")      // nobody told ralph-gate yet
+		time.Sleep(400 * time.Millisecond) // past the delivery window: a sweep now proves the gap
 
-		rep := e.reconcile()
+		rep := e.sweepThenReconcile()
 		if rep.Drifted != 3 || rep.Reverted != 1 || rep.Accepted != 2 || rep.Pages != 1 {
 			t.Fatalf("report %+v: want 3 drifts, 1 reverted, 2 accepted, 1 page", rep)
 		}
@@ -93,7 +110,7 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		e.wantState(8, "Plan in Progress")
 		e.wantState(6, "Human Needed")
 		cs := e.comments(5)
-		if len(cs) != 1 || !strings.Contains(cs[0].Body, "never reached ralph-gate") || !strings.Contains(cs[0].Body, "In Progress") {
+		if len(cs) != 1 || !strings.Contains(cs[0].Body, "no webhook reported") || !strings.Contains(cs[0].Body, "In Progress") {
 			t.Fatalf("comments on #5: %+v; want one explaining the drift", cs)
 		}
 		// Nothing left to do: a second pass is in sync and writes nothing.
@@ -102,13 +119,46 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		if again.Drifted != 0 || again.InSync != again.Items || e.appWrites() != writes {
 			t.Fatalf("second pass %+v wrote %d values", again, e.appWrites()-writes)
 		}
-		// A later webhook about #8 (the lock taken while unseen) names its holder.
 		found := false
 		for _, a := range e.audit(5) {
 			found = found || (a.Verdict == store.VerdictReverted && a.Actor == enforce.DriftActor && a.ActorKind == "agent")
 		}
 		if !found {
 			t.Fatalf("no audit of the drift revert on #5 (judged as an agent): %+v", e.audit(5))
+		}
+	})
+}
+
+// A drift whose webhook failed (GitHub lists it) is not judged as an unknown author's: the
+// reconciler's gap asks for a sweep, the redelivered webhook arrives with its real sender and
+// is judged as theirs.
+func TestReconcilerDriftRecoveredWithItsAuthor(t *testing.T) {
+	each(t, func(t *testing.T, driver string) {
+		e := start(t, driver, nil, reconcileSettled)
+		e.reconcile()
+		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
+		e.move("agent-1", 5, "In Progress") // illegal from Backlog: delivery failed
+		e.move("owner", 6, "Human Needed")  // bypass: delivery failed
+		e.faults(ghsim.Faults{})
+		e.settle()
+		rep := e.reconcile()
+		if rep.Drifted != 2 || rep.Deferred != 2 {
+			t.Fatalf("report %+v: want 2 drifts, both held for their webhooks", rep)
+		}
+		waitFor(t, 20*time.Second, func() bool { s, _ := e.sb.State("app", 5); return s == "Backlog" })
+		e.settle()
+		e.wantState(5, "Backlog")
+		e.wantState(6, "Human Needed")
+		cs := e.comments(5)
+		if len(cs) != 1 || !strings.Contains(cs[0].Body, "`agent-1` (agent)") {
+			t.Fatalf("comments on #5: %+v; want one naming agent-1", cs)
+		}
+		for _, i := range []int{5, 6} {
+			for _, a := range e.audit(i) {
+				if a.Actor == enforce.DriftActor && a.Verdict != store.VerdictAdopted {
+					t.Errorf("#%d: a change with a redeliverable webhook was judged as an unknown author's: %+v", i, a)
+				}
+			}
 		}
 	})
 }
@@ -684,4 +734,16 @@ func inFlight(sb *Sandbox) bool {
 		}
 	}
 	return false
+}
+
+// waitFor polls cond until it holds or the time is up.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached within %s", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

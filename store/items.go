@@ -23,11 +23,11 @@ type Item struct {
 	ObservedAt    time.Time // GitHub's time of the last judged change; zero = unknown
 	GapSince      time.Time // when a missing change was first noticed; zero = none
 	// AutomateState is a legal state whose automation has not run to completion yet.
-	AutomateState  string
-	LockHolder     string    // "" when unlocked
-	LockSince      time.Time // zero when unlocked
-	UpdatedAt      time.Time // set by the store when zero on write
-	Version        int64     // bumped by every write; 1 after the first
+	AutomateState string
+	LockHolder    string    // "" when unlocked
+	LockSince     time.Time // zero when unlocked
+	UpdatedAt     time.Time // set by the store when zero on write
+	Version       int64     // bumped by every write; 1 after the first
 }
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
