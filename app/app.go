@@ -115,7 +115,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
 		GapHold:        cfg.Enforcement.GapHold,
-		Settle:         cfg.Enforcement.Settle,
 		Redeliveries:   a.maint.gaps,
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,

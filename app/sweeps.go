@@ -20,7 +20,6 @@ type sweeps struct {
 
 	mu      sync.Mutex
 	pending bool
-	since   time.Time
 	wake    chan struct{}
 }
 
@@ -29,11 +28,8 @@ func newSweeps(sw *redeliver.Sweeper) *sweeps {
 }
 
 // RequestSweep implements enforce.Redeliveries.
-func (s *sweeps) RequestSweep(_ context.Context, since time.Time) {
+func (s *sweeps) RequestSweep(context.Context) {
 	s.mu.Lock()
-	if !s.pending || since.Before(s.since) {
-		s.since = since
-	}
 	s.pending = true
 	s.mu.Unlock()
 	select {
@@ -45,7 +41,7 @@ func (s *sweeps) RequestSweep(_ context.Context, since time.Time) {
 // SweepProof implements enforce.Redeliveries.
 func (s *sweeps) SweepProof(ctx context.Context) (policy.SweepProof, error) {
 	p, err := s.sweeper.Proof(ctx)
-	return policy.SweepProof{Available: true, StartedAt: p.StartedAt, Since: p.Since, Full: p.Full}, err
+	return policy.SweepProof{Available: true, Since: p.Since, Until: p.Until, Full: p.Full}, err
 }
 
 // run serves requests until ctx ends.
@@ -58,18 +54,23 @@ func (s *sweeps) run(ctx context.Context) {
 		case <-s.wake:
 		}
 		s.mu.Lock()
-		since, pending := s.since, s.pending
+		pending := s.pending
 		s.pending = false
 		s.mu.Unlock()
 		if !pending {
 			continue
 		}
-		rep, err := s.sweeper.SweepSince(ctx, since)
+		// Only what is newer than the proof needs listing (a full sweep when there is none).
+		p, err := s.sweeper.Proof(ctx)
+		if err != nil {
+			log.Warn().Err(err).Msg("could not read the redelivery proof")
+		}
+		rep, err := s.sweeper.SweepSince(ctx, p.Until)
 		var ra *redeliver.RetryAfterError
 		switch {
 		case errors.As(err, &ra):
 			log.Warn().Dur("retry_after", ra.Wait).Msg("github asked the gap sweep to wait")
-			s.RequestSweep(ctx, since) // the next sweep waits out the retry-after itself
+			s.RequestSweep(ctx) // the next sweep waits out the retry-after itself
 			select {
 			case <-ctx.Done():
 				return

@@ -17,9 +17,9 @@ import (
 // deliveries at once when an item's history has a gap, and to learn what the newest complete
 // sweep proves (policy.SweepProof).
 type Redeliveries interface {
-	// RequestSweep asks for a sweep of failed deliveries back to since, soon; requests
-	// arriving while one is under way are coalesced into the next.
-	RequestSweep(ctx context.Context, since time.Time)
+	// RequestSweep asks for a sweep of failed deliveries, soon; requests arriving while one
+	// is under way are coalesced into the next.
+	RequestSweep(ctx context.Context)
 	// SweepProof reports the newest complete sweep.
 	SweepProof(ctx context.Context) (policy.SweepProof, error)
 }
@@ -102,25 +102,30 @@ func (s *Service) processItem(ctx context.Context, b Board, itemID, delivery str
 	if w.pending, err = s.store.PendingObservations(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}
-	if until, ok := policy.Unsettled(toPolicy(w.pending), s.now(), s.opts.Settle); ok {
-		// Not before its reports settle: reading the board now would be spent for nothing.
-		return Result{Outcome: OutcomeWait, Reason: "settling", RetryAfter: until.Sub(s.now())}, nil
-	}
-	if w.it, err = b.Item(ctx, itemID); err != nil {
-		return Result{}, fmt.Errorf("read item %s: %w", itemID, err)
-	}
-	w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = w.it.Number, w.it.Repo, w.it.ProjectID
 	proof := policy.SweepProof{}
 	if s.opts.Redeliveries != nil {
 		if proof, err = s.opts.Redeliveries.SweepProof(ctx); err != nil {
 			return Result{}, fmt.Errorf("read the redelivery sweep's proof: %w", err)
 		}
 	}
+	read := false // the board is read when a step needs it
 	for step := 0; step < maxStepsPerRun; step++ {
+		board := policy.BoardValue{Unknown: !read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt}
 		a := policy.Sequence(policy.SequenceInput{
-			History: s.history(w), Pending: toPolicy(w.pending), Board: policy.BoardValue{State: w.it.State, UpdatedAt: w.it.StateUpdatedAt},
-			Sweep: proof, Now: s.now(), Window: s.opts.ReorderWindow, Hold: s.opts.GapHold, Settle: s.opts.Settle,
+			History: s.history(w), Pending: toPolicy(w.pending), Board: board,
+			Sweep: proof, Now: s.now(), Window: s.opts.ReorderWindow, Hold: s.opts.GapHold,
 		})
+		if board.Unknown && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
+			// Judging reads the gates' inputs from the item; the rest compares with the board.
+			if w.it, err = b.Item(ctx, itemID); err != nil {
+				return Result{}, fmt.Errorf("read item %s: %w", itemID, err)
+			}
+			w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = w.it.Number, w.it.Repo, w.it.ProjectID
+			read = true
+			if a.Kind == policy.ActRead {
+				continue
+			}
+		}
 		switch a.Kind {
 		case policy.ActWait:
 			return s.hold(ctx, w, a)
@@ -136,7 +141,7 @@ func (s *Service) processItem(ctx context.Context, b Board, itemID, delivery str
 
 func (s *Service) history(w *walk) policy.History {
 	return policy.History{Known: w.found, Legal: w.rec.LastLegalState, Observed: w.rec.ObservedState,
-		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince}
+		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending}
 }
 
 func toPolicy(os []store.Observation) []policy.Observation {
@@ -199,17 +204,25 @@ func (s *Service) apply(ctx context.Context, b Board, w *walk, a policy.Action) 
 		}
 		return nil
 	case policy.ActRevert:
+		if w.rec.RevertPending != a.To {
+			// Recorded before it is written: afterwards the board showing a.To is our write.
+			rec := w.rec
+			rec.RevertPending = a.To
+			if err := s.commit(ctx, w, store.Step{Item: rec}); err != nil {
+				return err
+			}
+		}
 		if err := b.SetState(ctx, w.it, a.To); err != nil {
 			return fmt.Errorf("revert item %s to %q: %w", w.it.ID, a.To, err)
 		}
 		log.Info().Str("from", w.it.State).Str("to", a.To).Msg("reverted an illegal move")
 		w.it.State, w.reverted = a.To, true
 		rec := w.rec
-		rec.ObservedState, rec.RejectedState = a.To, ""
+		rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
 		return s.commit(ctx, w, store.Step{Item: rec})
 	case policy.ActSync:
 		rec := w.rec
-		rec.ObservedState, rec.RejectedState = a.To, ""
+		rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
 		return s.commit(ctx, w, store.Step{Item: rec})
 	}
 	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
@@ -237,7 +250,7 @@ func (s *Service) judge(ctx context.Context, b Board, w *walk, o store.Observati
 	}
 	o.Status, o.JudgedAt, o.ActorKind, o.LegalFrom = store.ObservationJudged, s.now(), kind.String(), rec.LastLegalState
 	o.Rule, o.Reason = string(dec.Rule), dec.Reason
-	rec.ObservedState, rec.GapSince = o.To, time.Time{}
+	rec.ObservedState, rec.GapSince, rec.RevertPending = o.To, time.Time{}, ""
 	if o.At.After(rec.ObservedAt) {
 		rec.ObservedAt = o.At
 	}
@@ -297,7 +310,7 @@ func (s *Service) hold(ctx context.Context, w *walk, a policy.Action) (Result, e
 		}
 	}
 	if a.Sweep && s.opts.Redeliveries != nil {
-		s.opts.Redeliveries.RequestSweep(ctx, a.SweepSince)
+		s.opts.Redeliveries.RequestSweep(ctx)
 	}
 	zerolog.Ctx(ctx).Debug().Str("why", a.Why).Time("until", a.Until).Bool("sweep", a.Sweep).Msg("holding the item's reports")
 	wait := max(a.Until.Sub(s.now()), 10*time.Millisecond)
@@ -342,6 +355,10 @@ func (s *Service) finish(ctx context.Context, b Board, w *walk) (Result, error) 
 		}
 	}
 	if w.decided {
+		if w.res.Outcome == OutcomeReverted && !w.reverted {
+			// Refused, but a later legal change moved the item on: nothing to set back.
+			w.res = Result{Outcome: OutcomeSuperseded, Reason: w.res.Reason}
+		}
 		return w.res, nil
 	}
 	if w.delivery != "" {

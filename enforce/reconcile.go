@@ -308,7 +308,7 @@ func (s *Service) reconcileItem(ctx context.Context, b Board, it Item, known map
 		// Its webhook may have failed: ask for it now (the gap's proof needs a sweep anyway).
 		rep.Deferred++
 		if s.opts.Redeliveries != nil {
-			s.opts.Redeliveries.RequestSweep(ctx, rec.ObservedAt)
+			s.opts.Redeliveries.RequestSweep(ctx)
 		}
 	}
 	zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("board", it.State).

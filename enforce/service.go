@@ -12,15 +12,13 @@ import (
 
 // Options tune enforcement timing.
 type Options struct {
-	// ReorderWindow is how long GitHub may take to attempt a delivery after a change: a gap in
-	// an item's history is proven empty only by a sweep that began that long after the missing
-	// change (or, with no sweeper, waited out for that long).
+	// ReorderWindow is how long GitHub may take to attempt a delivery after a change. A change
+	// is judged once a redelivery sweep has proven that every change made up to that long
+	// after it has been reported (or, with no sweeper, once it is that old): only then is its
+	// place in the item's history certain.
 	ReorderWindow time.Duration
-	// GapHold bounds how long a gap holds an item's later changes when no sweep proves it.
+	// GapHold bounds how long a change waits for that proof; then it is judged all the same.
 	GapHold time.Duration
-	// Settle is how long a report waits before it is judged, so that reports of changes made
-	// moments apart and delivered out of order are put back in order first.
-	Settle time.Duration
 	// Redeliveries, when set, sweeps failed deliveries for a gap and proves it (see history.go).
 	Redeliveries Redeliveries
 	// CoalesceWindow is how long one violation comment keeps absorbing new violations.
@@ -48,7 +46,7 @@ func DefaultLifecycleStates() LifecycleStates {
 
 // DefaultOptions are the defaults config applies.
 func DefaultOptions() Options {
-	return Options{ReorderWindow: 5 * time.Second, GapHold: 2 * time.Minute, Settle: 200 * time.Millisecond, CoalesceWindow: 10 * time.Minute}
+	return Options{ReorderWindow: 5 * time.Second, GapHold: 2 * time.Minute, CoalesceWindow: 10 * time.Minute}
 }
 
 // Service enforces the workflow. It is safe for concurrent use; changes of one item are

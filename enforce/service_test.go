@@ -137,6 +137,28 @@ type harness struct {
 	board *fakeBoard
 	st    *store.Store
 	now   time.Time
+	// proof is what the harness's sweeper has proven: by default, that no webhook was ever
+	// lost (every change up to an hour from now is reported), so changes are judged at once.
+	proof policy.SweepProof
+}
+
+// unproven makes the harness's sweeper prove nothing new: reports wait for their proof.
+func (h *harness) unproven() {
+	h.proof = policy.SweepProof{Available: true, Full: true, Until: h.now.Add(-time.Hour)}
+}
+
+// proven makes it prove everything again.
+func (h *harness) proven() { h.proof = policy.SweepProof{Available: true} }
+
+// RequestSweep implements Redeliveries.
+func (h *harness) RequestSweep(context.Context) {}
+
+// SweepProof implements Redeliveries.
+func (h *harness) SweepProof(context.Context) (policy.SweepProof, error) {
+	if h.proof.Available && h.proof.Until.IsZero() {
+		return policy.SweepProof{Available: true, Full: true, Until: h.now.Add(time.Hour)}, nil
+	}
+	return h.proof, nil
 }
 
 func newHarness(t *testing.T, items ...Item) *harness {
@@ -150,10 +172,11 @@ func newHarness(t *testing.T, items ...Item) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, board: newFakeBoard(items...), st: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, board: newFakeBoard(items...), st: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
+		proof: policy.SweepProof{Available: true}}
 	actors := policy.Actors{Agents: []string{"agent-*"}, Bypass: []string{"owner"}}
 	h.svc = New(m, actors, st, func() time.Time { return h.now }, Options{
-		ReorderWindow: 5 * time.Second, CoalesceWindow: 10 * time.Minute, AppLogin: "ralph-gate[bot]",
+		ReorderWindow: 5 * time.Second, CoalesceWindow: 10 * time.Minute, AppLogin: "ralph-gate[bot]", Redeliveries: h,
 	})
 	return h
 }
@@ -255,14 +278,19 @@ func TestReverseOrderLegalStepsNeverRevert(t *testing.T) {
 	first := h.board.move("A", "agent-1", "Research in Progress", t1)
 	second := h.board.move("A", "agent-1", "Ready for Plan", t2)
 	h.now = t2
+	h.unproven() // the earlier webhook may still be on its way
 	if res := h.process(second); res.Outcome != OutcomeWait {
-		t.Fatalf("the later change must wait for the earlier one, got %+v", res)
+		t.Fatalf("the later change must wait until nothing before it can be missing, got %+v", res)
+	}
+	if res := h.process(first); res.Outcome != OutcomeWait {
+		t.Fatalf("earlier change before the proof: %+v", res)
+	}
+	h.proven()
+	if res := h.process(second); res.Outcome != OutcomeAllowed {
+		t.Fatalf("later change once proven: %+v", res)
 	}
 	if res := h.process(first); res.Outcome != OutcomeAllowed {
-		t.Fatalf("earlier change: %+v", res)
-	}
-	if res := h.process(second); res.Outcome != OutcomeAllowed {
-		t.Fatalf("later change after the earlier arrived: %+v", res)
+		t.Fatalf("earlier change, judged in the same walk: %+v", res)
 	}
 	if len(h.board.sets) != 0 || h.state("A") != "Ready for Plan" {
 		t.Fatalf("writes %v, state %q", h.board.sets, h.state("A"))
@@ -274,8 +302,10 @@ func TestReverseOrderSameSecond(t *testing.T) {
 	h.process(h.board.move("A", "alice", "Ready for Plan", h.now))
 	first := h.board.move("A", "agent-1", "Plan in Progress", h.now)
 	second := h.board.move("A", "agent-1", "Plan in Review", h.now)
+	h.unproven()
 	h.process(second)
 	h.process(first)
+	h.proven()
 	h.process(second)
 	if len(h.board.sets) != 0 || h.state("A") != "Plan in Review" {
 		t.Fatalf("writes %v, state %q", h.board.sets, h.state("A"))
@@ -286,6 +316,7 @@ func TestReverseOrderSameSecond(t *testing.T) {
 // unreported step is judged as an unknown actor's, and the reported one from the state it left.
 func TestMissingEarlierChangeJudgedAfterWindow(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
+	h.proof = policy.SweepProof{} // no sweeper: only waiting out the window
 	h.process(h.board.move("A", "alice", "Research Needed", h.now))
 	h.board.move("A", "agent-1", "Research in Progress", h.now.Add(time.Second)) // webhook lost
 	late := h.board.move("A", "agent-1", "Done", h.now.Add(2*time.Second))
@@ -323,7 +354,11 @@ func TestLegalNewerValueNeverOverwritten(t *testing.T) {
 	illegal := h.board.move("A", "agent-1", "In Review", h.now.Add(time.Second))
 	fix := h.board.move("A", "alice", "Ready for Plan", h.now.Add(2*time.Second))
 	h.now = h.now.Add(3 * time.Second)
-	// The illegal change's webhook is late: the board already shows a newer value.
+	// The illegal change's webhook is late: the board already shows a newer value, whose
+	// webhook has arrived (its job has not run yet).
+	if err := h.svc.Observe(context.Background(), fix); err != nil {
+		t.Fatal(err)
+	}
 	if res := h.process(illegal); res.Outcome != OutcomeSuperseded {
 		t.Fatalf("late illegal change: %+v", res)
 	}

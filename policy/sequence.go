@@ -35,24 +35,28 @@ type History struct {
 	ObservedAt time.Time // GitHub's time of the last judged step (zero when unknown)
 	// GapSince is when a missing change was first noticed (zero when none is).
 	GapSince time.Time
+	// RevertPending is the value a revert was about to write when it was recorded.
+	RevertPending string
 }
 
-// BoardValue is the item's Workflow State as just read from GitHub.
+// BoardValue is the item's Workflow State as read from GitHub.
 type BoardValue struct {
+	// Unknown: not read yet. The sequencer answers ActRead when it needs the value.
+	Unknown   bool
 	State     string
 	UpdatedAt time.Time // when the value last changed; zero when GitHub did not say
 }
 
-// SweepProof is what the redelivery sweeper has shown.
+// SweepProof is what the redelivery sweeps have proven, cumulatively: every delivery GitHub
+// had recorded as failed by Until, back to Since, was redelivered and seen to arrive (or gave
+// up for good).
 type SweepProof struct {
 	// Available is false when nothing can ask GitHub for failed deliveries (no App
-	// credentials): a gap is then waited out for Window and no longer.
+	// credentials): a report is then judged once it is Window old, and no sooner.
 	Available bool
-	// StartedAt is when the newest complete sweep began: every delivery GitHub had recorded as
-	// failed by then (back to Since) was redelivered and seen to arrive, or had given up.
-	StartedAt time.Time
 	Since     time.Time
-	// Full: it looked back as far as GitHub keeps deliveries, so it covers any history.
+	Until     time.Time
+	// Full: Since is as far back as GitHub keeps deliveries, so the proof covers any history.
 	Full bool
 }
 
@@ -63,42 +67,41 @@ type SequenceInput struct {
 	Board   BoardValue
 	Sweep   SweepProof
 	Now     time.Time
-	// Window is how long GitHub may take to attempt a delivery after the change: a sweep that
-	// began that long after a missing change happened would have listed its failed delivery.
+	// Window is how long GitHub may take to attempt a delivery after a change: once a proof
+	// reaches Window past a change, every change made up to it has been reported (or never
+	// will be), so the history up to it can be judged in its true order.
 	Window time.Duration
-	// Hold bounds how long a gap holds an item's later changes when no sweep can prove it.
+	// Hold bounds how long a report waits for that proof; then it is judged all the same.
 	Hold time.Duration
-	// Settle is how long a report waits before it is judged, so that reports of changes made
-	// moments apart, delivered out of order, are put back in order first.
-	Settle time.Duration
 }
 
 // Action kinds.
 type ActionKind int
 
 const (
-	// ActAdopt takes State as the item's legal (and observed) value: first sight.
+	// ActAdopt takes To as the item's legal (and observed) value: first sight.
 	ActAdopt ActionKind = iota
 	// ActJudge judges Obs as the step From → Obs.To (From is the value it left).
 	ActJudge
 	// ActJudgeUnobserved judges a step nobody reported, From → To at At, by an unknown actor:
-	// the gap is proven (or waited out) and nothing will fill it.
+	// the history is proven complete up to it, so no report of it will ever come.
 	ActJudgeUnobserved
 	// ActIgnore drops Obs (Why says why): our own write, or older than what was judged.
 	ActIgnore
 	// ActRevert writes To (the last legal state): the board still shows the refused value.
 	ActRevert
-	// ActSync records that the board shows the last legal value again (To).
+	// ActSync records that the board shows the revert that was being written (To).
 	ActSync
-	// ActWait holds the item until Until; Sweep asks for the failed deliveries now.
+	// ActRead: read the board, then ask again.
+	ActRead
+	// ActWait holds the item until Until; Sweep asks for a redelivery sweep now.
 	ActWait
-	// ActDone: everything reported is judged and the board shows the legal value (or a value
-	// that is being handled by its own report).
+	// ActDone: everything reported is judged and the board shows the legal value.
 	ActDone
 )
 
 func (k ActionKind) String() string {
-	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "sync", "wait", "done"}[k]
+	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "sync", "read", "wait", "done"}[k]
 }
 
 // Action is the sequencer's answer.
@@ -109,19 +112,15 @@ type Action struct {
 	At       time.Time   // ActJudgeUnobserved, ActAdopt: the time to record
 	Why      string
 	// ActWait:
-	Until      time.Time
-	Sweep      bool
-	SweepSince time.Time
-	// GapSince is the gap start the record must keep (zero clears it).
+	Until time.Time
+	Sweep bool
+	// GapSince is when the board was first seen showing a value no report explains; the
+	// record keeps it (zero clears it).
 	GapSince time.Time
 }
 
-// sweepGrace is how long a gap may last before the sweeper is asked: most gaps are plain
-// reordering, filled within milliseconds by the webhook that was merely late.
-const sweepGrace = time.Second
-
-// waitStep is how often a held item looks again.
-const waitStep = time.Second
+// waitStep is how often a held item looks again while a sweep is under way.
+const waitStep = 250 * time.Millisecond
 
 // Sequence returns the next action for an item. Applying it and asking again walks the item
 // to ActDone or ActWait.
@@ -133,62 +132,127 @@ func Sequence(in SequenceInput) Action {
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 	}
-	if !h.Known {
-		return adopt(in, pending)
+	if !h.Known && len(pending) == 0 {
+		if in.Board.Unknown {
+			return Action{Kind: ActRead, Why: "first sight: the board's value is adopted"}
+		}
+		return Action{Kind: ActAdopt, To: in.Board.State, At: in.Board.UpdatedAt, Why: "first sight: the current value is taken as legal"}
 	}
-	if until, ok := Unsettled(pending, in.Now, in.Settle); ok {
-		// Reports of changes made moments apart can arrive in any order: let them settle.
-		return Action{Kind: ActWait, Until: until, Why: "settling: a report of an earlier change may still be on its way", GapSince: h.GapSince}
-	}
-	// The next step is the first of the longest chain of reports that starts from the
-	// observed value (several reports of one second can chain in more than one order).
-	if o, ok := nextInChain(h, pending); ok {
-		return Action{Kind: ActJudge, Obs: o, From: h.Observed, Why: "next in the item's history"}
-	}
+	var covered, later []Observation
 	for _, o := range pending {
-		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {
-			return Action{Kind: ActIgnore, Obs: o, Why: "stale: older than the item's judged history, and it does not follow it", GapSince: h.GapSince}
+		if in.covers(h, o.At, o.Received) {
+			covered = append(covered, o)
+		} else {
+			later = append(later, o)
 		}
 	}
-	if len(pending) > 0 {
-		// A gap: the change that left h.Observed for pending[0].From has not been reported.
-		first := pending[0]
-		return gap(in, first.At, first.Received, first.From, "a change between "+show(h.Observed)+" and "+show(first.From)+" has not been reported")
+	if !h.Known {
+		if len(covered) == 0 {
+			return in.wait(h, later[0].At, "first sight: waiting until no earlier report can be missing")
+		}
+		return adopt(in, covered)
 	}
-	if in.Board.State == h.Legal && h.Observed != h.Legal {
-		// Our revert landed (its record was interrupted), or someone set the value back.
-		return Action{Kind: ActSync, To: h.Legal, Why: "the board is back in the last legal state"}
+	for _, o := range covered {
+		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {
+			if _, n := chainFromAt(h.Observed, h.ObservedAt, []Observation{o}, []bool{false}); n == 0 {
+				return Action{Kind: ActIgnore, Obs: o, Why: "stale: older than the item's judged history, and it does not follow it", GapSince: h.GapSince}
+			}
+		}
 	}
-	if in.Board.State == h.Observed {
+	// Every change up to the covered reports has been reported: judge them in the order of the
+	// longest chain that starts from the observed value; a report that follows nothing was
+	// preceded by a change nobody reported, which is judged first (by an unknown actor).
+	chain, rest := splitChain(h, covered)
+	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {
+		// An interrupted revert may have landed: if the reports follow on from the value it was
+		// writing better than from the refused one, it did.
+		landed := h
+		landed.Observed = h.RevertPending
+		if c, _ := splitChain(landed, covered); len(c) > len(chain) {
+			return Action{Kind: ActSync, To: h.RevertPending, Why: "the reported changes follow on from the value the revert wrote"}
+		}
+	}
+	switch {
+	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
+		return Action{Kind: ActJudge, Obs: chain[0], From: h.Observed, Why: "next in the item's history"}
+	case len(rest) > 0:
+		first := rest[0]
+		return Action{Kind: ActJudgeUnobserved, From: h.Observed, To: first.From, At: first.At,
+			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}
+	case len(later) > 0:
+		return in.wait(h, later[0].At, "waiting until no earlier report can be missing")
+	}
+	if in.Board.Unknown {
+		return Action{Kind: ActRead, Why: "every report is judged: compare with the board"}
+	}
+	if in.Board.State == h.Legal && h.Observed != h.Legal && h.RevertPending == h.Legal {
+		// Our revert landed; its record was interrupted.
+		return Action{Kind: ActSync, To: h.Legal, Why: "the board shows the revert that was being written"}
+	}
+	changedSince := !in.Board.UpdatedAt.IsZero() && !h.ObservedAt.IsZero() && in.Board.UpdatedAt.After(h.ObservedAt)
+	// The refused value set again after it was refused (someone moved away and back, or back
+	// over an interrupted revert) is a change of its own: wait for its report.
+	if in.Board.State == h.Observed && !(h.Observed != h.Legal && changedSince) {
 		if h.Observed != h.Legal {
 			return Action{Kind: ActRevert, To: h.Legal, Why: "the board still shows the refused value"}
 		}
 		return Action{Kind: ActDone, Why: "in sync"}
 	}
-	// The board moved past everything reported: its webhook is on its way, or was lost.
+	// The board moved past everything reported: its report is on its way, or was lost.
+	noticed := h.GapSince
+	if noticed.IsZero() {
+		noticed = in.Now
+	}
 	at := in.Board.UpdatedAt
 	if at.IsZero() {
-		// GitHub did not say when: it happened before it was first noticed.
-		at = h.GapSince
-		if at.IsZero() {
-			at = in.Now
-		}
+		at = noticed // GitHub did not say when: it happened before it was first noticed
 	}
 	if at.Before(h.ObservedAt) {
 		at = h.ObservedAt
 	}
-	return gap(in, at, time.Time{}, in.Board.State, "the board shows "+show(in.Board.State)+", which no report explains yet")
+	if in.covers(h, at, noticed) {
+		return Action{Kind: ActJudgeUnobserved, From: h.Observed, To: in.Board.State, At: at,
+			Why: "the board shows " + show(in.Board.State) + ", and no report of the change will come"}
+	}
+	a := in.wait(h, at, "the board shows "+show(in.Board.State)+", which no report explains yet")
+	a.GapSince = noticed
+	return a
 }
 
-// Unsettled reports whether a report arrived less than settle ago, and until when to wait.
-func Unsettled(pending []Observation, now time.Time, settle time.Duration) (time.Time, bool) {
-	var until time.Time
-	for _, o := range pending {
-		if t := o.Received.Add(settle); now.Before(t) && t.After(until) {
-			until = t
-		}
+// covers reports whether every change made up to `at` has been reported by now: a proof
+// reaches Window past it, or (with no sweeper) it is Window old, or the report has waited for
+// the whole hold.
+func (in SequenceInput) covers(h History, at, received time.Time) bool {
+	if !received.IsZero() && in.Hold > 0 && !in.Now.Before(received.Add(in.Hold)) {
+		return true
 	}
-	return until, !until.IsZero()
+	due := at.Add(in.Window)
+	if !in.Sweep.Available {
+		return !in.Now.Before(due)
+	}
+	p := in.Sweep
+	if p.Until.IsZero() || p.Until.Before(due) {
+		return false
+	}
+	return p.Full || h.ObservedAt.IsZero() || !p.Since.After(h.ObservedAt)
+}
+
+// wait holds the item until a proof can reach Window past `at`; a sweep is asked for once one
+// could (a sweep that began earlier would prove nothing about it).
+func (in SequenceInput) wait(h History, at time.Time, why string) Action {
+	due := at.Add(in.Window)
+	a := Action{Kind: ActWait, Why: why, GapSince: h.GapSince}
+	switch {
+	case in.Now.Before(due):
+		a.Until = due
+		if !in.Sweep.Available {
+			return a
+		}
+	default:
+		a.Until = in.Now.Add(waitStep)
+		a.Sweep = in.Sweep.Available
+	}
+	return a
 }
 
 // chains reports whether o can follow a history that ends in value `from` at `at`.
@@ -204,22 +268,100 @@ func chains(from string, at time.Time, o Observation) bool {
 // few; a flood of them is judged in clock order instead).
 const maxChainSearch = 6
 
-// nextInChain returns the first report of the longest chain of pending reports that follows
-// the judged history, preferring earlier reports on ties (pending is sorted).
-func nextInChain(h History, pending []Observation) (Observation, bool) {
-	if len(pending) > maxChainSearch {
-		for _, o := range pending {
-			if chains(h.Observed, h.ObservedAt, o) {
-				return o, true
-			}
+// splitChain orders the reports of the earliest second (GitHub dates changes to the second)
+// into the trail that starts from the observed value and uses them all, when there is one: a
+// report is an edge from the value it left to the one it set, so that is an Euler trail
+// (Hierholzer's algorithm, earlier arrivals first). Without one it takes the longest chain.
+// It returns that chain and the reports not in it, in order.
+func splitChain(h History, pending []Observation) (chain, rest []Observation) {
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	var first []int
+	for i, o := range pending {
+		if o.At.Equal(pending[0].At) {
+			first = append(first, i)
 		}
-		return Observation{}, false
 	}
-	i, n := chainFromAt(h.Observed, h.ObservedAt, pending)
-	if n == 0 {
-		return Observation{}, false
+	used := make([]bool, len(pending))
+	if trail := eulerTrail(h, pending, first); len(trail) == len(first) {
+		for _, i := range trail {
+			used[i] = true
+			chain = append(chain, pending[i])
+		}
+	} else {
+		from, at := h.Observed, h.ObservedAt
+		for {
+			var i, n int
+			if len(pending) > maxChainSearch {
+				i, n = -1, 0
+				for k, o := range pending {
+					if !used[k] && chains(from, at, o) {
+						i, n = k, 1
+						break
+					}
+				}
+			} else {
+				i, n = chainFromAt(from, at, pending, used)
+			}
+			if n == 0 {
+				break
+			}
+			used[i] = true
+			chain = append(chain, pending[i])
+			from, at = pending[i].To, pending[i].At
+		}
 	}
-	return pending[i], true
+	for k, o := range pending {
+		if !used[k] {
+			rest = append(rest, o)
+		}
+	}
+	return chain, rest
+}
+
+// eulerTrail walks the reports idx (one second's) from the observed value, using each once,
+// and returns the indexes in walking order (shorter than idx when no trail uses them all).
+func eulerTrail(h History, pending []Observation, idx []int) []int {
+	for _, i := range idx {
+		if !pending[i].FromKnown {
+			return nil // a report without a previous value is ordered by the clock alone
+		}
+	}
+	out := map[string][]int{}
+	for _, i := range idx {
+		out[pending[i].From] = append(out[pending[i].From], i) // in arrival order
+	}
+	next := map[string]int{}
+	type frame struct {
+		at   string
+		edge int
+	}
+	stack := []frame{{at: h.Observed, edge: -1}}
+	var trail []int
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if k := next[top.at]; k < len(out[top.at]) {
+			next[top.at] = k + 1
+			e := out[top.at][k]
+			stack = append(stack, frame{at: pending[e].To, edge: e})
+			continue
+		}
+		stack = stack[:len(stack)-1]
+		if top.edge >= 0 {
+			trail = append(trail, top.edge)
+		}
+	}
+	slices.Reverse(trail)
+	// A walk stuck before using every edge yields a trail that is not one chain: check it.
+	cur := h.Observed
+	for n, e := range trail {
+		if pending[e].From != cur {
+			return trail[:n]
+		}
+		cur = pending[e].To
+	}
+	return trail
 }
 
 // chainFrom is chainFromAt with no time bound.
@@ -227,13 +369,12 @@ func chainFrom(from string, pending []Observation) (int, int) {
 	if len(pending) > maxChainSearch {
 		return 0, 1
 	}
-	return chainFromAt(from, time.Time{}, pending)
+	return chainFromAt(from, time.Time{}, pending, make([]bool, len(pending)))
 }
 
 // chainFromAt finds the longest chain of reports starting at value `from` (not before at):
 // the index of its first report and its length (0: none chains).
-func chainFromAt(from string, at time.Time, pending []Observation) (int, int) {
-	used := make([]bool, len(pending))
+func chainFromAt(from string, at time.Time, pending []Observation, used []bool) (int, int) {
 	var longest func(from string, at time.Time) int
 	longest = func(from string, at time.Time) int {
 		best := 0
@@ -249,7 +390,7 @@ func chainFromAt(from string, at time.Time, pending []Observation) (int, int) {
 	}
 	bestLen, bestIdx := 0, -1
 	for i, o := range pending {
-		if !chains(from, at, o) {
+		if used[i] || !chains(from, at, o) {
 			continue
 		}
 		used[i] = true
@@ -260,44 +401,6 @@ func chainFromAt(from string, at time.Time, pending []Observation) (int, int) {
 		}
 	}
 	return bestIdx, bestLen
-}
-
-// gap holds the item until the missing change is reported, a sweep proves nothing more will
-// come, or the hold runs out; then the unreported step is judged by an unknown actor.
-func gap(in SequenceInput, missingAt, noticed time.Time, to, why string) Action {
-	h := in.History
-	since := h.GapSince
-	if since.IsZero() {
-		since = in.Now
-		if noticed.Before(since) && !noticed.IsZero() {
-			since = noticed // the report that shows the gap arrived then
-		}
-	}
-	// GitHub attempted any delivery of the missing change by missingAt + Window.
-	due := missingAt.Add(in.Window)
-	var proven bool
-	if in.Sweep.Available {
-		proven = !in.Sweep.StartedAt.IsZero() && !in.Sweep.StartedAt.Before(due) &&
-			(in.Sweep.Full || h.ObservedAt.IsZero() || !in.Sweep.Since.After(h.ObservedAt))
-	} else {
-		proven = !in.Now.Before(latest(due, since.Add(in.Window)))
-	}
-	expired := !in.Now.Before(since.Add(in.Hold))
-	if proven || expired {
-		a := Action{Kind: ActJudgeUnobserved, From: h.Observed, To: to, At: missingAt, Why: why}
-		if proven {
-			a.Why += "; a redelivery sweep shows none is missing"
-		} else {
-			a.Why += "; not reported within the hold"
-		}
-		return a
-	}
-	until := earliest(in.Now.Add(waitStep), since.Add(in.Hold))
-	a := Action{Kind: ActWait, Until: until, Why: why, GapSince: since, SweepSince: h.ObservedAt}
-	if in.Sweep.Available && !in.Now.Before(since.Add(sweepGrace)) {
-		a.Sweep = true
-	}
-	return a
 }
 
 // adopt decides the baseline of an item seen for the first time.
@@ -315,6 +418,9 @@ func adopt(in SequenceInput, pending []Observation) Action {
 	}
 	if best >= 0 {
 		return Action{Kind: ActAdopt, To: pending[best].From, Why: "first sight: the value before the first reported change is taken as legal"}
+	}
+	if in.Board.Unknown {
+		return Action{Kind: ActRead, Why: "first sight without a previous value: the board's value is adopted"}
 	}
 	at := in.Board.UpdatedAt
 	for _, o := range pending {

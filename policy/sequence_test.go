@@ -15,13 +15,21 @@ func TestSequence(t *testing.T) {
 	known := func(legal, observed string, at int) History {
 		return History{Known: true, Legal: legal, Observed: observed, ObservedAt: sec(at)}
 	}
-	swept := func(start int) SweepProof {
-		return SweepProof{Available: true, StartedAt: sec(start), Since: t0.Add(-time.Hour)}
+	const window = 5 * time.Second
+	// proven: every change up to `until` minus the window has been reported.
+	proven := func(until int) SweepProof {
+		return SweepProof{Available: true, Since: t0.Add(-72 * time.Hour), Until: sec(until), Full: true}
 	}
+	in := func(h History, pending []Observation, board BoardValue, sweep SweepProof, now int) SequenceInput {
+		return SequenceInput{History: h, Pending: pending, Board: board, Sweep: sweep, Now: sec(now), Window: window, Hold: 2 * time.Minute}
+	}
+	unknown := BoardValue{Unknown: true}
 	noFrom := obs("d", "", "Ready for Plan", "alice", 5)
 	noFrom.FromKnown = false
 	own := obs("d", "Backlog", "Research Needed", "ralph-gate[bot]", 5)
 	own.Own = true
+	late := obs("d", "Backlog", "Research Needed", "alice", 5)
+	late.Received = sec(100)
 
 	tests := []struct {
 		name string
@@ -30,108 +38,98 @@ func TestSequence(t *testing.T) {
 		// check inspects the action beyond its kind.
 		check func(t *testing.T, a Action)
 	}{
-		{"first sight with a previous value adopts it", SequenceInput{
-			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: BoardValue{State: "Research Needed"}, Now: sec(6)},
-			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
-		{"first sight adopts the start of the reports' chain, whatever their order", SequenceInput{
-			Pending: []Observation{obs("d2", "Research in Progress", "Ready for Plan", "agent-1", 5), obs("d1", "Research Needed", "Research in Progress", "agent-1", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Now: sec(6)},
-			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Research Needed") }},
-		{"first sight without a previous value adopts the board", SequenceInput{
-			Pending: []Observation{noFrom}, Board: BoardValue{State: "Ready for Plan", UpdatedAt: sec(5)}, Now: sec(6)},
-			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Ready for Plan"); wantTime(t, a.At, sec(5)) }},
-		{"first sight by the reconciler adopts the board", SequenceInput{
-			Board: BoardValue{State: "In Progress", UpdatedAt: sec(2)}, Now: sec(6)},
+		// First sight.
+		{"first sight by the reconciler reads the board", in(History{}, nil, unknown, proven(0), 6), ActRead, nil},
+		{"first sight by the reconciler adopts the board", in(History{}, nil, BoardValue{State: "In Progress", UpdatedAt: sec(2)}, proven(0), 6),
 			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "In Progress") }},
-		{"our own write coming back is ignored", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{own}, Board: BoardValue{State: "Backlog"}, Now: sec(6)},
-			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
-		{"a report that follows the history is judged from the value it left", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)},
-			Board: BoardValue{State: "Research Needed"}, Now: sec(6)},
-			ActJudge, func(t *testing.T, a Action) { want(t, a.From, "Backlog"); want(t, a.Obs.Delivery, "d") }},
-		{"a report without a previous value follows by the clock", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{noFrom}, Board: BoardValue{State: "Ready for Plan"}, Now: sec(6)},
-			ActJudge, nil},
-		{"a report just received settles first", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)},
-			Board: BoardValue{State: "Research Needed"}, Now: sec(5), Settle: 200 * time.Millisecond},
-			ActWait, func(t *testing.T, a Action) {
-				wantTime(t, a.Until, sec(5).Add(200*time.Millisecond))
-				wantBool(t, a.Sweep, false)
-			}},
-		{"reports delivered in reverse order are judged in history order", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{
-				obs("d2", "Research Needed", "Ready for Plan", "alice", 5), obs("d1", "Backlog", "Research Needed", "alice", 5)},
-			Board: BoardValue{State: "Ready for Plan"}, Now: sec(6)},
-			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
-		{"a loop reported in one second is walked whole (X→Y→X→Z)", SequenceInput{
-			History: known("Backlog", "Backlog", 1), Pending: []Observation{
-				obs("d3", "Backlog", "Ready for Plan", "alice", 5), obs("d2", "Research Needed", "Backlog", "alice", 5),
-				obs("d1", "Backlog", "Research Needed", "alice", 5)},
-			Board: BoardValue{State: "Ready for Plan"}, Now: sec(6)},
-			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
-		{"a report older than the judged history that does not follow it is stale", SequenceInput{
-			History: known("Ready for Plan", "Ready for Plan", 9), Pending: []Observation{obs("d", "Backlog", "Research Needed", "alice", 5)},
-			Board: BoardValue{State: "Ready for Plan"}, Now: sec(10)},
-			ActIgnore, func(t *testing.T, a Action) { wantPrefix(t, a.Why, "stale") }},
-		{"a gap holds the later report and does not sweep at once", SequenceInput{
-			History: known("Research Needed", "Research Needed", 1), Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board: BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true}, Now: sec(5).Add(500 * time.Millisecond), Window: 5 * time.Second, Hold: time.Minute},
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.GapSince, sec(5)) }},
-		{"a gap older than the grace asks for a sweep", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true}, Now: sec(7), Window: 5 * time.Second, Hold: time.Minute},
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, true); wantTime(t, a.SweepSince, sec(1)) }},
-		{"a sweep that began before GitHub had tried the missing delivery proves nothing", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Sweep: swept(8), Now: sec(9), Window: 5 * time.Second, Hold: time.Minute},
+		{"first sight of a report waits for the proof", in(History{}, []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(8), 9),
 			ActWait, nil},
-		{"a complete sweep after the window proves the gap: the unreported step is judged", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Sweep: swept(10), Now: sec(11), Window: 5 * time.Second, Hold: time.Minute},
+		{"first sight adopts the value before the reports' chain, whatever their order", in(History{},
+			[]Observation{obs("d2", "Research in Progress", "Ready for Plan", "agent-1", 5), obs("d1", "Research Needed", "Research in Progress", "agent-1", 5)},
+			unknown, proven(10), 11),
+			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Research Needed") }},
+		{"first sight without a previous value adopts the board", in(History{}, []Observation{noFrom},
+			BoardValue{State: "Ready for Plan", UpdatedAt: sec(5)}, proven(10), 11),
+			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Ready for Plan"); wantTime(t, a.At, sec(5)) }},
+		// Duplicates are dropped by the store (one record per delivery); our own writes here.
+		{"our own write coming back is ignored", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
+			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
+		// Certainty: a report is judged once a proof reaches the window past it.
+		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),
+			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.Until, sec(10)) }},
+		{"past the window it asks for a sweep", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 10),
+			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, true) }},
+		{"a covered report is judged from the value it left", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.From, "Backlog"); want(t, a.Obs.Delivery, "d") }},
+		{"a proof that does not reach back to the item's history covers nothing", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown,
+			SweepProof{Available: true, Since: sec(3), Until: sec(20)}, 21),
+			ActWait, nil},
+		{"without a sweeper a report is judged once it is a window old", SequenceInput{History: known("Backlog", "Backlog", 1),
+			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: unknown, Now: sec(10), Window: window},
+			ActJudge, nil},
+		{"a report past the hold is judged without proof", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, SweepProof{Available: true}, 126),
+			ActJudge, nil},
+		{"a report without a previous value follows by the clock", in(known("Backlog", "Backlog", 1), []Observation{noFrom}, unknown, proven(10), 11),
+			ActJudge, nil},
+		// Order.
+		{"reports delivered in reverse order are judged in history order", in(known("Backlog", "Backlog", 1), []Observation{
+			obs("d2", "Research Needed", "Ready for Plan", "alice", 5), obs("d1", "Backlog", "Research Needed", "alice", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
+		{"a loop reported in one second is walked whole (X→Y→X→Z)", in(known("Backlog", "Backlog", 1), []Observation{
+			obs("d3", "Backlog", "Ready for Plan", "alice", 5), obs("d2", "Research Needed", "Backlog", "alice", 5),
+			obs("d1", "Backlog", "Research Needed", "alice", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
+		{"a report older than the judged history that does not follow it is stale", in(known("Ready for Plan", "Ready for Plan", 9),
+			[]Observation{late}, unknown, proven(20), 100),
+			ActIgnore, func(t *testing.T, a Action) { wantPrefix(t, a.Why, "stale") }},
+		// Gaps the proof shows will never be filled.
+		{"a covered report that follows nothing: the unreported step before it is judged first", in(known("Research Needed", "Research Needed", 1),
+			[]Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)}, unknown, proven(10), 11),
 			ActJudgeUnobserved, func(t *testing.T, a Action) {
 				want(t, a.From, "Research Needed")
 				want(t, a.To, "Research in Progress")
 				wantTime(t, a.At, sec(5))
 			}},
-		{"a sweep covering less than the history proves nothing", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true, StartedAt: sec(10), Since: sec(3)}, Now: sec(11), Window: 5 * time.Second, Hold: time.Minute},
-			ActWait, nil},
-		{"without a sweeper a gap is waited out for the window", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Now: sec(11), Window: 5 * time.Second, Hold: time.Minute},
-			ActJudgeUnobserved, nil},
-		{"a gap past its hold is judged even without proof", SequenceInput{
-			History: History{Known: true, Legal: "Research Needed", Observed: "Research Needed", ObservedAt: sec(1), GapSince: sec(6)},
-			Pending: []Observation{obs("d", "Research in Progress", "Ready for Plan", "agent-2", 5)},
-			Board:   BoardValue{State: "Ready for Plan"}, Sweep: SweepProof{Available: true}, Now: sec(66), Window: 5 * time.Second, Hold: time.Minute},
-			ActJudgeUnobserved, func(t *testing.T, a Action) { wantContains(t, a.Why, "hold") }},
-		{"the board still shows the refused value: revert", SequenceInput{
-			History: known("Backlog", "In Progress", 5), Board: BoardValue{State: "In Progress"}, Now: sec(6)},
+		// The board.
+		{"everything judged: read the board", in(known("Backlog", "In Progress", 5), nil, unknown, proven(10), 11), ActRead, nil},
+		{"the board still shows the refused value: revert", in(known("Backlog", "In Progress", 5), nil,
+			BoardValue{State: "In Progress", UpdatedAt: sec(5)}, proven(10), 11),
 			ActRevert, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
-		{"in sync", SequenceInput{History: known("Backlog", "Backlog", 5), Board: BoardValue{State: "Backlog"}, Now: sec(6)}, ActDone, nil},
-		{"a refused value already moved on waits for the report of the move", SequenceInput{
-			History: known("Backlog", "In Progress", 5), Board: BoardValue{State: "In Review", UpdatedAt: sec(6)},
-			Sweep: SweepProof{Available: true}, Now: sec(6), Window: 5 * time.Second, Hold: time.Minute},
-			ActWait, nil},
-		{"drift the reconciler finds is judged once a sweep proves no report is missing", SequenceInput{
-			History: known("Backlog", "Backlog", 5), Board: BoardValue{State: "In Review", UpdatedAt: sec(20)},
-			Sweep: swept(26), Now: sec(30), Window: 5 * time.Second, Hold: time.Minute},
-			ActJudgeUnobserved, func(t *testing.T, a Action) { want(t, a.To, "In Review"); wantTime(t, a.At, sec(20)) }},
-		{"drift with no time from GitHub is dated after the history", SequenceInput{
-			History: History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), GapSince: sec(6)},
-			Board:   BoardValue{State: "In Review"}, Now: sec(12), Window: 5 * time.Second, Hold: time.Minute},
-			ActJudgeUnobserved, func(t *testing.T, a Action) { wantTime(t, a.At, sec(6)) }},
-		{"the board back in the legal state after a revert whose record was interrupted", SequenceInput{
-			History: known("Backlog", "In Progress", 5), Board: BoardValue{State: "Backlog"}, Now: sec(6)},
+		{"in sync", in(known("Backlog", "Backlog", 5), nil, BoardValue{State: "Backlog"}, proven(10), 11), ActDone, nil},
+		{"the board shows the revert whose record was interrupted", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"}, nil,
+			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(10), 11),
 			ActSync, nil},
+		{"a report leaving the value of a pending revert shows the revert landed", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"},
+			[]Observation{obs("d", "Backlog", "Research Needed", "alice", 7)}, unknown, proven(12), 13),
+			ActSync, nil},
+		{"a report leaving that value after one that follows the history is not taken for the revert", in(
+			History{Known: true, Legal: "Done", Observed: "Ready for Plan", ObservedAt: sec(5), RevertPending: "Done"},
+			[]Observation{obs("d2", "Done", "Research Needed", "alice", 7), obs("d1", "Ready for Plan", "Done", "agent-2", 7)}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
+		{"a newer move back to the refused value after an interrupted revert is not reverted blindly", in(
+			History{Known: true, Legal: "Human Needed", Observed: "Plan in Progress", ObservedAt: sec(5), RevertPending: "Human Needed"}, nil,
+			BoardValue{State: "Plan in Progress", UpdatedAt: sec(7)}, proven(8), 9),
+			ActWait, nil},
+		{"the refused value set again after it was refused is not reverted before its report", in(known("Backlog", "In Progress", 5), nil,
+			BoardValue{State: "In Progress", UpdatedAt: sec(7)}, proven(8), 9),
+			ActWait, nil},
+		{"the board back in the legal state by someone's unreported move waits for its report", in(known("Backlog", "In Progress", 5), nil,
+			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(8), 9),
+			ActWait, func(t *testing.T, a Action) { wantTime(t, a.GapSince, sec(9)) }},
+		{"a value on the board no report explains is judged once the proof covers it", in(known("Backlog", "Backlog", 5), nil,
+			BoardValue{State: "In Review", UpdatedAt: sec(20)}, proven(26), 30),
+			ActJudgeUnobserved, func(t *testing.T, a Action) { want(t, a.To, "In Review"); wantTime(t, a.At, sec(20)) }},
+		{"a value with no time from GitHub is dated when it was first noticed", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), GapSince: sec(6)}, nil,
+			BoardValue{State: "In Review"}, proven(12), 13),
+			ActJudgeUnobserved, func(t *testing.T, a Action) { wantTime(t, a.At, sec(6)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +157,9 @@ func TestSequenceWalksABurst(t *testing.T) {
 	var judged []string
 	for steps := 0; steps < 20; steps++ {
 		a := Sequence(SequenceInput{History: h, Pending: pending, Board: BoardValue{State: "Plan in Review"}, Now: t0.Add(time.Second)})
+		if a.Kind == ActRead {
+			t.Fatal("the board is known")
+		}
 		if a.Kind == ActDone {
 			break
 		}

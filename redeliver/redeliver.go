@@ -140,10 +140,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) { return s.SweepSin
 
 // proofSlack widens a targeted sweep's horizon: GitHub's delivered_at and the change's time
 // come from different clocks.
-const proofSlack = time.Minute
+const proofSlack = 10 * time.Second
 
-// SweepSince is a sweep of the failures since a time (zero: within MaxAge), as asked for when
-// an item's history has a gap. A complete sweep is recorded as a proof (see Proof).
+// SweepSince is a sweep of the failures since a time (zero: within MaxAge): enforcement asks
+// for one back to the end of the current proof, so each lists only what is new. A complete
+// sweep extends the proof (see Proof).
 func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -337,21 +338,31 @@ func ok2xx(status int) bool { return ok(status) }
 // ProofName is where the newest complete sweep is recorded.
 const ProofName = "redeliver/proof"
 
-// Proof is what the newest complete sweep showed: every delivery that had failed by
-// StartedAt, back to Since, was redelivered and arrived, or gave up. Full says Since is as
-// far back as GitHub keeps deliveries.
+// Proof is what complete sweeps have shown, cumulatively: every delivery that had failed by
+// Until, back to Since, was redelivered and arrived, or gave up. Full says Since is as far
+// back as GitHub keeps deliveries. A complete sweep that looked back past Until extends it.
 type Proof struct {
-	StartedAt time.Time `json:"started_at"`
-	Since     time.Time `json:"since"`
-	Full      bool      `json:"full,omitempty"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Full  bool      `json:"full,omitempty"`
 }
 
-func (s *Sweeper) prove(ctx context.Context, started, since time.Time, full bool) error {
+func (s *Sweeper) prove(ctx context.Context, started, horizon time.Time, full bool) error {
 	cur, err := s.Proof(ctx)
-	if err == nil && !cur.StartedAt.IsZero() && !started.After(cur.StartedAt) {
-		return nil
+	if err != nil {
+		return err
 	}
-	data, err := json.Marshal(Proof{StartedAt: started, Since: since, Full: full})
+	if !started.After(cur.Until) {
+		return nil // a newer sweep proved more already
+	}
+	next := Proof{Since: horizon, Until: started, Full: full}
+	if !cur.Until.IsZero() && !horizon.After(cur.Until) && (cur.Full || !cur.Since.After(horizon)) {
+		next.Since, next.Full = cur.Since, cur.Full || full // contiguous with what was proven
+		if full && horizon.Before(next.Since) {
+			next.Since = horizon
+		}
+	}
+	data, err := json.Marshal(next)
 	if err != nil {
 		return fmt.Errorf("encode redelivery proof: %w", err)
 	}
@@ -361,7 +372,7 @@ func (s *Sweeper) prove(ctx context.Context, started, since time.Time, full bool
 	return nil
 }
 
-// Proof returns the newest complete sweep's proof (zero when none has completed).
+// Proof returns what complete sweeps have proven (zero when none has completed).
 func (s *Sweeper) Proof(ctx context.Context) (Proof, error) {
 	v, err := s.cursors.GetCursor(ctx, ProofName)
 	if err != nil || v == "" {

@@ -142,7 +142,7 @@ func TestSweepProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, _ := s.Proof(ctx)
-			started, since := p.StartedAt, p.Since
+			started, since := p.Until, p.Since
 			if rep.Complete != tt.complete || started.IsZero() == tt.complete || p.Full {
 				t.Fatalf("sweep %+v, proof started %s: want complete=%v", rep, started, tt.complete)
 			}
@@ -150,5 +150,35 @@ func TestSweepProof(t *testing.T) {
 				t.Errorf("proof %s since %s: want the sweep's start and its horizon", started, since)
 			}
 		})
+	}
+}
+
+// Proofs accumulate: a sweep that looks back past what was proven extends it; one that does
+// not starts afresh.
+func TestProofAccumulates(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0
+	hooks := &fakeHooks{arrive: 200}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, memCursors{},
+		Options{Confirm: 50 * time.Millisecond, ConfirmPoll: 10 * time.Millisecond}, func() time.Time { return now })
+	ctx := context.Background()
+	if _, err := s.Sweep(ctx); err != nil { // full
+		t.Fatal(err)
+	}
+	p, _ := s.Proof(ctx)
+	if !p.Full || !p.Until.Equal(t0) {
+		t.Fatalf("after a full sweep: %+v", p)
+	}
+	now = t0.Add(10 * time.Second)
+	s.SweepSince(ctx, p.Until)
+	p, _ = s.Proof(ctx)
+	if !p.Full || !p.Until.Equal(now) {
+		t.Fatalf("a sweep back to the proof's end extends it: %+v", p)
+	}
+	now = t0.Add(time.Hour)
+	s.SweepSince(ctx, now.Add(-time.Second))
+	p, _ = s.Proof(ctx)
+	if p.Full || !p.Until.Equal(now) || !p.Since.Equal(now.Add(-time.Second-proofSlack)) {
+		t.Fatalf("a sweep that leaves a hole starts afresh: %+v", p)
 	}
 }

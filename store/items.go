@@ -24,6 +24,9 @@ type Item struct {
 	GapSince      time.Time // when a missing change was first noticed; zero = none
 	// AutomateState is a legal state whose automation has not run to completion yet.
 	AutomateState string
+	// RevertPending is the value a revert is about to write (recorded before the write): a
+	// board showing it afterwards is our write, not someone's unreported move.
+	RevertPending string
 	LockHolder    string    // "" when unlocked
 	LockSince     time.Time // zero when unlocked
 	UpdatedAt     time.Time // set by the store when zero on write
@@ -31,12 +34,12 @@ type Item struct {
 }
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
-	observed_state, observed_at, gap_since, automate_state, lock_holder, lock_since, updated_at, version`
+	observed_state, observed_at, gap_since, automate_state, revert_pending, lock_holder, lock_since, updated_at, version`
 
 func scanItem(row interface{ Scan(...any) error }) (Item, error) {
 	var it Item
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
-		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
+		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
 	return it, err
 }
 
@@ -107,7 +110,7 @@ func (s *Store) PutItem(ctx context.Context, item Item) error {
 		return err
 	}
 	now := nowUTC(item.UpdatedAt)
-	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (item_id) DO UPDATE SET
 			project_id = excluded.project_id,
 			issue_number = excluded.issue_number,
@@ -119,12 +122,13 @@ func (s *Store) PutItem(ctx context.Context, item Item) error {
 			observed_at = excluded.observed_at,
 			gap_since = excluded.gap_since,
 			automate_state = excluded.automate_state,
+			revert_pending = excluded.revert_pending,
 			lock_holder = excluded.lock_holder,
 			lock_since = excluded.lock_since,
 			updated_at = excluded.updated_at,
 			version = items.version + 1`,
 		item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-		s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
+		s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
 		item.LockHolder, s.t(item.lockSince(now)), s.t(now))
 	if err != nil {
 		return fmt.Errorf("store: put item %q: %w", item.ItemID, err)
@@ -150,19 +154,19 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersio
 		err error
 	)
 	if expectedVersion == 0 {
-		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
+			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
 			item.LockHolder, s.t(item.lockSince(now)), s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
-				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?,
+				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?, revert_pending = ?,
 				lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState,
+			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
 			item.LockHolder, s.t(item.lockSince(now)), s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {

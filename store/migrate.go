@@ -94,6 +94,7 @@ var migrations = []migration{
 			`ALTER TABLE items ADD COLUMN observed_at {{ts}}`,
 			`ALTER TABLE items ADD COLUMN gap_since {{ts}}`,
 			`ALTER TABLE items ADD COLUMN automate_state TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN revert_pending TEXT NOT NULL DEFAULT ''`,
 			`UPDATE items SET observed_state = CASE WHEN rejected_state <> '' THEN rejected_state ELSE last_legal_state END,
 				observed_at = legal_at`,
 			// Every reported change of an item, recorded at intake before GitHub is answered,

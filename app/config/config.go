@@ -73,15 +73,10 @@ type Project struct {
 // Enforcement tunes how changes are processed.
 type Enforcement struct {
 	// ReorderWindow: how long GitHub may take to attempt a delivery after a change. A change
-	// missing from an item's history is proven absent only by a redelivery sweep that began
-	// this long after it (or, with no sweep possible, after waiting this long).
+	// is judged once a redelivery sweep proves every change up to this long after it reported.
 	ReorderWindow time.Duration `yaml:"reorder_window"`
-	// GapHold: the longest an item's later changes wait for a missing one when no sweep can
-	// prove it absent; then the unreported change is judged as by an unknown actor.
+	// GapHold: the longest a change waits for that proof; then it is judged all the same.
 	GapHold time.Duration `yaml:"gap_hold"`
-	// Settle: how long a change waits before it is judged, so that changes made moments
-	// apart and delivered out of order are put back in order first.
-	Settle time.Duration `yaml:"settle"`
 	// CoalesceWindow: how long one violation comment absorbs new violations on its issue.
 	CoalesceWindow time.Duration `yaml:"coalesce_window"`
 	// Workers: how many changes are processed at once (changes of one item never overlap).

@@ -50,9 +50,6 @@ func (c *Config) applyDefaults() {
 	if c.Enforcement.GapHold == 0 {
 		c.Enforcement.GapHold = 2 * time.Minute
 	}
-	if c.Enforcement.Settle == 0 {
-		c.Enforcement.Settle = 200 * time.Millisecond
-	}
 	if c.Enforcement.CoalesceWindow == 0 {
 		c.Enforcement.CoalesceWindow = 10 * time.Minute
 	}
@@ -183,9 +180,6 @@ func (c Config) validateService() Problems {
 	}
 	if c.Enforcement.GapHold < 0 || c.Enforcement.GapHold > time.Hour {
 		add("enforcement.gap_hold", "must be between 0s and 1h, got %s", c.Enforcement.GapHold)
-	}
-	if c.Enforcement.Settle < 0 || c.Enforcement.Settle > 10*time.Second {
-		add("enforcement.settle", "must be between 0s and 10s, got %s", c.Enforcement.Settle)
 	}
 	if c.Enforcement.CoalesceWindow < 0 {
 		add("enforcement.coalesce_window", "must not be negative")

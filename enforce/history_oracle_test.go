@@ -1,0 +1,420 @@
+package enforce
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// The history suite: random histories of several people and agents moving a few items
+// (multi-step chains, locks taken and handed on, illegal moves, bypass), each with a fault
+// schedule (dropped, duplicated and late webhooks; writes that fail before or after they
+// happen), run through the app in simWorld and compared with an oracle that saw every move in
+// order. A failing history is shrunk to a minimal one and written to testdata/histories,
+// where TestHistoryRegressions replays it forever after.
+
+// oracle judges the true history in order, as an observer that saw every move would.
+type oracle struct {
+	m          *policy.Machine
+	actors     policy.Actors
+	initial    map[string]string
+	moves      map[string][]oracleMove // by item, in true order
+	legal      map[string]string       // as the moves so far leave it
+	holder     map[string]string
+	violations map[string]violationOf // by delivery id
+	allowed    map[string]string      // by delivery id: what the legal moves were
+}
+
+type oracleMove struct {
+	from, to, actor, delivery string
+	at                        time.Time // GitHub's time: whole seconds
+}
+
+type violationOf struct {
+	item, actor, from, to string
+	rule                  policy.Rule
+}
+
+func (v violationOf) String() string {
+	return fmt.Sprintf("%s's refused %s → %s (%s)", v.actor, orNoState(v.from), orNoState(v.to), v.rule)
+}
+
+func newOracle(m *policy.Machine, actors policy.Actors) *oracle {
+	return &oracle{m: m, actors: actors, initial: map[string]string{}, moves: map[string][]oracleMove{},
+		legal: map[string]string{}, holder: map[string]string{}, violations: map[string]violationOf{}, allowed: map[string]string{}}
+}
+
+// outcome is what judging an item's moves in one order leads to.
+type outcome struct {
+	legal, holder string
+	violations    map[string]violationOf
+	allowed       map[string]string
+}
+
+// judge replays moves in order from the item's first state: each judged from the last legal
+// state, with the mover's own kind.
+func (o *oracle) judge(item string, moves []oracleMove) outcome {
+	out := outcome{legal: o.initial[item], violations: map[string]violationOf{}, allowed: map[string]string{}}
+	for _, mv := range moves {
+		l := out.legal
+		if mv.to == l {
+			out.allowed[mv.delivery] = "a move back to the last legal state"
+			continue
+		}
+		d := o.m.Decide(policy.Change{From: l, To: mv.to, Actor: mv.actor, ActorKind: o.actors.Classify(mv.actor), LockHolder: out.holder})
+		if d.Verdict != policy.Allow {
+			out.violations[mv.delivery] = violationOf{item: item, actor: mv.actor, from: l, to: mv.to, rule: d.Rule}
+			continue
+		}
+		out.allowed[mv.delivery] = fmt.Sprintf("%s's legal %s → %s", mv.actor, orNoState(l), orNoState(mv.to))
+		out.legal, out.holder = mv.to, ""
+		if o.m.IsLock(mv.to) {
+			out.holder = mv.actor
+		}
+	}
+	return out
+}
+
+// step records one move of the true history.
+func (o *oracle) step(item, from, to, actor, delivery string, at time.Time) {
+	o.moves[item] = append(o.moves[item], oracleMove{from: from, to: to, actor: actor, delivery: delivery, at: at})
+	out := o.judge(item, o.moves[item])
+	o.legal[item], o.holder[item] = out.legal, out.holder
+	for d, v := range out.violations {
+		o.violations[d] = v
+	}
+	for d, a := range out.allowed {
+		o.allowed[d] = a
+	}
+}
+
+// ambiguous reports whether the item's moves so far hold two of one second: GitHub dates
+// changes to the second, so their order can only be told from how their values chain.
+func (o *oracle) ambiguous(item string) bool {
+	ms := o.moves[item]
+	for i := 1; i < len(ms); i++ {
+		if ms[i].at.Equal(ms[i-1].at) {
+			return true
+		}
+	}
+	return false
+}
+
+// orders lists the orders of an item's moves that GitHub's reports cannot tell from the true
+// one: moves of one second permuted so that each still leaves the value the one before it
+// left it in. The true order comes first.
+func (o *oracle) orders(item string) [][]oracleMove {
+	ms := o.moves[item]
+	out := [][]oracleMove{ms}
+	var groups [][]oracleMove
+	for i := 0; i < len(ms); {
+		j := i + 1
+		for j < len(ms) && ms[j].at.Equal(ms[i].at) {
+			j++
+		}
+		groups = append(groups, ms[i:j])
+		i = j
+	}
+	var walk func(g int, prefix []oracleMove)
+	walk = func(g int, prefix []oracleMove) {
+		if len(out) > 200 {
+			return
+		}
+		if g == len(groups) {
+			if !slicesEqualMoves(prefix, ms) {
+				out = append(out, append([]oracleMove{}, prefix...))
+			}
+			return
+		}
+		grp := groups[g]
+		used := make([]bool, len(grp))
+		// Within one second each move must leave the value the one before it left (an app
+		// write between two seconds may change it, so seconds are not chained to each other).
+		var perm func(cur []oracleMove)
+		perm = func(cur []oracleMove) {
+			if len(cur) == len(prefix)+len(grp) {
+				walk(g+1, cur)
+				return
+			}
+			for i, mv := range grp {
+				if used[i] {
+					continue
+				}
+				if len(cur) > len(prefix) && cur[len(cur)-1].to != mv.from {
+					continue
+				}
+				if len(cur) == len(prefix) && mv.from != grp[0].from {
+					continue
+				}
+				used[i] = true
+				perm(append(cur, mv))
+				used[i] = false
+			}
+		}
+		perm(append([]oracleMove{}, prefix...))
+	}
+	walk(0, nil)
+	return out
+}
+
+func slicesEqualMoves(a, b []oracleMove) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].delivery != b[i].delivery {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *oracle) describe(delivery string) string {
+	if a, ok := o.allowed[delivery]; ok {
+		return a
+	}
+	return "no move anyone made"
+}
+
+func storeItem(id, state string, at time.Time) store.Item {
+	return store.Item{ItemID: id, ProjectID: "PVT_1", LastLegalState: state, ObservedState: state, ObservedAt: at, LegalAt: at, Version: 1}
+}
+
+var simActors = []string{"alice", "bob", "agent-1", "agent-2", "agent-3", "owner"}
+
+// genHistory draws a history: a few items, a dozen moves, mostly legal multi-step chains by
+// whoever may make them, some illegal ones, with the fault rates given.
+func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup float64) simHistory {
+	rng := rand.New(rand.NewPCG(seed, 0x4157))
+	states := m.States()
+	h := simHistory{Seed: seed, Crash: 0.04}
+	n := 1 + rng.IntN(3)
+	legal := map[int]string{}
+	holder := map[int]string{}
+	for i := 0; i < n; i++ {
+		s := []string{"Backlog", "Research Needed", "Ready for Plan", "In Progress", "Research in Progress"}[rng.IntN(5)]
+		h.Items = append(h.Items, s)
+		legal[i] = s
+		if m.IsLock(s) {
+			holder[i] = "agent-1"
+		}
+	}
+	moves := 3 + rng.IntN(12)
+	for k := 0; k < moves; k++ {
+		item := rng.IntN(n)
+		actor := simActors[rng.IntN(len(simActors)-1)]
+		if rng.IntN(20) == 0 {
+			actor = "owner"
+		}
+		kind := actors.Classify(actor)
+		var to string
+		next := m.AllowedNext(legal[item], kind)
+		if len(next) > 0 && rng.Float64() < 0.65 {
+			to = next[rng.IntN(len(next))]
+		} else {
+			to = states[rng.IntN(len(states))]
+		}
+		if holder[item] != "" && rng.Float64() < 0.5 {
+			actor = holder[item] // the holder moves on more often than not
+		}
+		d := m.Decide(policy.Change{From: legal[item], To: to, Actor: actor, ActorKind: actors.Classify(actor), LockHolder: holder[item]})
+		if d.Verdict == policy.Allow && to != legal[item] {
+			legal[item] = to
+			holder[item] = ""
+			if m.IsLock(to) {
+				holder[item] = actor
+			}
+		}
+		mv := simMove{Item: item, Actor: actor, To: to}
+		switch r := rng.Float64(); {
+		case r < 0.25:
+			mv.After = 0 // the same moment
+		case r < 0.6:
+			mv.After = time.Duration(rng.IntN(500)) * time.Millisecond
+		case r < 0.85:
+			mv.After = time.Duration(500+rng.IntN(2500)) * time.Millisecond
+		default:
+			mv.After = time.Duration(3+rng.IntN(8)) * time.Second
+		}
+		mv.Latency = time.Duration(5+rng.IntN(40)) * time.Millisecond
+		if rng.Float64() < 0.2 {
+			mv.Latency = time.Duration(50+rng.IntN(1500)) * time.Millisecond // delivered late
+		}
+		mv.Drop = rng.Float64() < drop
+		mv.Dup = rng.Float64() < dup
+		h.Moves = append(h.Moves, mv)
+	}
+	return h
+}
+
+func simMachine(t testing.TB) (*policy.Machine, policy.Actors) {
+	t.Helper()
+	m, problems := policy.Compile(policy.DefaultSpec())
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	return m, policy.Actors{Agents: []string{"agent-*"}, Bypass: []string{"owner"}, App: "ralph-gate[bot]"}
+}
+
+// historyCount is how many histories the suite runs: RALPH_GATE_HISTORIES for longer local
+// runs, small under -short.
+func historyCount(t *testing.T, def int) int {
+	if v := os.Getenv("RALPH_GATE_HISTORIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("RALPH_GATE_HISTORIES=%q: want a positive number", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return def / 10
+	}
+	return def
+}
+
+// historySeed is the suite's first seed: fixed, or RALPH_GATE_HISTORY_SEED for new ground.
+func historySeed(t *testing.T) uint64 {
+	if v := os.Getenv("RALPH_GATE_HISTORY_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RALPH_GATE_HISTORY_SEED=%q: want a number", v)
+		}
+		return n
+	}
+	return 1
+}
+
+// TestHistoriesAgainstOracle: 15 % of webhooks dropped (GitHub lists them as failed), 10 %
+// duplicated, a fifth delivered late, 4 % of writes failing before or after they happen; the
+// board, every lock holder and every explanation must end as the oracle says.
+func TestHistoriesAgainstOracle(t *testing.T) {
+	m, actors := simMachine(t)
+	n, seed := historyCount(t, 5000), historySeed(t)
+	failed := 0
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		h := genHistory(m, actors, seed+uint64(i), 0.15, 0.10)
+		if problems := newSimWorld(m, actors, h).run(); len(problems) > 0 {
+			failed++
+			if failed <= 3 {
+				small := shrink(m, actors, h)
+				path := keepRegression(t, small)
+				t.Errorf("history %d (seed %d) diverges from the oracle; shrunk to %d moves, kept as %s:\n%s",
+					i, h.Seed, len(small.Moves), path, strings.Join(newSimWorld(m, actors, small).run(), "\n"))
+			}
+		}
+		if (i+1)%1000 == 0 {
+			t.Logf("%d histories, %d diverged (%s)", i+1, failed, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d histories diverged from the oracle", failed, n)
+	}
+	t.Logf("%d histories from seed %d: %d diverged, %s", n, seed, failed, time.Since(start).Round(time.Millisecond))
+}
+
+// shrink removes moves (and faults) while the history still fails.
+func shrink(m *policy.Machine, actors policy.Actors, h simHistory) simHistory {
+	fails := func(c simHistory) bool { return len(newSimWorld(m, actors, c).run()) > 0 }
+	for changed := true; changed; {
+		changed = false
+		for i := len(h.Moves) - 1; i >= 0; i-- {
+			c := h
+			c.Moves = append(append([]simMove{}, h.Moves[:i]...), h.Moves[i+1:]...)
+			if len(c.Moves) > 0 && fails(c) {
+				h, changed = c, true
+			}
+		}
+		for i := range h.Moves {
+			for _, simplify := range []func(*simMove){
+				func(mv *simMove) { mv.Drop = false },
+				func(mv *simMove) { mv.Dup = false },
+				func(mv *simMove) { mv.Latency = 10 * time.Millisecond },
+			} {
+				c := h
+				c.Moves = append([]simMove{}, h.Moves...)
+				before := c.Moves[i]
+				simplify(&c.Moves[i])
+				if c.Moves[i] != before && fails(c) {
+					h, changed = c, true
+				}
+			}
+		}
+		if h.Crash > 0 {
+			c := h
+			c.Crash = 0
+			if fails(c) {
+				h, changed = c, true
+			}
+		}
+	}
+	return h
+}
+
+const regressionDir = "testdata/histories"
+
+func keepRegression(t *testing.T, h simHistory) string {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(regressionDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(regressionDir, fmt.Sprintf("seed-%d.json", h.Seed))
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestKeepHistories writes the histories of the seeds in RALPH_GATE_KEEP_SEEDS (comma-separated)
+// to testdata/histories, shrunk when they fail: how a seed that once diverged is kept.
+func TestKeepHistories(t *testing.T) {
+	v := os.Getenv("RALPH_GATE_KEEP_SEEDS")
+	if v == "" {
+		t.Skip("RALPH_GATE_KEEP_SEEDS not set")
+	}
+	m, actors := simMachine(t)
+	for _, f := range strings.Split(v, ",") {
+		seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			t.Fatalf("RALPH_GATE_KEEP_SEEDS: %q is not a seed", f)
+		}
+		h := genHistory(m, actors, seed, 0.15, 0.10)
+		if len(newSimWorld(m, actors, h).run()) > 0 {
+			h = shrink(m, actors, h)
+		}
+		t.Logf("kept %s (%d moves)", keepRegression(t, h), len(h.Moves))
+	}
+}
+
+// TestHistoryRegressions replays every history a suite once shrunk.
+func TestHistoryRegressions(t *testing.T) {
+	m, actors := simMachine(t)
+	files, _ := filepath.Glob(filepath.Join(regressionDir, "*.json"))
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h simHistory
+			if err := json.Unmarshal(data, &h); err != nil {
+				t.Fatal(err)
+			}
+			if problems := newSimWorld(m, actors, h).run(); len(problems) > 0 {
+				t.Errorf("diverges from the oracle:\n%s", strings.Join(problems, "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,505 @@
+package enforce
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/marker"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// This file is the world the history suites run in: a board that can fail, GitHub's delivery
+// log with its faults (dropped, duplicated, late deliveries; redelivery on request), a
+// virtual clock, and the app (Service) processing each delivery as its job would. Everything
+// runs on one goroutine in virtual time, so a seed replays exactly.
+
+// simMove is one move of a history, with the faults of its webhook.
+type simMove struct {
+	Item    int           `json:"item"`
+	Actor   string        `json:"actor"`
+	To      string        `json:"to"`
+	After   time.Duration `json:"after"`   // after the previous move
+	Drop    bool          `json:"drop"`    // the delivery fails (GitHub lists it; redeliverable)
+	Dup     bool          `json:"dup"`     // delivered twice
+	Latency time.Duration `json:"latency"` // from the change to its delivery
+}
+
+// simHistory is a generated history: the items' first states and the moves.
+type simHistory struct {
+	Seed  uint64    `json:"seed"` // drives crashes and redelivery failures
+	Items []string  `json:"items"`
+	Moves []simMove `json:"moves"`
+	// Crash is the chance that any one write (to GitHub or the store) fails mid-way.
+	Crash float64 `json:"crash"`
+}
+
+type simDelivery struct {
+	id        string
+	ch        Change
+	delivered bool // GitHub recorded a successful attempt
+}
+
+// simBoard is the board: items, values with their change times, comments, every app write.
+type simBoard struct {
+	mu       sync.Mutex
+	w        *simWorld
+	items    map[string]Item
+	comments map[string][]Comment // by content id
+	bodies   map[string]string    // by comment id
+	n        int
+}
+
+func (b *simBoard) fail(op string) error {
+	if b.w.crashing && b.w.rng.Float64() < b.w.h.Crash {
+		b.w.trace("crash before %s", op)
+		return fmt.Errorf("%s: %w", op, errInjected)
+	}
+	return nil
+}
+
+// lostAnswer: GitHub did the write, but its answer never reached the app.
+func (b *simBoard) lostAnswer(op string) error {
+	if b.w.crashing && b.w.rng.Float64() < b.w.h.Crash {
+		b.w.trace("crash after %s", op)
+		return fmt.Errorf("%s (answer lost): %w", op, errInjected)
+	}
+	return nil
+}
+
+func (b *simBoard) Item(_ context.Context, id string) (Item, error) {
+	if err := b.fail("read item"); err != nil {
+		return Item{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.items[id], nil
+}
+
+func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
+	if err := b.fail("set state"); err != nil {
+		return err
+	}
+	b.w.appWrite(it.ID, state)
+	return b.lostAnswer("set state")
+}
+
+func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
+	if err := b.fail("add comment"); err != nil {
+		return Comment{}, err
+	}
+	b.mu.Lock()
+	b.n++
+	c := Comment{ID: fmt.Sprintf("IC_%d", b.n), DatabaseID: int64(b.n)}
+	b.comments[subject] = append(b.comments[subject], c)
+	b.bodies[c.ID] = body
+	b.mu.Unlock()
+	if err := b.lostAnswer("add comment"); err != nil {
+		return Comment{}, err
+	}
+	return c, nil
+}
+
+func (b *simBoard) UpdateComment(_ context.Context, id, body string) error {
+	if err := b.fail("update comment"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.bodies[id] = body
+	b.mu.Unlock()
+	return b.lostAnswer("update comment")
+}
+
+func (b *simBoard) FindComment(_ context.Context, subject, contains string) (Comment, bool, error) {
+	if err := b.fail("find comment"); err != nil {
+		return Comment{}, false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.comments[subject] {
+		if strings.Contains(b.bodies[c.ID], contains) {
+			return c, true, nil
+		}
+	}
+	return Comment{}, false, nil
+}
+
+func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range b.items {
+		if it.ContentID == issueID {
+			return Family{Self: Relative{IssueID: it.ContentID, Number: it.Number, ItemID: it.ID, State: it.State, Open: true}}, nil
+		}
+	}
+	return Family{}, nil
+}
+
+func (b *simBoard) SetStates(ctx context.Context, ws []StateWrite) error {
+	for _, w := range ws {
+		if err := b.SetState(ctx, w.Item, w.State); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *simBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
+func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
+	return ItemsPage{}, nil
+}
+func (b *simBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
+	return nil, nil
+}
+
+// event is one thing that happens at a moment of virtual time.
+type event struct {
+	at  time.Time
+	seq int
+	run func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// simWorld runs one history.
+type simWorld struct {
+	h        simHistory
+	now      time.Time
+	rng      *rand.Rand
+	q        eventQueue
+	seq      int
+	board    *simBoard
+	st       *memStore
+	svc      *Service
+	or       *oracle
+	dels     []*simDelivery
+	crashing bool // faults are on (the history is still being made)
+	// sweeps
+	sweepQueued, sweepAgain bool
+	proof                   policy.SweepProof
+	sweeps                  int
+	// what went wrong, and the trace that led there
+	problems []string
+	traceLog []string
+	jobRuns  int
+}
+
+var simT0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+
+const (
+	simWindow   = 2 * time.Second        // delivery window (enforcement.reorder_window)
+	simSweepRTT = 300 * time.Millisecond // a sweep's list + redeliver + confirm
+)
+
+func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorld {
+	w := &simWorld{h: h, now: simT0, rng: rand.New(rand.NewPCG(h.Seed, h.Seed^0x5eed)), st: newMemStore(), crashing: true,
+		proof: policy.SweepProof{Available: true}}
+	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
+	w.or = newOracle(m, actors)
+	for i, s := range h.Items {
+		id := simItemID(i)
+		w.board.items[id] = Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
+			ContentID: "I_" + id, Number: i + 1, Repo: "acme/app", Title: id, Open: true, State: s, StateUpdatedAt: simT0.Add(-time.Hour)}
+		// Installed on an existing board: every item adopted as it is.
+		w.st.items[id] = storeItem(id, s, simT0.Add(-time.Hour))
+		w.or.legal[id], w.or.initial[id] = s, s
+	}
+	w.st.fail = func(op string) error {
+		if w.crashing && w.rng.Float64() < h.Crash {
+			w.trace("crash in the store (%s)", op)
+			return fmt.Errorf("%s: %w", op, errInjected)
+		}
+		return nil
+	}
+	opts := DefaultOptions()
+	opts.ReorderWindow, opts.AppLogin, opts.Redeliveries = simWindow, "ralph-gate[bot]", w
+	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
+	return w
+}
+
+func simItemID(i int) string { return fmt.Sprintf("PVTI_%d", i) }
+
+func (w *simWorld) trace(format string, args ...any) {
+	w.traceLog = append(w.traceLog, fmt.Sprintf("%8s ", w.now.Sub(simT0).Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+func (w *simWorld) problem(format string, args ...any) {
+	w.problems = append(w.problems, fmt.Sprintf(format, args...))
+}
+
+func (w *simWorld) at(t time.Time, run func()) {
+	w.seq++
+	heap.Push(&w.q, &event{at: t, seq: w.seq, run: run})
+}
+
+// run plays the history and lets the app settle; it returns the problems found.
+func (w *simWorld) run() []string {
+	t := w.now
+	for i, mv := range w.h.Moves {
+		t = t.Add(mv.After)
+		i, mv := i, mv
+		w.at(t, func() { w.move(i, mv) })
+	}
+	end := t
+	w.at(end.Add(time.Millisecond), func() {
+		w.crashing = false // deliveries and writes stop failing: now the board must converge
+		w.trace("faults stop")
+	})
+	w.periodicSweep(simT0.Add(15 * time.Second))
+	limit := end.Add(10 * time.Minute)
+	for w.q.Len() > 0 {
+		e := heap.Pop(&w.q).(*event)
+		if e.at.After(limit) {
+			w.problem("not settled 10 minutes after the last move")
+			break
+		}
+		if e.at.After(w.now) {
+			w.now = e.at
+		}
+		e.run()
+	}
+	w.check()
+	return w.problems
+}
+
+// move makes one move on the board and sends its webhook with the move's faults.
+func (w *simWorld) move(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	w.board.mu.Lock()
+	it := w.board.items[id]
+	from := it.State
+	if from == mv.To {
+		w.board.mu.Unlock()
+		w.trace("move d%02d: %s leaves %s as it is (GitHub reports no change)", i, mv.Actor, orNoState(from))
+		return
+	}
+	it.State, it.StateUpdatedAt = mv.To, w.now.Truncate(time.Second)
+	w.board.items[id] = it
+	w.board.mu.Unlock()
+	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
+		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
+	d.ch.DeliveryID = d.id
+	w.dels = append(w.dels, d)
+	w.or.step(id, from, mv.To, mv.Actor, d.id, d.ch.At)
+	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
+	if !mv.Drop {
+		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
+	}
+	if mv.Dup {
+		w.at(w.now.Add(mv.Latency+mv.Latency/2+time.Millisecond), func() { w.deliver(d) })
+	}
+}
+
+func faultsOf(mv simMove) string {
+	var fs []string
+	if mv.Drop {
+		fs = append(fs, "dropped")
+	}
+	if mv.Dup {
+		fs = append(fs, "duplicated")
+	}
+	if mv.Latency > 0 {
+		fs = append(fs, "late "+mv.Latency.String())
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(fs, ", ") + "]"
+}
+
+// deliver is the intake: the change is recorded before GitHub is answered, then its job runs.
+func (w *simWorld) deliver(d *simDelivery) {
+	ch := d.ch
+	ch.ReceivedAt = w.now
+	if err := w.svc.Observe(context.Background(), ch); err != nil {
+		w.problem("intake of %s: %v", d.id, err)
+		return
+	}
+	d.delivered = true
+	w.trace("delivered %s", d.id)
+	w.job(ch, 1)
+}
+
+// job runs the change's job now, and again when it asks to wait or fails.
+func (w *simWorld) job(ch Change, attempt int) {
+	w.jobRuns++
+	res, err := w.svc.ProcessChange(context.Background(), w.board, ch)
+	switch {
+	case err != nil && attempt < 60:
+		w.trace("job %s failed (attempt %d): %v", ch.DeliveryID, attempt, err)
+		w.at(w.now.Add(time.Duration(100*min(attempt, 20))*time.Millisecond), func() { w.job(ch, attempt+1) })
+	case err != nil:
+		w.problem("job %s gave up: %v", ch.DeliveryID, err)
+	case res.Outcome == OutcomeWait:
+		w.at(w.now.Add(res.RetryAfter), func() { w.job(ch, attempt) })
+	default:
+		w.trace("job %s: %s (%s)", ch.DeliveryID, res.Outcome, res.Reason)
+	}
+}
+
+// appWrite is a value the app writes: it must never overwrite the value the oracle holds
+// legal (no legal move is reverted, no newer legal value overwritten).
+func (w *simWorld) appWrite(id, state string) {
+	w.board.mu.Lock()
+	it := w.board.items[id]
+	before := it.State
+	it.State, it.StateUpdatedAt = state, w.now.Truncate(time.Second)
+	w.board.items[id] = it
+	w.board.mu.Unlock()
+	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
+	if before == w.or.legal[id] && state != before && !w.or.ambiguous(id) {
+		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
+	}
+}
+
+// RequestSweep implements Redeliveries: one sweep at a time, requests meanwhile coalesced.
+func (w *simWorld) RequestSweep(context.Context) {
+	if w.sweepQueued {
+		w.sweepAgain = true
+		return
+	}
+	w.sweepQueued = true
+	w.at(w.now.Add(10*time.Millisecond), w.sweep)
+}
+
+// SweepProof implements Redeliveries.
+func (w *simWorld) SweepProof(context.Context) (policy.SweepProof, error) { return w.proof, nil }
+
+// sweep redelivers every failed delivery; when every redelivery arrives, the sweep's start
+// becomes the proof that nothing failed before it is missing.
+func (w *simWorld) sweep() {
+	w.sweeps++
+	started := w.now
+	complete := true
+	var again []*simDelivery
+	for _, d := range w.dels {
+		if d.delivered {
+			continue
+		}
+		if w.crashing && w.rng.Float64() < 0.15 {
+			complete = false // the redelivery failed too
+			continue
+		}
+		again = append(again, d)
+	}
+	w.trace("sweep: %d redelivered, complete=%v", len(again), complete)
+	for _, d := range again {
+		w.at(started.Add(simSweepRTT/2), func() { w.deliver(d) })
+	}
+	w.at(started.Add(simSweepRTT), func() {
+		if complete {
+			w.proof = policy.SweepProof{Available: true, Since: simT0.Add(-72 * time.Hour), Until: started, Full: true}
+			w.trace("sweep of %s complete: nothing failed before it is missing", started.Sub(simT0).Round(time.Millisecond))
+		}
+		w.sweepQueued = false
+		if w.sweepAgain {
+			w.sweepAgain = false
+			w.RequestSweep(context.Background())
+		}
+	})
+}
+
+// periodicSweep is the leader's periodic sweep, while there is anything to sweep for.
+func (w *simWorld) periodicSweep(t time.Time) {
+	w.at(t, func() {
+		for _, d := range w.dels {
+			if !d.delivered || w.crashing {
+				w.RequestSweep(context.Background())
+				w.periodicSweep(w.now.Add(15 * time.Second))
+				return
+			}
+		}
+	})
+}
+
+// check compares the settled world with the oracle: the board, the lock holder and the
+// explanations must be what judging the true history in order gives, or (when moves of one
+// second chain in more than one order) what one of the orders GitHub's reports cannot tell
+// from it gives.
+func (w *simWorld) check() {
+	ctx := context.Background()
+	for i := range w.h.Items {
+		id := simItemID(i)
+		it, _ := w.board.Item(ctx, id)
+		rec, err := w.st.GetItem(ctx, id)
+		if err != nil {
+			w.problem("%s: %v", id, err)
+			continue
+		}
+		explained := map[string]int{}
+		for _, c := range w.board.comments["I_"+id] {
+			ms, err := marker.ParseTransitions(w.board.bodies[c.ID])
+			if err != nil {
+				w.problem("%s: %v", id, err)
+			}
+			for _, m := range ms {
+				explained[m.Delivery]++
+			}
+		}
+		var first []string
+		for k, order := range w.or.orders(id) {
+			out := w.or.judge(id, order)
+			diffs := w.compare(id, it.State, rec.LockHolder, explained, out)
+			if len(diffs) == 0 {
+				first = nil
+				break
+			}
+			if k == 0 {
+				first = diffs
+			}
+		}
+		for _, d := range first {
+			w.problem("%s", d)
+		}
+	}
+	if len(w.problems) > 0 {
+		w.problems = append(w.problems, "trace:\n  "+strings.Join(w.traceLog, "\n  "))
+	}
+}
+
+func (w *simWorld) compare(id, board, holder string, explained map[string]int, out outcome) []string {
+	var diffs []string
+	if board != out.legal {
+		diffs = append(diffs, fmt.Sprintf("%s ends in %s, want %s", id, orNoState(board), orNoState(out.legal)))
+	}
+	if w.or.m.IsLock(out.legal) && holder != out.holder {
+		diffs = append(diffs, fmt.Sprintf("%s: lock held by %q, want %q", id, holder, out.holder))
+	}
+	for d, n := range explained {
+		v, ok := out.violations[d]
+		switch {
+		case !ok && out.allowed[d] != "":
+			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was %s", id, d, out.allowed[d]))
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was no move anyone made", id, d))
+		case n != 1:
+			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) explained %d times", id, d, v, n))
+		}
+	}
+	for d, v := range out.violations {
+		if explained[d] == 0 {
+			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) never explained", id, d, v))
+		}
+	}
+	return diffs
+}
