@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/internal/oracle"
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
@@ -191,7 +192,7 @@ type simWorld struct {
 	board    *simBoard
 	st       *memStore
 	svc      *Service
-	or       *oracle
+	or       *oracle.Oracle
 	dels     []*simDelivery
 	crashing bool // faults are on (the history is still being made)
 	// sweeps
@@ -215,14 +216,14 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	w := &simWorld{h: h, now: simT0, rng: rand.New(rand.NewPCG(h.Seed, h.Seed^0x5eed)), st: newMemStore(), crashing: true,
 		proof: policy.SweepProof{Available: true}}
 	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
-	w.or = newOracle(m, actors)
+	w.or = oracle.New(m, actors)
 	for i, s := range h.Items {
 		id := simItemID(i)
 		w.board.items[id] = Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
 			ContentID: "I_" + id, Number: i + 1, Repo: "acme/app", Title: id, Open: true, State: s, StateUpdatedAt: simT0.Add(-time.Hour)}
 		// Installed on an existing board: every item adopted as it is.
 		w.st.items[id] = storeItem(id, s, simT0.Add(-time.Hour))
-		w.or.legal[id], w.or.initial[id] = s, s
+		w.or.Start(id, s)
 	}
 	w.st.fail = func(op string) error {
 		if w.crashing && w.rng.Float64() < h.Crash {
@@ -300,7 +301,7 @@ func (w *simWorld) move(i int, mv simMove) {
 		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
-	w.or.step(id, from, mv.To, mv.Actor, d.id, d.ch.At)
+	w.or.Step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	if !mv.Drop {
 		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
@@ -367,7 +368,7 @@ func (w *simWorld) appWrite(id, state string) {
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
-	if before == w.or.legal[id] && state != before && !w.or.ambiguous(id) {
+	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
 }
@@ -456,50 +457,11 @@ func (w *simWorld) check() {
 				explained[m.Delivery]++
 			}
 		}
-		var first []string
-		for k, order := range w.or.orders(id) {
-			out := w.or.judge(id, order)
-			diffs := w.compare(id, it.State, rec.LockHolder, explained, out)
-			if len(diffs) == 0 {
-				first = nil
-				break
-			}
-			if k == 0 {
-				first = diffs
-			}
-		}
-		for _, d := range first {
+		for _, d := range w.or.Check(id, it.State, rec.LockHolder, explained) {
 			w.problem("%s", d)
 		}
 	}
 	if len(w.problems) > 0 {
 		w.problems = append(w.problems, "trace:\n  "+strings.Join(w.traceLog, "\n  "))
 	}
-}
-
-func (w *simWorld) compare(id, board, holder string, explained map[string]int, out outcome) []string {
-	var diffs []string
-	if board != out.legal {
-		diffs = append(diffs, fmt.Sprintf("%s ends in %s, want %s", id, orNoState(board), orNoState(out.legal)))
-	}
-	if w.or.m.IsLock(out.legal) && holder != out.holder {
-		diffs = append(diffs, fmt.Sprintf("%s: lock held by %q, want %q", id, holder, out.holder))
-	}
-	for d, n := range explained {
-		v, ok := out.violations[d]
-		switch {
-		case !ok && out.allowed[d] != "":
-			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was %s", id, d, out.allowed[d]))
-		case !ok:
-			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was no move anyone made", id, d))
-		case n != 1:
-			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) explained %d times", id, d, v, n))
-		}
-	}
-	for d, v := range out.violations {
-		if explained[d] == 0 {
-			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) never explained", id, d, v))
-		}
-	}
-	return diffs
 }

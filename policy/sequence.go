@@ -119,6 +119,10 @@ type Action struct {
 	GapSince time.Time
 }
 
+// clockResolution: GitHub dates changes to the second, so a change dated t happened before
+// t + 1s.
+const clockResolution = time.Second
+
 // waitStep is how often a held item looks again while a sweep is under way.
 const waitStep = 250 * time.Millisecond
 
@@ -226,7 +230,7 @@ func (in SequenceInput) covers(h History, at, received time.Time) bool {
 	if !received.IsZero() && in.Hold > 0 && !in.Now.Before(received.Add(in.Hold)) {
 		return true
 	}
-	due := at.Add(in.Window)
+	due := at.Add(clockResolution + in.Window)
 	if !in.Sweep.Available {
 		return !in.Now.Before(due)
 	}
@@ -240,7 +244,7 @@ func (in SequenceInput) covers(h History, at, received time.Time) bool {
 // wait holds the item until a proof can reach Window past `at`; a sweep is asked for once one
 // could (a sweep that began earlier would prove nothing about it).
 func (in SequenceInput) wait(h History, at time.Time, why string) Action {
-	due := at.Add(in.Window)
+	due := at.Add(clockResolution + in.Window)
 	a := Action{Kind: ActWait, Why: why, GapSince: h.GapSince}
 	switch {
 	case in.Now.Before(due):

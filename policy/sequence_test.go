@@ -18,10 +18,12 @@ func TestSequence(t *testing.T) {
 	const window = 5 * time.Second
 	// proven: every change up to `until` minus the window has been reported.
 	proven := func(until int) SweepProof {
-		return SweepProof{Available: true, Since: t0.Add(-72 * time.Hour), Until: sec(until), Full: true}
+		return SweepProof{Available: true, Since: t0.Add(-72 * time.Hour), Until: sec(until).Add(time.Second), Full: true}
 	}
 	in := func(h History, pending []Observation, board BoardValue, sweep SweepProof, now int) SequenceInput {
-		return SequenceInput{History: h, Pending: pending, Board: board, Sweep: sweep, Now: sec(now), Window: window, Hold: 2 * time.Minute}
+		// GitHub dates changes to the second: `now` and proofs are a second later than the
+		// whole seconds the rows name, so that a change dated t is covered at t + window.
+		return SequenceInput{History: h, Pending: pending, Board: board, Sweep: sweep, Now: sec(now).Add(time.Second), Window: window, Hold: 2 * time.Minute}
 	}
 	unknown := BoardValue{Unknown: true}
 	noFrom := obs("d", "", "Ready for Plan", "alice", 5)
@@ -57,7 +59,7 @@ func TestSequence(t *testing.T) {
 		// Certainty: a report is judged once a proof reaches the window past it.
 		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.Until, sec(10)) }},
+			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.Until, sec(11)) }},
 		{"past the window it asks for a sweep", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 10),
 			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, true) }},
@@ -69,7 +71,7 @@ func TestSequence(t *testing.T) {
 			SweepProof{Available: true, Since: sec(3), Until: sec(20)}, 21),
 			ActWait, nil},
 		{"without a sweeper a report is judged once it is a window old", SequenceInput{History: known("Backlog", "Backlog", 1),
-			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: unknown, Now: sec(10), Window: window},
+			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: unknown, Now: sec(11), Window: window},
 			ActJudge, nil},
 		{"a report past the hold is judged without proof", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, SweepProof{Available: true}, 126),
@@ -122,7 +124,7 @@ func TestSequence(t *testing.T) {
 			ActWait, nil},
 		{"the board back in the legal state by someone's unreported move waits for its report", in(known("Backlog", "In Progress", 5), nil,
 			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(8), 9),
-			ActWait, func(t *testing.T, a Action) { wantTime(t, a.GapSince, sec(9)) }},
+			ActWait, func(t *testing.T, a Action) { wantTime(t, a.GapSince, sec(10)) }},
 		{"a value on the board no report explains is judged once the proof covers it", in(known("Backlog", "Backlog", 5), nil,
 			BoardValue{State: "In Review", UpdatedAt: sec(20)}, proven(26), 30),
 			ActJudgeUnobserved, func(t *testing.T, a Action) { want(t, a.To, "In Review"); wantTime(t, a.At, sec(20)) }},

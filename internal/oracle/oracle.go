@@ -1,0 +1,231 @@
+// Package oracle judges a true history of Workflow State moves in order, as an observer that
+// saw every move would: the reference the history suites hold ralph-gate to. It knows nothing
+// of GitHub or of how changes are reported; it uses only the policy engine.
+package oracle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// Oracle judges the true history in order, as an observer that saw every move would.
+type Oracle struct {
+	m       *policy.Machine
+	actors  policy.Actors
+	initial map[string]string
+	moves   map[string][]Move // by item, in true order
+	// Legal and Holder are each item's last legal state and lock holder as the moves so far
+	// leave them; Violations (by delivery id) every refused move so far.
+	Legal, Holder map[string]string
+	Violations    map[string]Violation
+}
+
+// Move is one move of the true history.
+type Move struct {
+	From, To, Actor, Delivery string
+	At                        time.Time // GitHub's time: whole seconds
+}
+
+// Violation is a refused move: who, from which legal state, to what, by which rule.
+type Violation struct {
+	Item, Actor, From, To string
+	Rule                  policy.Rule
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s's refused %s → %s (%s)", v.Actor, show(v.From), show(v.To), v.Rule)
+}
+
+// New returns an oracle for the machine and actors.
+func New(m *policy.Machine, actors policy.Actors) *Oracle {
+	return &Oracle{m: m, actors: actors, initial: map[string]string{}, moves: map[string][]Move{},
+		Legal: map[string]string{}, Holder: map[string]string{}, Violations: map[string]Violation{}}
+}
+
+// Start sets an item's first state (adopted as legal, with no lock holder).
+func (o *Oracle) Start(item, state string) {
+	o.initial[item], o.Legal[item] = state, state
+}
+
+// Outcome is what judging an item's moves in one order leads to.
+type Outcome struct {
+	Legal, Holder string
+	Violations    map[string]Violation
+	Allowed       map[string]string // by delivery id: the legal moves, described
+}
+
+// Judge replays moves in order from the item's first state: each judged from the last legal
+// state, with the mover's own kind.
+func (o *Oracle) Judge(item string, moves []Move) Outcome {
+	out := Outcome{Legal: o.initial[item], Violations: map[string]Violation{}, Allowed: map[string]string{}}
+	for _, mv := range moves {
+		l := out.Legal
+		if mv.To == l {
+			out.Allowed[mv.Delivery] = "a move back to the last legal state"
+			continue
+		}
+		d := o.m.Decide(policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder})
+		if d.Verdict != policy.Allow {
+			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: mv.To, Rule: d.Rule}
+			continue
+		}
+		out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(mv.To))
+		out.Legal, out.Holder = mv.To, ""
+		if o.m.IsLock(mv.To) {
+			out.Holder = mv.Actor
+		}
+	}
+	return out
+}
+
+// Step records one move of the true history.
+func (o *Oracle) Step(item string, mv Move) {
+	o.moves[item] = append(o.moves[item], mv)
+	out := o.Judge(item, o.moves[item])
+	o.Legal[item], o.Holder[item] = out.Legal, out.Holder
+	for d, v := range out.Violations {
+		o.Violations[d] = v
+	}
+}
+
+// Ambiguous reports whether the item's moves so far hold two of one second: GitHub dates
+// changes to the second, so their order can only be told from how their values chain.
+func (o *Oracle) Ambiguous(item string) bool {
+	ms := o.moves[item]
+	for i := 1; i < len(ms); i++ {
+		if ms[i].At.Equal(ms[i-1].At) {
+			return true
+		}
+	}
+	return false
+}
+
+// Orders lists the orders of an item's moves that GitHub's reports cannot tell from the true
+// one: moves of one second permuted so that each still leaves the value the one before it
+// left it in. The true order comes first.
+func (o *Oracle) Orders(item string) [][]Move {
+	ms := o.moves[item]
+	out := [][]Move{ms}
+	var groups [][]Move
+	for i := 0; i < len(ms); {
+		j := i + 1
+		for j < len(ms) && ms[j].At.Equal(ms[i].At) {
+			j++
+		}
+		groups = append(groups, ms[i:j])
+		i = j
+	}
+	var walk func(g int, prefix []Move)
+	walk = func(g int, prefix []Move) {
+		if len(out) > 200 {
+			return
+		}
+		if g == len(groups) {
+			if !slicesEqualMoves(prefix, ms) {
+				out = append(out, append([]Move{}, prefix...))
+			}
+			return
+		}
+		grp := groups[g]
+		used := make([]bool, len(grp))
+		// Within one second each move must leave the value the one before it left (an app
+		// write between two seconds may change it, so seconds are not chained to each other).
+		var perm func(cur []Move)
+		perm = func(cur []Move) {
+			if len(cur) == len(prefix)+len(grp) {
+				walk(g+1, cur)
+				return
+			}
+			for i, mv := range grp {
+				if used[i] {
+					continue
+				}
+				if len(cur) > len(prefix) && cur[len(cur)-1].To != mv.From {
+					continue
+				}
+				if len(cur) == len(prefix) && mv.From != grp[0].From {
+					continue
+				}
+				used[i] = true
+				perm(append(cur, mv))
+				used[i] = false
+			}
+		}
+		perm(append([]Move{}, prefix...))
+	}
+	walk(0, nil)
+	return out
+}
+
+func slicesEqualMoves(a, b []Move) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Delivery != b[i].Delivery {
+			return false
+		}
+	}
+	return true
+}
+
+// Moves returns an item's moves in true order.
+func (o *Oracle) Moves(item string) []Move { return o.moves[item] }
+
+// IsLock reports whether a state is a lock (the holder matters only there).
+func (o *Oracle) IsLock(state string) bool { return o.m.IsLock(state) }
+
+// Compare lists how what an app left (the board's value, the lock holder and how many times
+// each delivery was explained as a violation) differs from an outcome.
+func Compare(item, board, holder string, isLock bool, explained map[string]int, out Outcome) []string {
+	var diffs []string
+	if board != out.Legal {
+		diffs = append(diffs, fmt.Sprintf("%s ends in %s, want %s", item, show(board), show(out.Legal)))
+	}
+	if isLock && holder != out.Holder {
+		diffs = append(diffs, fmt.Sprintf("%s: lock held by %q, want %q", item, holder, out.Holder))
+	}
+	for d, n := range explained {
+		v, ok := out.Violations[d]
+		switch {
+		case !ok && out.Allowed[d] != "":
+			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was %s", item, d, out.Allowed[d]))
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: %s explained as a violation, but it was no move anyone made", item, d))
+		case n != 1:
+			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) explained %d times", item, d, v, n))
+		}
+	}
+	for d, v := range out.Violations {
+		if explained[d] == 0 {
+			diffs = append(diffs, fmt.Sprintf("%s: %s (%s) never explained", item, d, v))
+		}
+	}
+	return diffs
+}
+
+// Check compares an item against every order of its moves GitHub's reports cannot tell from
+// the true one; it returns nothing when one matches, else the differences from the true order.
+func (o *Oracle) Check(item, board, holder string, explained map[string]int) []string {
+	var first []string
+	for k, order := range o.Orders(item) {
+		out := o.Judge(item, order)
+		diffs := Compare(item, board, holder, o.IsLock(out.Legal), explained, out)
+		if len(diffs) == 0 {
+			return nil
+		}
+		if k == 0 {
+			first = diffs
+		}
+	}
+	return first
+}
+
+func show(s string) string {
+	if s == "" {
+		return "(no state)"
+	}
+	return s
+}
