@@ -34,6 +34,9 @@ type Delivery struct {
 	// Dropped marks a delivery a fault kept from the receiver; Duplicate a fault's second copy.
 	Dropped   bool `json:"dropped,omitempty"`
 	Duplicate bool `json:"duplicate,omitempty"`
+	// EventSeq is the order the simulator created the event in (1, 2, …): the true order of
+	// the changes, which GitHub does not publish, for the suites' oracles.
+	EventSeq uint64 `json:"-"`
 
 	headers     map[string]string
 	body        []byte
@@ -45,6 +48,7 @@ type Delivery struct {
 func (d Delivery) Success() bool { return d.StatusCode >= 200 && d.StatusCode < 300 }
 
 type outgoing struct {
+	seq                 uint64
 	event, action, guid string
 	body                []byte
 	redelivery          bool
@@ -111,7 +115,7 @@ func (d *dispatcher) enqueue(evs []event) {
 	d.mu.Lock()
 	for _, e := range evs {
 		d.nextGUID++
-		d.queue = append(d.queue, outgoing{event: e.name, action: e.action, guid: deterministicUUID(d.seed, d.nextGUID), body: e.body})
+		d.queue = append(d.queue, outgoing{seq: d.nextGUID, event: e.name, action: e.action, guid: deterministicUUID(d.seed, d.nextGUID), body: e.body})
 	}
 	d.markBusyLocked()
 	d.mu.Unlock()
@@ -132,7 +136,7 @@ func (d *dispatcher) redeliver(id int64) (Delivery, bool) {
 		return Delivery{}, false
 	}
 	orig := *found
-	d.queue = append(d.queue, outgoing{event: orig.Event, action: orig.Action, guid: orig.GUID, body: orig.body, redelivery: true})
+	d.queue = append(d.queue, outgoing{seq: orig.EventSeq, event: orig.Event, action: orig.Action, guid: orig.GUID, body: orig.body, redelivery: true})
 	d.markBusyLocked()
 	d.mu.Unlock()
 	d.signal()
@@ -275,7 +279,7 @@ func (d *dispatcher) send(o outgoing, drop bool) {
 	}
 	url := d.getURL()
 	rec := Delivery{GUID: o.guid, DeliveredAt: d.now().UTC().Truncate(time.Second), Redelivery: o.redelivery,
-		Event: o.event, Action: o.action, InstallationID: d.installationID, URL: url, Dropped: drop, Duplicate: o.duplicate,
+		Event: o.event, Action: o.action, InstallationID: d.installationID, URL: url, Dropped: drop, Duplicate: o.duplicate, EventSeq: o.seq,
 		headers: headers, body: o.body}
 	start := time.Now()
 	switch {

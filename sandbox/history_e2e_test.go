@@ -1,0 +1,221 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/ghsim"
+	"github.com/ralph-gate/ralph-gate/internal/oracle"
+	"github.com/ralph-gate/ralph-gate/marker"
+	"github.com/ralph-gate/ralph-gate/payload"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// The end-to-end history suite: random histories of people and agents moving items, all at
+// once, through the real app on ghsim over real HTTP, with webhooks dropped (GitHub lists them
+// as failed), duplicated and reordered and API calls failing. Once faults stop, the board,
+// every lock holder and every explanation must be what the oracle (internal/oracle) gives for
+// the true history — the order ghsim created the changes in.
+
+type e2eMove struct {
+	actor, to string
+	after     time.Duration
+}
+
+type e2eHistory struct {
+	items []int // issue numbers of its own
+	moves []struct {
+		item int
+		e2eMove
+	}
+}
+
+func e2eHistories(t *testing.T) int {
+	if v := os.Getenv("RALPH_GATE_E2E_HISTORIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("RALPH_GATE_E2E_HISTORIES=%q: want a positive number", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 20
+	}
+	return 100
+}
+
+func TestHistoriesEndToEnd(t *testing.T) {
+	t.Parallel()
+	n := e2eHistories(t)
+	seed := uint64(7)
+	if v := os.Getenv("RALPH_GATE_HISTORY_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RALPH_GATE_HISTORY_SEED=%q: want a number", v)
+		}
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xe2e))
+	starts := []string{"Backlog", "Research Needed", "Ready for Plan", "In Progress", "Research in Progress"}
+	var initial []string
+	hs := make([]e2eHistory, n)
+	for i := range hs {
+		for k := 0; k < 1+rng.IntN(2); k++ {
+			initial = append(initial, starts[rng.IntN(len(starts))])
+			hs[i].items = append(hs[i].items, len(initial))
+		}
+	}
+	e := start(t, "sqlite", flatSeed(t, len(initial), func(i int) string { return initial[i-1] }), func(c *config.Config) {
+		c.Reconcile.Settle = 0
+		c.Enforcement.ReorderWindow = time.Second
+	})
+	m, err := e.sb.Config.Machine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	actors := e.sb.Config.PolicyActors(e.sb.App.AppLogin())
+	states := m.States()
+	names := []string{"alice", "agent-1", "agent-2", "alice", "agent-1", "agent-2", "owner"}
+	for i := range hs {
+		legal := map[int]string{}
+		for _, it := range hs[i].items {
+			legal[it] = initial[it-1]
+		}
+		for k := 0; k < 2+rng.IntN(5); k++ {
+			it := hs[i].items[rng.IntN(len(hs[i].items))]
+			actor := names[rng.IntN(len(names))]
+			to := states[rng.IntN(len(states))]
+			if next := m.AllowedNext(legal[it], actors.Classify(actor)); len(next) > 0 && rng.Float64() < 0.65 {
+				to = next[rng.IntN(len(next))]
+			}
+			if d := m.Decide(policy.Change{From: legal[it], To: to, Actor: actor, ActorKind: actors.Classify(actor)}); d.Verdict == policy.Allow {
+				legal[it] = to
+			}
+			hs[i].moves = append(hs[i].moves, struct {
+				item int
+				e2eMove
+			}{it, e2eMove{actor: actor, to: to, after: time.Duration(rng.IntN(400)) * time.Millisecond}})
+		}
+	}
+	e.reconcile() // installed on the board: every item adopted as it is
+
+	ctx := context.Background()
+	e.faults(ghsim.Faults{ErrorRate: 0.05, Webhook: ghsim.WebhookFaults{DropRate: 0.15, DuplicateRate: 0.1, Reorder: true, DelayMS: 50}})
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range hs {
+		wg.Add(1)
+		go func(h e2eHistory) {
+			defer wg.Done()
+			for _, mv := range h.moves {
+				time.Sleep(mv.after)
+				if s, err := e.sb.State("app", mv.item); err == nil && s == mv.to {
+					continue // no change, no webhook
+				}
+				if err := userMove(ctx, e.sb, mv.actor, mv.item, mv.to); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(hs[i])
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	e.faults(ghsim.Faults{})
+	// Deliveries stop failing: the gap sweeps bring back what was lost, and within the bound
+	// (window + a sweep, a few times over for the redeliveries that failed too) it settles.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		e.settle()
+		if rep, err := e.sb.App.SweepNow(ctx); err == nil && rep.Failed == rep.GaveUp {
+			e.settle()
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("failed deliveries remain after 2 minutes: %+v %v", rep, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	took := time.Since(begin)
+
+	// The true history: the changes in the order ghsim made them, with their senders.
+	or := oracle.New(m, actors)
+	st := e.sb.Sim.State()
+	byItem := map[string]ghsim.IssueState{}
+	for _, is := range st.Issues {
+		byItem[is.ItemID] = is
+	}
+	for i, s := range initial {
+		or.Start(st.Issues[slices.IndexFunc(st.Issues, func(is ghsim.IssueState) bool { return is.Number == i+1 })].ItemID, s)
+	}
+	seen := map[string]bool{}
+	dels := e.sb.Sim.Deliveries()
+	slices.SortStableFunc(dels, func(a, b ghsim.Delivery) int { return int(a.EventSeq) - int(b.EventSeq) })
+	moves := 0
+	for _, d := range dels {
+		if d.Event != "projects_v2_item" || seen[d.GUID] {
+			continue
+		}
+		seen[d.GUID] = true
+		fc, err := payload.ProjectsV2Item(d.Payload())
+		if err != nil || fc.Ignore != "" || fc.Field != "Workflow State" || fc.Sender == e.sb.App.AppLogin() {
+			continue
+		}
+		moves++
+		or.Step(fc.ItemID, oracle.Move{From: fc.From, To: fc.To, Actor: fc.Sender, Delivery: d.GUID, At: fc.At})
+	}
+
+	var diverged []string
+	for itemID, is := range byItem {
+		if is.ItemID == "" {
+			continue
+		}
+		explained := map[string]int{}
+		for _, c := range is.Comments {
+			if c.Author != e.sb.App.AppLogin() || !strings.Contains(c.Body, marker.Violation) {
+				continue
+			}
+			ms, _ := marker.ParseTransitions(c.Body)
+			for _, mk := range ms {
+				explained[mk.Delivery]++
+			}
+		}
+		rec, err := e.sb.App.Store().GetItem(ctx, itemID)
+		if err != nil {
+			t.Fatalf("#%d: %v", is.Number, err)
+		}
+		if diffs := or.Check(itemID, is.Fields["Workflow State"], rec.LockHolder, explained); len(diffs) > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "#%d:\n  %s\n  true history:", is.Number, strings.Join(diffs, "\n  "))
+			for _, mv := range or.Moves(itemID) {
+				fmt.Fprintf(&b, "\n    %s %s: %s → %s (%s)", mv.At.Format("15:04:05"), mv.Actor, mv.From, mv.To, mv.Delivery)
+			}
+			for _, a := range e.audit(is.Number) {
+				fmt.Fprintf(&b, "\n    audit %s %s %s→%s %s (%s) %s", a.At.Format("15:04:05.000"), a.Actor, a.FromState, a.ToState, a.Verdict, a.Reason, a.DeliveryID)
+			}
+			diverged = append(diverged, b.String())
+		}
+	}
+	if len(diverged) > 0 {
+		t.Errorf("%d of %d items diverge from the oracle:\n%s", len(diverged), len(initial), strings.Join(diverged, "\n"))
+	}
+	dropped := 0
+	for _, d := range dels {
+		if d.Dropped {
+			dropped++
+		}
+	}
+	t.Logf("%d histories, %d items, %d moves, %d deliveries dropped: correct %s after the first move", n, len(initial), moves, dropped, took.Round(time.Millisecond))
+}
