@@ -208,6 +208,13 @@ logging: {level: info}
 		t.Fatal(err)
 	}
 	md.check(t, st, "ralph-gate[bot]")
+	md.checkLocks(t, func(i int) string {
+		var holder string
+		if err := db.QueryRow(`SELECT lock_holder FROM items WHERE issue_number = ?`, i).Scan(&holder); err != nil {
+			t.Errorf("#%d: %v", i, err)
+		}
+		return holder
+	})
 
 	// Nothing processed twice: one decision per delivery, one revert write per refused move.
 	rows, err := db.Query(`SELECT delivery_id, COUNT(*) FROM audit_log WHERE delivery_id <> '' AND verdict IN ('allowed', 'reverted') GROUP BY delivery_id HAVING COUNT(*) > 1`)
