@@ -33,6 +33,9 @@ type Options struct {
 	AckWebhooks int
 	// LatencySamples is how many illegal moves time the revert and the comment.
 	LatencySamples int
+	// CorrectSamples is how many illegal moves, with 15 % of webhooks dropped, time the
+	// correction.
+	CorrectSamples int
 	// CostRepeats is how many legal and illegal events are averaged for the calls per event.
 	CostRepeats int
 	// CascadeN is the number of children of the cascade whose cost is counted.
@@ -54,10 +57,10 @@ type Options struct {
 // Defaults are the sizes of a full run (quick: a smoke run well under a minute).
 func Defaults(quick bool) Options {
 	if quick {
-		return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 200, LatencySamples: 12, CostRepeats: 3,
+		return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 200, LatencySamples: 12, CorrectSamples: 20, CostRepeats: 3,
 			CascadeN: 50, BurstEvents: 200, BurstConcurrency: 32, ReconcileSizes: []int{1000}, Quick: true}
 	}
-	return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 1000, LatencySamples: 60, CostRepeats: 5,
+	return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 1000, LatencySamples: 60, CorrectSamples: 60, CostRepeats: 5,
 		CascadeN: 50, BurstEvents: 1000, BurstConcurrency: 32, ReconcileSizes: []int{1000, 10000}}
 }
 
@@ -77,6 +80,7 @@ func (o *Options) fill() {
 	set(&o.Rate, d.Rate)
 	set(&o.AckWebhooks, d.AckWebhooks)
 	set(&o.LatencySamples, d.LatencySamples)
+	set(&o.CorrectSamples, d.CorrectSamples)
 	set(&o.CostRepeats, d.CostRepeats)
 	set(&o.CascadeN, d.CascadeN)
 	set(&o.BurstEvents, d.BurstEvents)
@@ -116,6 +120,15 @@ type Result struct {
 	CommentP50RTTMultiple *float64 `json:"comment_p50_rtt_multiple"`
 	CommentP99RTTMultiple *float64 `json:"comment_p99_rtt_multiple"`
 	PickupP50MS           *float64 `json:"queue_pickup_p50_ms"`
+
+	// Correctness under 15 % dropped webhooks: move → board legal again.
+	ReorderWindowMS float64  `json:"reorder_window_ms"`
+	SweepRTTMS      *float64 `json:"sweep_rtt_ms"`
+	CorrectSamples  int      `json:"correct_samples"`
+	CorrectDropped  int      `json:"correct_dropped_deliveries"`
+	CorrectP50MS    *float64 `json:"correct_p50_ms"`
+	CorrectP99MS    *float64 `json:"correct_p99_ms"`
+	AllCorrectS     *float64 `json:"all_correct_after_last_move_s"`
 
 	CallsPerIllegalEvent *float64 `json:"calls_per_illegal_event"`
 	CallsPerLegalEvent   *float64 `json:"calls_per_legal_event"`
@@ -255,6 +268,7 @@ func runMain(ctx context.Context, o Options, r *Result) error {
 	}{
 		{"API calls per event", h.cost},
 		{"revert and comment latency", h.latency},
+		{"time to correct", h.correct},
 		{"webhook acknowledgement", h.ack},
 		{"burst", h.burst},
 	} {
@@ -267,5 +281,5 @@ func runMain(ctx context.Context, o Options, r *Result) error {
 
 func countIssues(l layout) int {
 	return len(l.warmup) + len(l.legal) + len(l.illegal) + 1 + l.cascadeN + 1 + len(l.convergeKid) +
-		len(l.latency) + len(l.ack) + len(l.burst)
+		len(l.latency) + len(l.correct) + len(l.ack) + len(l.burst)
 }

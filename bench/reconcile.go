@@ -79,8 +79,9 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 	}
 	run.Adopted, run.FirstPassReads, run.FirstPassCalls, run.FirstPassSeconds = rep.Adopted, reads, calls, secs
 
-	// Illegal moves nobody hears about: the simulator drops their webhooks.
-	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond), Webhook: ghsim.WebhookFaults{DropRate: 1}}); err != nil {
+	// Illegal moves nobody hears about: the simulator never delivers their webhooks (nor lists
+	// them as failed: there is nothing to redeliver).
+	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond), Webhook: ghsim.WebhookFaults{DropRate: 1, Unrecorded: true}}); err != nil {
 		return run, err
 	}
 	items, _, err := allItems(ctx, userBoard(sb, agents[0]))
@@ -103,6 +104,12 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 		return run, err
 	}
 	if err := sb.Sim.SetFaults(ghsim.Faults{LatencyMS: int(o.RTT / time.Millisecond)}); err != nil {
+		return run, err
+	}
+	// As the periodic job does: past the delivery window, a sweep proves no report of these
+	// changes will come, then the pass judges them.
+	time.Sleep(sb.Config.Enforcement.ReorderWindow + 1500*time.Millisecond)
+	if _, err := sb.App.SweepNow(ctx); err != nil {
 		return run, err
 	}
 	rep, reads, calls, secs, err = pass("drift")

@@ -31,6 +31,7 @@ type layout struct {
 	converge    int   // a parent in Research Needed …
 	convergeKid []int // … whose children in Research Needed converge it when the last is ready
 	latency     []int // leaves in Backlog for the revert-latency samples
+	correct     []int // leaves in Backlog for the time-to-correct samples
 	ack         []int // leaves in Ready for Plan the acknowledgement phase sends webhooks about
 	burst       []int // leaves in Backlog for the burst
 }
@@ -97,6 +98,7 @@ func mainSeed(o Options) ([]byte, layout) {
 		l.convergeKid = append(l.convergeKid, s.issue("Research Needed", l.converge))
 	}
 	l.latency = s.issues(o.LatencySamples, "Backlog")
+	l.correct = s.issues(o.CorrectSamples, "Backlog")
 	l.ack = s.issues(o.AckWebhooks, "Ready for Plan")
 	l.burst = s.issues(o.BurstEvents, "Backlog")
 	return s.bytes(), l

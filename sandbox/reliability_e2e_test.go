@@ -98,8 +98,8 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		e.move("alice", 6, "Human Needed")     // legal escalation: webhook never sent
 		e.faults(ghsim.Faults{})
 		e.settle()
-		e.wantState(5, "In Progress")      // nobody told ralph-gate yet
-		time.Sleep(400 * time.Millisecond) // past the delivery window: a sweep now proves the gap
+		e.wantState(5, "In Progress")       // nobody told ralph-gate yet
+		time.Sleep(1500 * time.Millisecond) // past the delivery window (+1 s: GitHub dates to the second): a sweep now proves the gap
 
 		rep := e.sweepThenReconcile()
 		if rep.Drifted != 3 || rep.Reverted != 1 || rep.Accepted != 2 || rep.Pages != 1 {
