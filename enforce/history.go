@@ -47,8 +47,12 @@ func (s *Service) ProcessChange(ctx context.Context, b Board, ch Change) (Result
 // Observe records a reported change of an item before GitHub is answered, so that a
 // delivery GitHub shows as successful is always known to the item's history (a sweep relies
 // on it to prove that nothing is missing). Recording the same delivery twice is harmless.
+//
+// The app's own writes are recorded too (no job runs for them): a write the app made but did
+// not record, because it was interrupted, is then known as the app's when its item is next
+// walked, rather than taken for an unknown author's drift.
 func (s *Service) Observe(ctx context.Context, ch Change) error {
-	if ch.Drift || ch.ItemID == "" || ch.DeliveryID == "" || s.actorKind(ch) == policy.ActorApp {
+	if ch.Drift || ch.ItemID == "" || ch.DeliveryID == "" {
 		return nil
 	}
 	received := ch.ReceivedAt
@@ -112,7 +116,7 @@ func (s *Service) processItem(ctx context.Context, b Board, itemID, delivery str
 	for step := 0; step < maxStepsPerRun; step++ {
 		board := policy.BoardValue{Unknown: !read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt}
 		a := policy.Sequence(policy.SequenceInput{
-			History: s.history(w), Pending: toPolicy(w.pending), Board: board,
+			History: s.history(w), Pending: s.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: s.now(), Window: s.opts.ReorderWindow, Hold: s.opts.GapHold,
 		})
 		if board.Unknown && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
@@ -144,11 +148,11 @@ func (s *Service) history(w *walk) policy.History {
 		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending}
 }
 
-func toPolicy(os []store.Observation) []policy.Observation {
+func (s *Service) toPolicy(os []store.Observation) []policy.Observation {
 	out := make([]policy.Observation, len(os))
 	for i, o := range os {
 		out[i] = policy.Observation{Delivery: o.DeliveryID, FromKnown: o.FromKnown, From: o.From, To: o.To,
-			Actor: o.Actor, At: o.At, Received: o.ReceivedAt}
+			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == s.opts.AppLogin && o.Actor != ""}
 	}
 	return out
 }
@@ -222,8 +226,21 @@ func (s *Service) apply(ctx context.Context, b Board, w *walk, a policy.Action) 
 		return s.commit(ctx, w, store.Step{Item: rec})
 	case policy.ActSync:
 		rec := w.rec
+		if rec.LastLegalState != a.To {
+			// An automated move or handoff the app made but did not record: legal, by the app.
+			// Who a lock it entered belongs to was not recorded either: nobody known.
+			rec.LockHolder, rec.LockSince = "", time.Time{}
+			rec.LastLegalState = a.To
+		}
 		rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
-		return s.commit(ctx, w, store.Step{Item: rec})
+		st := store.Step{Item: rec}
+		if a.Obs.Delivery != "" {
+			o := w.take(a.Obs.Delivery)
+			o.Status, o.JudgedAt, o.Verdict, o.Reason = store.ObservationJudged, s.now(), store.VerdictAutomated, a.Why
+			e := s.auditEntry(rec, o, policy.ActorApp.String(), o.From, store.VerdictAutomated, "", a.Why)
+			st.Observation, st.Audit = &o, &e
+		}
+		return s.commit(ctx, w, st)
 	}
 	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
 }

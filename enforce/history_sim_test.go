@@ -341,6 +341,17 @@ func (w *simWorld) deliver(d *simDelivery) {
 	w.job(ch, 1)
 }
 
+// deliverOwn is the intake of the app's own write: recorded, no job.
+func (w *simWorld) deliverOwn(d *simDelivery) {
+	ch := d.ch
+	ch.ReceivedAt = w.now
+	if err := w.svc.Observe(context.Background(), ch); err != nil {
+		w.problem("intake of %s: %v", d.id, err)
+		return
+	}
+	d.delivered = true
+}
+
 // job runs the change's job now, and again when it asks to wait or fails.
 func (w *simWorld) job(ch Change, attempt int) {
 	w.jobRuns++
@@ -368,6 +379,14 @@ func (w *simWorld) appWrite(id, state string) {
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
+	// GitHub reports the app's own write too (with the delivery faults of the moment).
+	d := &simDelivery{id: fmt.Sprintf("own%02d", len(w.dels)), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
+		ContentType: ContentIssue, FromKnown: true, From: before, To: state, Actor: "ralph-gate[bot]", At: w.now.Truncate(time.Second)}}
+	d.ch.DeliveryID = d.id
+	w.dels = append(w.dels, d)
+	if !w.crashing || w.rng.Float64() >= 0.15 {
+		w.at(w.now.Add(20*time.Millisecond), func() { w.deliverOwn(d) })
+	}
 	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
@@ -405,6 +424,10 @@ func (w *simWorld) sweep() {
 	}
 	w.trace("sweep: %d redelivered, complete=%v", len(again), complete)
 	for _, d := range again {
+		if strings.HasPrefix(d.id, "own") {
+			w.at(started.Add(simSweepRTT/2), func() { w.deliverOwn(d) })
+			continue
+		}
 		w.at(started.Add(simSweepRTT/2), func() { w.deliver(d) })
 	}
 	w.at(started.Add(simSweepRTT), func() {

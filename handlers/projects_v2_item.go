@@ -57,10 +57,6 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 		logger.Debug().Msg("ignored: project is not enforced")
 		return nil
 	}
-	if fc.Sender == h.Scope.AppLogin {
-		logger.Debug().Msg("ignored: our own write")
-		return nil
-	}
 	now := time.Now
 	if h.Now != nil {
 		now = h.Now
@@ -87,6 +83,12 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 		if err := h.History.Observe(ctx, ch); err != nil {
 			return fmt.Errorf("record change: %w", err)
 		}
+	}
+	if fc.Sender == h.Scope.AppLogin {
+		// Our own write: recorded in the item's history (an interrupted write is known as ours),
+		// nothing to enforce.
+		logger.Debug().Msg("ignored: our own write")
+		return nil
 	}
 	if err := h.Queue.EnqueueChange(ctx, ch); err != nil {
 		return fmt.Errorf("enqueue change: %w", err)

@@ -90,7 +90,8 @@ const (
 	ActIgnore
 	// ActRevert writes To (the last legal state): the board still shows the refused value.
 	ActRevert
-	// ActSync records that the board shows the revert that was being written (To).
+	// ActSync records a write of the app's own that its record missed: To becomes the legal
+	// and observed value (Obs is its report, when one told).
 	ActSync
 	// ActRead: read the board, then ask again.
 	ActRead
@@ -132,9 +133,15 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if o.Own {
-			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
+		if !o.Own {
+			continue
 		}
+		if h.Known && o.FromKnown && o.From == h.Observed && o.To != h.Observed {
+			// The app's own write that its record missed (interrupted before it was recorded):
+			// the app moved it, so it is legal, and nobody else is to blame for it.
+			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write, not yet recorded"}
+		}
+		return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 	}
 	if !h.Known && len(pending) == 0 {
 		if in.Board.Unknown {
@@ -189,10 +196,6 @@ func Sequence(in SequenceInput) Action {
 	if in.Board.Unknown {
 		return Action{Kind: ActRead, Why: "every report is judged: compare with the board"}
 	}
-	if in.Board.State == h.Legal && h.Observed != h.Legal && h.RevertPending == h.Legal {
-		// Our revert landed; its record was interrupted.
-		return Action{Kind: ActSync, To: h.Legal, Why: "the board shows the revert that was being written"}
-	}
 	changedSince := !in.Board.UpdatedAt.IsZero() && !h.ObservedAt.IsZero() && in.Board.UpdatedAt.After(h.ObservedAt)
 	// The refused value set again after it was refused (someone moved away and back, or back
 	// over an interrupted revert) is a change of its own: wait for its report.
@@ -215,6 +218,12 @@ func Sequence(in SequenceInput) Action {
 		at = h.ObservedAt
 	}
 	if in.covers(h, at, noticed) {
+		if h.RevertPending != "" && in.Board.State == h.RevertPending {
+			// No report of the change will come and the board shows the value an interrupted
+			// revert was writing: it was ours. (Before the proof it may as well be someone
+			// else's move back: the report of our write, or of theirs, tells.)
+			return Action{Kind: ActSync, To: h.RevertPending, Why: "the board shows the revert that was being written"}
+		}
 		return Action{Kind: ActJudgeUnobserved, From: h.Observed, To: in.Board.State, At: at,
 			Why: "the board shows " + show(in.Board.State) + ", and no report of the change will come"}
 	}

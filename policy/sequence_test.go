@@ -54,8 +54,10 @@ func TestSequence(t *testing.T) {
 			BoardValue{State: "Ready for Plan", UpdatedAt: sec(5)}, proven(10), 11),
 			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Ready for Plan"); wantTime(t, a.At, sec(5)) }},
 		// Duplicates are dropped by the store (one record per delivery); our own writes here.
-		{"our own write coming back is ignored", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
+		{"our own write coming back, already recorded, is ignored", in(known("Research Needed", "Research Needed", 1), []Observation{own}, unknown, proven(0), 6),
 			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
+		{"our own write that its record missed is taken as the app's legal move", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
+			ActSync, func(t *testing.T, a Action) { want(t, a.To, "Research Needed") }},
 		// Certainty: a report is judged once a proof reaches the window past it.
 		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),
@@ -103,9 +105,13 @@ func TestSequence(t *testing.T) {
 			BoardValue{State: "In Progress", UpdatedAt: sec(5)}, proven(10), 11),
 			ActRevert, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
 		{"in sync", in(known("Backlog", "Backlog", 5), nil, BoardValue{State: "Backlog"}, proven(10), 11), ActDone, nil},
-		{"the board shows the revert whose record was interrupted", in(
+		{"the board shows the value of an interrupted revert: the report of the change tells whose it was", in(
 			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"}, nil,
-			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(10), 11),
+			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(8), 9),
+			ActWait, nil},
+		{"… and once no report can come, it was the revert", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"}, nil,
+			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(12), 13),
 			ActSync, nil},
 		{"a report leaving the value of a pending revert shows the revert landed", in(
 			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"},
