@@ -519,3 +519,35 @@ func TestFirstSightWithoutFromAdoptsCurrentValue(t *testing.T) {
 		t.Fatalf("%+v %v", rec, err)
 	}
 }
+
+// The reconciler never fights the app: a cascade the app wrote but could not record (the
+// process died between the write and the record) is known from the app's own webhook, taken as
+// the app's legal move, and neither reverted nor blamed on an unknown author.
+func TestInterruptedAutomationIsTheAppsOwn(t *testing.T) {
+	h := newHarness(t, issue("A", "Ready for Plan"))
+	if _, err := h.svc.processItem(context.Background(), h.board, "A", ""); err != nil { // first sight: adopted
+		t.Fatal(err)
+	}
+	// The app's cascade write lands; its record does not.
+	own := h.board.move("A", "ralph-gate[bot]", "In Progress", h.now.Add(time.Second))
+	if err := h.svc.Observe(context.Background(), own); err != nil {
+		t.Fatal(err)
+	}
+	h.now = h.now.Add(time.Minute)
+	if _, err := h.svc.processItem(context.Background(), h.board, "A", ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.board.sets) != 0 || h.board.adds != 0 || h.state("A") != "In Progress" {
+		t.Fatalf("the app fought its own write: writes %v, %d comments, state %q", h.board.sets, h.board.adds, h.state("A"))
+	}
+	rec, _ := h.st.GetItem(context.Background(), "A")
+	if rec.LastLegalState != "In Progress" || rec.ObservedState != "In Progress" {
+		t.Fatalf("record %+v: want the app's write as the legal state", rec)
+	}
+	entries, _ := h.st.QueryAudit(context.Background(), store.AuditFilter{ItemID: "A"})
+	for _, e := range entries {
+		if e.Actor == DriftActor && e.Verdict != store.VerdictAdopted {
+			t.Errorf("the app's own write was blamed on an unknown author: %+v", e)
+		}
+	}
+}
