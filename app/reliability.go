@@ -47,6 +47,10 @@ func newMaintenance(a *App, gate *ghboard.Gate) *maintenance {
 
 func (m *maintenance) periodic() []jobs.Periodic {
 	return []jobs.Periodic{
+		{Name: "prune", Interval: time.Hour, Run: func(ctx context.Context) error {
+			_, err := m.a.PruneNow(ctx)
+			return err
+		}},
 		{Name: "redeliver", Interval: m.a.cfg.Redelivery.Interval, Run: func(ctx context.Context) error {
 			ctx, cancel := m.bound(ctx)
 			defer cancel()
@@ -114,6 +118,24 @@ func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, erro
 		}
 	}
 	return reports, first
+}
+
+// PruneNow forgets the judged changes and the deliveries older than GitHub keeps deliveries
+// (plus a day): a redelivery of one of them could no longer come. It returns how many.
+func (a *App) PruneNow(ctx context.Context) (int64, error) {
+	cutoff := time.Now().Add(-a.cfg.Redelivery.MaxAge - 24*time.Hour)
+	n, err := a.store.PruneObservations(ctx, cutoff)
+	if err != nil {
+		return n, err
+	}
+	d, err := a.store.PruneDeliveries(ctx, cutoff)
+	if err != nil {
+		return n, err
+	}
+	if n+d > 0 {
+		zerolog.Ctx(ctx).Info().Int64("changes", n).Int64("deliveries", d).Msg("pruned old history")
+	}
+	return n + d, nil
 }
 
 // SweepNow runs one redelivery sweep.

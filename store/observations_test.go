@@ -1,0 +1,81 @@
+package store
+
+import (
+	"testing"
+	"time"
+)
+
+func TestObservations(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		obs := func(id, to string, at time.Time) Observation {
+			return Observation{DeliveryID: id, ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: to, Actor: "agent-1", At: at, ReceivedAt: at}
+		}
+		// One record per delivery, however often it arrives.
+		for i, o := range []Observation{obs("d-1", "In Progress", at(0)), obs("d-1", "In Progress", at(time.Second)), obs("d-2", "Research Needed", at(2*time.Second))} {
+			first, err := s.RecordObservation(ctx, o)
+			if err != nil || first != (i != 1) {
+				t.Fatalf("record %d: %v, %v", i, first, err)
+			}
+		}
+		if _, err := s.RecordObservation(ctx, Observation{ItemID: "PVTI_1"}); err == nil {
+			t.Error("an observation without a delivery id was recorded")
+		}
+		pending, err := s.PendingObservations(ctx, "PVTI_1")
+		if err != nil || len(pending) != 2 || pending[0].DeliveryID != "d-1" || !pending[0].FromKnown || pending[0].Status != ObservationPending {
+			t.Fatalf("pending %+v, %v", pending, err)
+		}
+		// A step: the item, the judged report and its audit entry, at once, or not at all.
+		item := Item{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: "Backlog", ObservedState: "In Progress", ObservedAt: at(0), RevertPending: "Backlog"}
+		judged := pending[0]
+		judged.Status, judged.JudgedAt, judged.Verdict, judged.LegalFrom, judged.Rule, judged.Reason, judged.Recovery =
+			ObservationJudged, at(3*time.Second), VerdictReverted, "Backlog", "transition", "not a transition", "move it to Research Needed"
+		audit := AuditEntry{At: at(3 * time.Second), DeliveryID: "d-1", ItemID: "PVTI_1", Verdict: VerdictReverted}
+		if ok, err := s.CommitStep(ctx, Step{Item: item, Observation: &judged, Audit: &audit}); !ok || err != nil {
+			t.Fatalf("first step: %v, %v", ok, err)
+		}
+		if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: 7, Observation: &judged, Audit: &audit}); ok || err != nil {
+			t.Fatalf("a step on a stale version: %v, %v; want refused", ok, err)
+		}
+		rec, err := s.GetItem(ctx, "PVTI_1")
+		if err != nil || rec.Version != 1 || rec.ObservedState != "In Progress" || rec.RevertPending != "Backlog" || !rec.ObservedAt.Equal(at(0)) {
+			t.Fatalf("item %+v, %v", rec, err)
+		}
+		entries, _ := s.QueryAudit(ctx, AuditFilter{ItemID: "PVTI_1"})
+		if len(entries) != 1 {
+			t.Fatalf("%d audit entries, want the one of the committed step", len(entries))
+		}
+		un, err := s.Unexplained(ctx, "PVTI_1")
+		if err != nil || len(un) != 1 || un[0].Recovery != "move it to Research Needed" || un[0].LegalFrom != "Backlog" {
+			t.Fatalf("unexplained %+v, %v", un, err)
+		}
+		if err := s.MarkExplained(ctx, "d-1"); err != nil {
+			t.Fatal(err)
+		}
+		if un, _ := s.Unexplained(ctx, "PVTI_1"); len(un) != 0 {
+			t.Fatalf("still unexplained: %+v", un)
+		}
+		if pending, _ := s.PendingObservations(ctx, "PVTI_1"); len(pending) != 1 || pending[0].DeliveryID != "d-2" {
+			t.Fatalf("pending after the step: %+v", pending)
+		}
+		// A step nobody reported is recorded under its own id.
+		unobserved := Observation{DeliveryID: "unobserved:PVTI_1:x", ItemID: "PVTI_1", FromKnown: true, To: "Done", Actor: "(unknown)",
+			At: at(4 * time.Second), ReceivedAt: at(4 * time.Second), Verdict: VerdictAllowed}
+		item.Version = 1
+		if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: 1, Observation: &unobserved}); !ok || err != nil {
+			t.Fatalf("unobserved step: %v, %v", ok, err)
+		}
+		if got, err := s.GetObservation(ctx, "unobserved:PVTI_1:x"); err != nil || got.Status != ObservationJudged {
+			t.Fatalf("unobserved %+v, %v", got, err)
+		}
+		// Pruning keeps what is pending.
+		n, err := s.PruneObservations(ctx, at(time.Hour))
+		if err != nil || n != 2 {
+			t.Fatalf("pruned %d, %v; want the two judged ones", n, err)
+		}
+		if pending, _ := s.PendingObservations(ctx, "PVTI_1"); len(pending) != 1 {
+			t.Fatalf("pruning removed a pending report: %+v", pending)
+		}
+	})
+}
