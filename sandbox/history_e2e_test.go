@@ -103,7 +103,7 @@ func TestHistoriesEndToEnd(t *testing.T) {
 			hs[i].moves = append(hs[i].moves, struct {
 				item int
 				e2eMove
-			}{it, e2eMove{actor: actor, to: to, after: time.Duration(rng.IntN(400)) * time.Millisecond}})
+			}{it, e2eMove{actor: actor, to: to, after: time.Duration(rng.IntN(1200)) * time.Millisecond}})
 		}
 	}
 	e.reconcile() // installed on the board: every item adopted as it is
@@ -137,14 +137,26 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	e.faults(ghsim.Faults{})
 	// Deliveries stop failing: the gap sweeps bring back what was lost, and within the bound
 	// (window + a sweep, a few times over for the redeliveries that failed too) it settles.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
+	settled := func() bool {
+		for time.Now().Before(deadline) {
+			if err := e.sb.Settle(ctx); err == nil {
+				return true
+			}
+		}
+		return false
+	}
 	for {
-		e.settle()
+		if !settled() {
+			t.Fatal("not settled within 4 minutes")
+		}
 		if rep, err := e.sb.App.SweepNow(ctx); err == nil && rep.Failed == rep.GaveUp {
-			e.settle()
+			if !settled() {
+				t.Fatal("not settled within 4 minutes")
+			}
 			break
 		} else if time.Now().After(deadline) {
-			t.Fatalf("failed deliveries remain after 2 minutes: %+v %v", rep, err)
+			t.Fatalf("failed deliveries remain after 4 minutes: %+v %v", rep, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

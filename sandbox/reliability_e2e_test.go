@@ -75,6 +75,16 @@ func (e *env) reconcile() enforce.ReconcileReport {
 	return reps[0]
 }
 
+// delivered waits until ghsim has attempted every webhook queued so far.
+func (e *env) delivered() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.sb.Sim.WaitIdle(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) faults(f ghsim.Faults) {
 	e.t.Helper()
 	if err := e.sb.Sim.SetFaults(f); err != nil {
@@ -96,6 +106,7 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		e.move("agent-1", 5, "In Progress")    // illegal from Backlog: webhook never sent
 		e.move("alice", 8, "Plan in Progress") // legal: webhook never sent
 		e.move("alice", 6, "Human Needed")     // legal escalation: webhook never sent
+		e.delivered() // the faults apply when GitHub attempts the delivery
 		e.faults(ghsim.Faults{})
 		e.settle()
 		e.wantState(5, "In Progress")       // nobody told ralph-gate yet
@@ -139,6 +150,7 @@ func TestReconcilerDriftRecoveredWithItsAuthor(t *testing.T) {
 		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
 		e.move("agent-1", 5, "In Progress") // illegal from Backlog: delivery failed
 		e.move("owner", 6, "Human Needed")  // bypass: delivery failed
+		e.delivered()
 		e.faults(ghsim.Faults{})
 		e.settle()
 		rep := e.reconcile()
@@ -263,6 +275,7 @@ func TestRedeliverySweeper(t *testing.T) {
 		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
 		e.move("agent-1", 5, "In Progress") // illegal
 		e.move("alice", 8, "Plan in Progress")
+		e.delivered()
 		e.faults(ghsim.Faults{})
 		e.settle()
 		failed := 0
