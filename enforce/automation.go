@@ -144,26 +144,42 @@ func (s *Service) recordAutomation(ctx context.Context, it Item, from, to, cause
 		if err != nil {
 			return fmt.Errorf("load item %s: %w", it.ID, err)
 		}
+		if rec.Version > 0 {
+			pending, err := s.store.PendingObservations(ctx, it.ID)
+			if err != nil {
+				return fmt.Errorf("load reports of item %s: %w", it.ID, err)
+			}
+			if len(pending) > 0 || rec.ObservedState != from {
+				// The item's history is still being judged (the value moved from is not its
+				// record's): our write takes its place in that history through its own report,
+				// recorded at intake, when the item's walk reaches it.
+				zerolog.Ctx(ctx).Info().Int("issue", it.Number).Str("from", from).Str("to", to).Str("cause", cause).
+					Msg("automation moved an item whose history is being judged: recorded when its walk reaches it")
+				s.observeAutomation(cause)
+				return nil
+			}
+		}
 		rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
+		legalFrom := rec.LastLegalState
 		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it.
 		rec.LastLegalState, rec.ObservedState, rec.RejectedState = to, to, ""
 		if !s.machine.IsLock(to) {
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}
-		err = s.save(ctx, rec)
-		if errors.Is(err, ErrConcurrentUpdate) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		_, aerr := s.store.AppendAudit(ctx, store.AuditEntry{
+		// The move is a step of the item's history too (what the item's legal state was when
+		// is read back from it: historical gate inputs).
+		o := appStep(it.ID, from, to, legalFrom, cause, now)
+		e := store.AuditEntry{
 			At: now, ProjectID: it.ProjectID, ItemID: it.ID, IssueNumber: it.Number, Repo: it.Repo,
 			Actor: s.opts.AppLogin, ActorKind: policy.ActorApp.String(), FromState: from, ToState: to,
 			Verdict: store.VerdictAutomated, Rule: "automation", Reason: cause, Cause: cause,
-		})
-		if aerr != nil {
-			zerolog.Ctx(ctx).Error().Err(aerr).Msg("could not record the audit entry")
+		}
+		ok, err := s.store.CommitStep(ctx, store.Step{Item: rec, ExpectedVersion: rec.Version, Observation: &o, Audit: &e})
+		if err != nil {
+			return fmt.Errorf("save item %s: %w", it.ID, err)
+		}
+		if !ok {
+			continue
 		}
 		zerolog.Ctx(ctx).Info().Int("issue", it.Number).Str("from", from).Str("to", to).Str("cause", cause).Msg("automation moved an item")
 		s.observeAutomation(cause)
@@ -190,4 +206,11 @@ func orNoState(s string) string {
 		return "(no state)"
 	}
 	return s
+}
+
+// appStep is a move the app made, as a judged step of the item's history.
+func appStep(itemID, from, to, legalFrom, why string, at time.Time) store.Observation {
+	return store.Observation{DeliveryID: fmt.Sprintf("app:%s:%d:%s", itemID, at.UnixNano(), to), ItemID: itemID,
+		FromKnown: true, From: from, To: to, Actor: "", At: at, ReceivedAt: at, Status: store.ObservationJudged,
+		JudgedAt: at, Verdict: store.VerdictAutomated, ActorKind: policy.ActorApp.String(), LegalFrom: legalFrom, Reason: why}
 }

@@ -246,7 +246,7 @@ func (s *Service) handoffLocked(ctx context.Context, b Board, cur Item, h Handof
 	}
 	dec := s.machine.Decide(pc)
 	if dec.Verdict == policy.Allow {
-		if pc, err = s.gateInputs(ctx, b, cur, pc); err != nil {
+		if pc, err = s.gateInputs(ctx, b, cur, pc, time.Time{}); err != nil {
 			return HandoffResult{}, err
 		}
 		dec = s.machine.Decide(pc)
@@ -299,6 +299,7 @@ func (s *Service) recordHandoff(ctx context.Context, cur Item, agent, from, to s
 		rec.ProjectID, rec.IssueNumber, rec.Repo = cur.ProjectID, cur.Number, cur.Repo
 		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it (as for
 		// automation moves).
+		legalBefore := rec.LastLegalState
 		rec.LastLegalState, rec.ObservedState, rec.RejectedState = to, to, ""
 		switch {
 		case s.machine.IsLock(to) && (from != to || rec.LockHolder == ""):
@@ -310,7 +311,12 @@ func (s *Service) recordHandoff(ctx context.Context, cur Item, agent, from, to s
 		case !s.machine.IsLock(to):
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}
-		err = s.save(ctx, rec)
+		o := appStep(cur.ID, from, to, legalBefore, "handoff by "+agent, now)
+		o.Actor = agent
+		ok, err := s.store.CommitStep(ctx, store.Step{Item: rec, ExpectedVersion: rec.Version, Observation: &o})
+		if err == nil && !ok {
+			err = ErrConcurrentUpdate
+		}
 		if errors.Is(err, ErrConcurrentUpdate) {
 			continue
 		}

@@ -136,7 +136,12 @@ func (s *Service) processItem(ctx context.Context, b Board, itemID, delivery str
 		case policy.ActDone:
 			return s.finish(ctx, b, w)
 		}
-		if err := s.apply(ctx, b, w, a); err != nil {
+		if err := s.apply(ctx, b, w, a); errors.Is(err, errGroupUnsettled) {
+			// The gate needs a group member's state at the time of the move: its history up
+			// to then is judged by its own job in a moment.
+			return s.hold(ctx, w, policy.Action{Kind: policy.ActWait, Until: s.now().Add(250 * time.Millisecond),
+				Why: err.Error(), GapSince: w.rec.GapSince})
+		} else if err != nil {
 			return Result{}, err
 		}
 	}
@@ -226,17 +231,24 @@ func (s *Service) apply(ctx context.Context, b Board, w *walk, a policy.Action) 
 		return s.commit(ctx, w, store.Step{Item: rec})
 	case policy.ActSync:
 		rec := w.rec
+		legalBefore := rec.LastLegalState
 		if rec.LastLegalState != a.To {
-			// An automated move or handoff the app made but did not record: legal, by the app.
-			// Who a lock it entered belongs to was not recorded either: nobody known.
-			rec.LockHolder, rec.LockSince = "", time.Time{}
+			// An automated move the app made but did not record: legal, by the app (the lock
+			// holder goes as when automation is recorded directly).
+			if !s.machine.IsLock(a.To) {
+				rec.LockHolder, rec.LockSince = "", time.Time{}
+			}
 			rec.LastLegalState = a.To
 		}
 		rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+		if a.Obs.At.After(rec.ObservedAt) {
+			rec.ObservedAt = a.Obs.At
+		}
 		st := store.Step{Item: rec}
 		if a.Obs.Delivery != "" {
 			o := w.take(a.Obs.Delivery)
 			o.Status, o.JudgedAt, o.Verdict, o.Reason = store.ObservationJudged, s.now(), store.VerdictAutomated, a.Why
+			o.LegalFrom, o.ActorKind = legalBefore, policy.ActorApp.String()
 			e := s.auditEntry(rec, o, policy.ActorApp.String(), o.From, store.VerdictAutomated, "", a.Why)
 			st.Observation, st.Audit = &o, &e
 		}
@@ -257,7 +269,7 @@ func (s *Service) judge(ctx context.Context, b Board, w *walk, o store.Observati
 		dec = s.machine.Decide(pc)
 		if dec.Verdict == policy.Allow && dec.Rule != policy.RuleBypass {
 			// The table allows it: now the gates, with the inputs they need read only now.
-			full, err := s.gateInputs(ctx, b, w.it, pc)
+			full, err := s.gateInputs(ctx, b, w.it, pc, o.At)
 			if err != nil {
 				return err
 			}
@@ -330,15 +342,9 @@ func (s *Service) hold(ctx context.Context, w *walk, a policy.Action) (Result, e
 		s.opts.Redeliveries.RequestSweep(ctx)
 	}
 	zerolog.Ctx(ctx).Debug().Str("why", a.Why).Time("until", a.Until).Bool("sweep", a.Sweep).Msg("holding the item's reports")
+	// The job waits even when its own report is judged: what is left (a revert, an
+	// explanation, a report of our own write) may have no other job to finish it.
 	wait := max(a.Until.Sub(s.now()), 10*time.Millisecond)
-	if w.decided {
-		// This report is judged; the job need not wait for the item's later ones.
-		if w.res.Outcome == OutcomeReverted {
-			// The board moved on: the revert (if one is still due) waits for those reports.
-			w.res = Result{Outcome: OutcomeSuperseded, Reason: w.res.Reason}
-		}
-		return w.res, nil
-	}
 	return Result{Outcome: OutcomeWait, Reason: a.Why, RetryAfter: wait}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/store"
 )
@@ -191,4 +192,27 @@ func (m *memStore) CommitStep(_ context.Context, st store.Step) (bool, error) {
 		m.audit = append(m.audit, *st.Audit)
 	}
 	return true, nil
+}
+
+func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var first *store.Observation
+	for _, oid := range m.order {
+		o := m.obs[oid]
+		if o.ItemID != id {
+			continue
+		}
+		if o.Status == store.ObservationPending && !o.At.After(t) {
+			return "", false, nil
+		}
+		if o.Status == store.ObservationJudged && o.At.After(t) && (first == nil || o.At.Before(first.At)) {
+			first = &o
+		}
+	}
+	if first != nil {
+		return first.LegalFrom, true, nil
+	}
+	it, ok := m.items[id]
+	return it.LastLegalState, ok, nil
 }

@@ -130,6 +130,7 @@ type Store interface {
 	Unexplained(ctx context.Context, itemID string) ([]store.Observation, error)
 	MarkExplained(ctx context.Context, deliveryID string) error
 	CommitStep(ctx context.Context, st store.Step) (bool, error)
+	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
 	CountInState(ctx context.Context, projectID, state string) (int, error)
 	GetViolationComment(ctx context.Context, repo string, issueNumber int) (store.ViolationComment, error)
 	PutViolationComment(ctx context.Context, repo string, issueNumber int, c store.ViolationComment) error

@@ -133,15 +133,10 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if !o.Own {
-			continue
+		if o.Own && (!h.Known || o.To == h.Observed) {
+			// The report of a write of ours the record already holds.
+			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
-		if h.Known && o.FromKnown && o.From == h.Observed && o.To != h.Observed {
-			// The app's own write that its record missed (interrupted before it was recorded):
-			// the app moved it, so it is legal, and nobody else is to blame for it.
-			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write, not yet recorded"}
-		}
-		return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 	}
 	if !h.Known && len(pending) == 0 {
 		if in.Board.Unknown {
@@ -164,6 +159,11 @@ func Sequence(in SequenceInput) Action {
 		return adopt(in, covered)
 	}
 	for _, o := range covered {
+		if o.Own && !chains(h.Observed, h.ObservedAt, o) && !o.At.After(h.ObservedAt) {
+			// A write of ours from before the judged history's end that does not follow it:
+			// the record holds it already (a later change was judged since).
+			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
+		}
 		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {
 			if _, n := chainFromAt(h.Observed, h.ObservedAt, []Observation{o}, []bool{false}); n == 0 {
 				return Action{Kind: ActIgnore, Obs: o, Why: "stale: older than the item's judged history, and it does not follow it", GapSince: h.GapSince}
@@ -185,6 +185,11 @@ func Sequence(in SequenceInput) Action {
 	}
 	switch {
 	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
+		if chain[0].Own {
+			// A write of ours the record does not hold (it was made while the item's history
+			// was still being judged, or its record was interrupted): the app's legal move.
+			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Why: "our own write, in the item's history"}
+		}
 		return Action{Kind: ActJudge, Obs: chain[0], From: h.Observed, Why: "next in the item's history"}
 	case len(rest) > 0:
 		first := rest[0]

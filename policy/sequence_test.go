@@ -56,8 +56,14 @@ func TestSequence(t *testing.T) {
 		// Duplicates are dropped by the store (one record per delivery); our own writes here.
 		{"our own write coming back, already recorded, is ignored", in(known("Research Needed", "Research Needed", 1), []Observation{own}, unknown, proven(0), 6),
 			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
-		{"our own write that its record missed is taken as the app's legal move", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
+		{"our own write that its record missed waits for its place in the history", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
+			ActWait, nil},
+		{"… and is then taken as the app's legal move", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(10), 11),
 			ActSync, func(t *testing.T, a Action) { want(t, a.To, "Research Needed") }},
+		{"our own write made while earlier reports were unjudged comes after them", in(known("Backlog", "Backlog", 1), []Observation{
+			{Delivery: "own", FromKnown: true, From: "Research Needed", To: "Ready for Plan", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true},
+			obs("d", "Backlog", "Research Needed", "alice", 5)}, unknown, proven(11), 12),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d") }},
 		// Certainty: a report is judged once a proof reaches the window past it.
 		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),

@@ -67,14 +67,30 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0xe2e))
 	starts := []string{"Backlog", "Research Needed", "Ready for Plan", "In Progress", "Research in Progress"}
 	var initial []string
+	parent := map[int]int{}     // child → parent
+	children := map[int][]int{} // parent → children
 	hs := make([]e2eHistory, n)
 	for i := range hs {
+		if rng.IntN(3) == 0 {
+			// A family: a parent and two sub-issues, all in one queue state.
+			s := []string{"Backlog", "Research Needed", "Ready for Plan"}[rng.IntN(3)]
+			initial = append(initial, s)
+			p := len(initial)
+			hs[i].items = append(hs[i].items, p)
+			for range 2 {
+				initial = append(initial, s)
+				parent[len(initial)] = p
+				children[p] = append(children[p], len(initial))
+				hs[i].items = append(hs[i].items, len(initial))
+			}
+			continue
+		}
 		for k := 0; k < 1+rng.IntN(2); k++ {
 			initial = append(initial, starts[rng.IntN(len(starts))])
 			hs[i].items = append(hs[i].items, len(initial))
 		}
 	}
-	e := start(t, "sqlite", flatSeed(t, len(initial), func(i int) string { return initial[i-1] }), func(c *config.Config) {
+	e := start(t, "sqlite", familySeed(t, initial, parent), func(c *config.Config) {
 		c.Reconcile.Settle = 0
 		c.Enforcement.ReorderWindow = time.Second
 	})
@@ -165,6 +181,23 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	// The true history: the changes in the order ghsim made them, with their senders.
 	or := oracle.New(m, actors)
 	st := e.sb.Sim.State()
+	or.GroupOf = func(item string) []string {
+		num := numberOfItem(st, item)
+		var members []int
+		switch {
+		case parent[num] != 0:
+			members = children[parent[num]]
+		case len(children[num]) > 0:
+			members = children[num]
+		}
+		var out []string
+		for _, k := range members {
+			if k != num {
+				out = append(out, itemOfNumber(st, k))
+			}
+		}
+		return out
+	}
 	byItem := map[string]ghsim.IssueState{}
 	for _, is := range st.Issues {
 		byItem[is.ItemID] = is
@@ -172,7 +205,16 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	for i, s := range initial {
 		or.Start(st.Issues[slices.IndexFunc(st.Issues, func(is ghsim.IssueState) bool { return is.Number == i+1 })].ItemID, s)
 	}
+	numberOf := map[string]int{}
+	for _, is := range st.Issues {
+		numberOf[is.ItemID] = is.Number
+	}
+	itemOf := map[int]string{}
+	for id, num := range numberOf {
+		itemOf[num] = id
+	}
 	seen := map[string]bool{}
+	var problems []string
 	dels := e.sb.Sim.Deliveries()
 	slices.SortStableFunc(dels, func(a, b ghsim.Delivery) int { return int(a.EventSeq) - int(b.EventSeq) })
 	moves := 0
@@ -182,14 +224,28 @@ func TestHistoriesEndToEnd(t *testing.T) {
 		}
 		seen[d.GUID] = true
 		fc, err := payload.ProjectsV2Item(d.Payload())
-		if err != nil || fc.Ignore != "" || fc.Field != "Workflow State" || fc.Sender == e.sb.App.AppLogin() {
+		if err != nil || fc.Ignore != "" || fc.Field != "Workflow State" {
 			continue
 		}
-		moves++
-		or.Step(fc.ItemID, oracle.Move{From: fc.From, To: fc.To, Actor: fc.Sender, Delivery: d.GUID, At: fc.At})
+		mv := oracle.Move{From: fc.From, To: fc.To, Actor: fc.Sender, Delivery: d.GUID, At: fc.At, App: fc.Sender == e.sb.App.AppLogin()}
+		if mv.App && fc.To != or.Legal[fc.ItemID] {
+			// Not a revert: it must be automation — a child cascaded to its parent's state, or a
+			// parent converged to a parent gate.
+			num := numberOf[fc.ItemID]
+			cascade := parent[num] != 0 && or.Legal[itemOf[parent[num]]] == fc.To
+			converge := len(children[num]) > 0 && slices.Contains(m.ParentGates(), fc.To)
+			if !cascade && !converge {
+				problems = append(problems, fmt.Sprintf("#%d: the app wrote %s → %s, neither a revert to its legal value (%s) nor automation",
+					num, fc.From, fc.To, or.Legal[fc.ItemID]))
+			}
+		}
+		if !mv.App {
+			moves++
+		}
+		or.Step(fc.ItemID, mv)
 	}
 
-	var diverged []string
+	diverged := problems
 	for itemID, is := range byItem {
 		if is.ItemID == "" {
 			continue
@@ -229,5 +285,46 @@ func TestHistoriesEndToEnd(t *testing.T) {
 			dropped++
 		}
 	}
-	t.Logf("%d histories, %d items, %d moves, %d deliveries dropped: correct %s after the first move", n, len(initial), moves, dropped, took.Round(time.Millisecond))
+	t.Logf("%d histories (%d families), %d items, %d moves, %d deliveries dropped: correct %s after the first move",
+		n, len(children), len(initial), moves, dropped, took.Round(time.Millisecond))
+}
+
+// familySeed is the demo world with these issues instead of its own: issue i+1 in initial[i],
+// a sub-issue of parent[i+1] when it has one.
+func familySeed(t testing.TB, initial []string, parent map[int]int) []byte {
+	t.Helper()
+	demo := string(DemoSeed())
+	i := strings.Index(demo, "\nissues:")
+	if i < 0 {
+		t.Fatal("the demo seed has no issues section")
+	}
+	var b strings.Builder
+	b.WriteString(demo[:i])
+	b.WriteString("\nissues:\n")
+	for k, s := range initial {
+		fmt.Fprintf(&b, "  - {repo: app, number: %d, title: Issue %d, project: 1", k+1, k+1)
+		if p := parent[k+1]; p != 0 {
+			fmt.Fprintf(&b, ", parent: %d", p)
+		}
+		fmt.Fprintf(&b, ", fields: {Workflow State: %s}}\n", s)
+	}
+	return []byte(b.String())
+}
+
+func numberOfItem(st ghsim.State, item string) int {
+	for _, is := range st.Issues {
+		if is.ItemID == item {
+			return is.Number
+		}
+	}
+	return 0
+}
+
+func itemOfNumber(st ghsim.State, number int) string {
+	for _, is := range st.Issues {
+		if is.Number == number {
+			return is.ItemID
+		}
+	}
+	return ""
 }

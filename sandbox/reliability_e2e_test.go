@@ -106,7 +106,7 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		e.move("agent-1", 5, "In Progress")    // illegal from Backlog: webhook never sent
 		e.move("alice", 8, "Plan in Progress") // legal: webhook never sent
 		e.move("alice", 6, "Human Needed")     // legal escalation: webhook never sent
-		e.delivered() // the faults apply when GitHub attempts the delivery
+		e.delivered()                          // the faults apply when GitHub attempts the delivery
 		e.faults(ghsim.Faults{})
 		e.settle()
 		e.wantState(5, "In Progress")       // nobody told ralph-gate yet

@@ -20,12 +20,21 @@ type Oracle struct {
 	// leave them; Violations (by delivery id) every refused move so far.
 	Legal, Holder map[string]string
 	Violations    map[string]Violation
+	// GroupOf, when set, names the other members of an item's group (siblings, or a parent's
+	// sub-issues); their legal states at each move are the convergence gate's input.
+	GroupOf func(item string) []string
 }
 
 // Move is one move of the true history.
 type Move struct {
 	From, To, Actor, Delivery string
 	At                        time.Time // GitHub's time: whole seconds
+	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
+	// automated move (legal by definition; the caller checks it was one).
+	App bool
+	// Group is the other members of the item's group as they stood when the move was made
+	// (the convergence gate's input); Step fills it from GroupOf.
+	Group []policy.Member
 }
 
 // Violation is a refused move: who, from which legal state, to what, by which rule.
@@ -62,11 +71,21 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 	out := Outcome{Legal: o.initial[item], Violations: map[string]Violation{}, Allowed: map[string]string{}}
 	for _, mv := range moves {
 		l := out.Legal
+		if mv.App {
+			if mv.To != l {
+				// As the app records an automated move: the holder of a lock it leaves goes.
+				out.Legal = mv.To
+				if !o.m.IsLock(mv.To) {
+					out.Holder = ""
+				}
+			}
+			continue
+		}
 		if mv.To == l {
 			out.Allowed[mv.Delivery] = "a move back to the last legal state"
 			continue
 		}
-		d := o.m.Decide(policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder})
+		d := o.m.Decide(policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group})
 		if d.Verdict != policy.Allow {
 			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: mv.To, Rule: d.Rule}
 			continue
@@ -82,6 +101,11 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 
 // Step records one move of the true history.
 func (o *Oracle) Step(item string, mv Move) {
+	if o.GroupOf != nil && !mv.App {
+		for i, other := range o.GroupOf(item) {
+			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: o.Legal[other]})
+		}
+	}
 	o.moves[item] = append(o.moves[item], mv)
 	out := o.Judge(item, o.moves[item])
 	o.Legal[item], o.Holder[item] = out.Legal, out.Holder
