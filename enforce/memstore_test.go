@@ -203,10 +203,10 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 		if o.ItemID != id {
 			continue
 		}
-		if o.Status == store.ObservationPending && !o.At.After(t) {
+		if o.Status == store.ObservationPending && o.At.Before(t) {
 			return "", false, nil
 		}
-		if o.Status == store.ObservationJudged && o.At.After(t) && (first == nil || o.At.Before(first.At)) {
+		if o.Status == store.ObservationJudged && !o.At.Before(t) && (first == nil || o.At.Before(first.At)) {
 			first = &o
 		}
 	}

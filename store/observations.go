@@ -187,21 +187,22 @@ func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64,
 	return n, nil
 }
 
-// LegalStateAt is what an item's last legal state was at t, read back from its judged history:
-// the state the first step judged after t left (each records the legal state it was judged
-// from), or the item's current legal state when none was. known is false when a report from
-// up to t is still waiting to be judged (the answer is not settled yet), or the item has no
-// record.
+// LegalStateAt is what an item's last legal state was just before t, read back from its judged
+// history: the state the first step judged at or after t left (each records the legal state it
+// was judged from), or the item's current legal state when none was. Steps of the same second
+// as t count as after it (GitHub dates changes to the second), so two items' moves of one
+// second never wait for each other. known is false when a report from before t is still
+// waiting to be judged (the answer is not settled yet), or the item has no record.
 func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error) {
 	var n int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND at <= ?`,
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND at < ?`,
 		itemID, ObservationPending, s.t(nowUTC(t))).Scan(&n); err != nil {
 		return "", false, fmt.Errorf("store: legal state of %q: %w", itemID, err)
 	}
 	if n > 0 {
 		return "", false, nil
 	}
-	err = s.queryRow(ctx, `SELECT legal_from FROM observations WHERE item_id = ? AND status = ? AND at > ?
+	err = s.queryRow(ctx, `SELECT legal_from FROM observations WHERE item_id = ? AND status = ? AND at >= ?
 		ORDER BY at, judged_at, delivery_id LIMIT 1`, itemID, ObservationJudged, s.t(nowUTC(t))).Scan(&state)
 	switch {
 	case err == nil:

@@ -32,8 +32,9 @@ type Move struct {
 	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
 	// automated move (legal by definition; the caller checks it was one).
 	App bool
-	// Group is the other members of the item's group as they stood when the move was made
-	// (the convergence gate's input); Step fills it from GroupOf.
+	// Group is the other members of the item's group as they stood just before the move's
+	// second (the convergence gate's input; moves of one second are not ordered across items
+	// by GitHub's clock); Step fills it from GroupOf.
 	Group []policy.Member
 }
 
@@ -103,7 +104,7 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 func (o *Oracle) Step(item string, mv Move) {
 	if o.GroupOf != nil && !mv.App {
 		for i, other := range o.GroupOf(item) {
-			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: o.Legal[other]})
+			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: o.legalBefore(other, mv.At)})
 		}
 	}
 	o.moves[item] = append(o.moves[item], mv)
@@ -193,6 +194,17 @@ func slicesEqualMoves(a, b []Move) bool {
 		}
 	}
 	return true
+}
+
+// legalBefore is an item's legal state after its moves dated before t.
+func (o *Oracle) legalBefore(item string, t time.Time) string {
+	var before []Move
+	for _, mv := range o.moves[item] {
+		if mv.At.Before(t) {
+			before = append(before, mv)
+		}
+	}
+	return o.Judge(item, before).Legal
 }
 
 // Moves returns an item's moves in true order.
