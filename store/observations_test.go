@@ -79,3 +79,42 @@ func TestObservations(t *testing.T) {
 		}
 	})
 }
+
+// What an item's legal state was at a time is read back from its judged history.
+func TestLegalStateAt(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		item := Item{ItemID: "PVTI_1", LastLegalState: "Backlog", ObservedState: "Backlog"}
+		if ok, err := s.CommitStep(ctx, Step{Item: item}); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		for i, st := range []struct{ from, to string }{{"Backlog", "Research Needed"}, {"Research Needed", "Ready for Plan"}} {
+			o := Observation{DeliveryID: "d" + st.to, ItemID: "PVTI_1", FromKnown: true, From: st.from, To: st.to, At: at(time.Duration(10*(i+1)) * time.Second),
+				ReceivedAt: at(0), Status: ObservationJudged, Verdict: VerdictAllowed, LegalFrom: st.from, JudgedAt: at(time.Minute)}
+			item.LastLegalState, item.Version = st.to, int64(i+1)
+			if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: int64(i + 1), Observation: &o}); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+		}
+		for _, c := range []struct {
+			at    time.Duration
+			want  string
+			known bool
+		}{{5 * time.Second, "Backlog", true}, {10 * time.Second, "Backlog", true}, {15 * time.Second, "Research Needed", true}, {25 * time.Second, "Ready for Plan", true}} {
+			got, known, err := s.LegalStateAt(ctx, "PVTI_1", at(c.at))
+			if err != nil || got != c.want || known != c.known {
+				t.Errorf("LegalStateAt(%s) = %q, %v, %v; want %q", c.at, got, known, err, c.want)
+			}
+		}
+		if _, err := s.RecordObservation(ctx, Observation{DeliveryID: "late", ItemID: "PVTI_1", At: at(30 * time.Second), ReceivedAt: at(31 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, known, _ := s.LegalStateAt(ctx, "PVTI_1", at(35*time.Second)); known {
+			t.Error("a report from before the time is still unjudged: the answer is not settled")
+		}
+		if _, known, _ := s.LegalStateAt(ctx, "PVTI_2", at(0)); known {
+			t.Error("an item with no record has no known state")
+		}
+	})
+}
