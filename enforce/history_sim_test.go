@@ -446,12 +446,13 @@ func (w *simWorld) sweep() {
 // periodicSweep is the leader's periodic sweep, while there is anything to sweep for.
 func (w *simWorld) periodicSweep(t time.Time) {
 	w.at(t, func() {
+		pending := w.crashing
 		for _, d := range w.dels {
-			if !d.delivered || w.crashing {
-				w.RequestSweep(context.Background())
-				w.periodicSweep(w.now.Add(15 * time.Second))
-				return
-			}
+			pending = pending || !d.delivered
+		}
+		if pending {
+			w.RequestSweep(context.Background())
+			w.periodicSweep(w.now.Add(15 * time.Second))
 		}
 	})
 }

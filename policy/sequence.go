@@ -133,8 +133,10 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if o.Own && (!h.Known || o.To == h.Observed) {
-			// The report of a write of ours the record already holds.
+		if o.Own && (!h.Known || (o.To == h.Observed && !reportedBefore(pending, o))) {
+			// The report of a write of ours the record already holds. (When others' changes
+			// made before it are still unjudged, it is a write made while the history was being
+			// judged: it takes its place after them.)
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 	}
@@ -174,6 +176,11 @@ func Sequence(in SequenceInput) Action {
 	// longest chain that starts from the observed value; a report that follows nothing was
 	// preceded by a change nobody reported, which is judged first (by an unknown actor).
 	chain, rest := splitChain(h, covered)
+	if len(rest) > 0 && rest[0].Own && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
+		// A write of ours that nothing judged leads to: the record holds it already (a revert,
+		// or automation recorded as it was made). Our own writes never stand for a gap.
+		return Action{Kind: ActIgnore, Obs: rest[0], Why: "our own write", GapSince: h.GapSince}
+	}
 	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {
 		// An interrupted revert may have landed: if the reports follow on from the value it was
 		// writing better than from the refused one, it did.
@@ -271,6 +278,17 @@ func (in SequenceInput) wait(h History, at time.Time, why string) Action {
 		a.Sweep = in.Sweep.Available
 	}
 	return a
+}
+
+// reportedBefore reports whether someone else's change made before o's second is pending.
+// (Within one second the order cannot be told: the record's own account of our write wins.)
+func reportedBefore(pending []Observation, o Observation) bool {
+	for _, p := range pending {
+		if !p.Own && p.At.Before(o.At) {
+			return true
+		}
+	}
+	return false
 }
 
 // chains reports whether o can follow a history that ends in value `from` at `at`.

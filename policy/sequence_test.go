@@ -54,8 +54,12 @@ func TestSequence(t *testing.T) {
 			BoardValue{State: "Ready for Plan", UpdatedAt: sec(5)}, proven(10), 11),
 			ActAdopt, func(t *testing.T, a Action) { want(t, a.To, "Ready for Plan"); wantTime(t, a.At, sec(5)) }},
 		// Duplicates are dropped by the store (one record per delivery); our own writes here.
-		{"our own write coming back, already recorded, is ignored", in(known("Research Needed", "Research Needed", 1), []Observation{own}, unknown, proven(0), 6),
+		{"our own write coming back, already recorded, is ignored", in(known("Research Needed", "Research Needed", 1), []Observation{own}, unknown, proven(10), 11),
 			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
+		{"our own write to the value the record happens to hold, made after unjudged reports, comes after them", in(known("Ready for Plan", "Ready for Plan", 1), []Observation{
+			{Delivery: "own", FromKnown: true, From: "Research Needed", To: "Ready for Plan", Actor: "ralph-gate[bot]", At: sec(7), Received: sec(7), Own: true},
+			obs("d1", "Ready for Plan", "Human Needed", "alice", 5), obs("d2", "Human Needed", "Research Needed", "agent-2", 6)}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
 		{"our own write that its record missed waits for its place in the history", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
 			ActWait, nil},
 		{"… and is then taken as the app's legal move", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(10), 11),
