@@ -32,7 +32,8 @@ type Faults struct {
 
 // WebhookFaults perturb deliveries: dropped ones are recorded as failed (status code 0) and never
 // reach the receiver; duplicated ones arrive twice with one X-GitHub-Delivery; with Reorder the
-// dispatcher gathers the deliveries queued within max(DelayMS, 50) ms and sends them newest first;
+// dispatcher gathers the deliveries queued within max(DelayMS, 50) ms (at most 8) and sends them
+// newest first;
 // DelayMS delays every delivery.
 type WebhookFaults struct {
 	DropRate      float64 `json:"drop_rate"`

@@ -210,8 +210,8 @@ func (d *dispatcher) loop() {
 	}
 }
 
-// take removes the next delivery, or with a reorder fault every delivery queued within the
-// gathering window, newest first.
+// take removes the next delivery, or with a reorder fault the deliveries queued within the
+// gathering window (at most maxReorderBatch), newest first.
 func (d *dispatcher) take() []outgoing {
 	wf := d.faults.get().Webhook
 	if wf.Reorder {
@@ -233,11 +233,17 @@ func (d *dispatcher) take() []outgoing {
 		d.queue = d.queue[1:]
 		return []outgoing{o}
 	}
-	batch := d.queue
-	d.queue = nil
+	// Neighbours only: a backlog is not turned around whole (GitHub reorders deliveries made
+	// close together; it does not hold the oldest back behind everything queued after it).
+	n := min(len(d.queue), maxReorderBatch)
+	batch := slices.Clone(d.queue[:n])
+	d.queue = d.queue[n:]
 	slices.Reverse(batch)
 	return batch
 }
+
+// maxReorderBatch is how many neighbouring deliveries a reorder fault turns around at once.
+const maxReorderBatch = 8
 
 func (d *dispatcher) attempt(o outgoing) {
 	wf, drop, dup := d.faults.webhookDraw()
