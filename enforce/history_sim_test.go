@@ -328,7 +328,8 @@ func faultsOf(mv simMove) string {
 	return " [" + strings.Join(fs, ", ") + "]"
 }
 
-// deliver is the intake: the change is recorded before GitHub is answered, then its job runs.
+// deliver is the intake: the change is recorded before GitHub is answered, then its job runs
+// (none for the app's own writes).
 func (w *simWorld) deliver(d *simDelivery) {
 	ch := d.ch
 	ch.ReceivedAt = w.now
@@ -337,19 +338,11 @@ func (w *simWorld) deliver(d *simDelivery) {
 		return
 	}
 	d.delivered = true
-	w.trace("delivered %s", d.id)
-	w.job(ch, 1)
-}
-
-// deliverOwn is the intake of the app's own write: recorded, no job.
-func (w *simWorld) deliverOwn(d *simDelivery) {
-	ch := d.ch
-	ch.ReceivedAt = w.now
-	if err := w.svc.Observe(context.Background(), ch); err != nil {
-		w.problem("intake of %s: %v", d.id, err)
+	if ch.Actor == w.svc.opts.AppLogin {
 		return
 	}
-	d.delivered = true
+	w.trace("delivered %s", d.id)
+	w.job(ch, 1)
 }
 
 // job runs the change's job now, and again when it asks to wait or fails.
@@ -385,7 +378,7 @@ func (w *simWorld) appWrite(id, state string) {
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
 	if !w.crashing || w.rng.Float64() >= 0.15 {
-		w.at(w.now.Add(20*time.Millisecond), func() { w.deliverOwn(d) })
+		w.at(w.now.Add(20*time.Millisecond), func() { w.deliver(d) })
 	}
 	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
@@ -424,10 +417,6 @@ func (w *simWorld) sweep() {
 	}
 	w.trace("sweep: %d redelivered, complete=%v", len(again), complete)
 	for _, d := range again {
-		if strings.HasPrefix(d.id, "own") {
-			w.at(started.Add(simSweepRTT/2), func() { w.deliverOwn(d) })
-			continue
-		}
 		w.at(started.Add(simSweepRTT/2), func() { w.deliver(d) })
 	}
 	w.at(started.Add(simSweepRTT), func() {

@@ -289,8 +289,8 @@ func TestHistoriesEndToEnd(t *testing.T) {
 		n, len(children), len(initial), moves, dropped, took.Round(time.Millisecond))
 }
 
-// familySeed is the demo world with these issues instead of its own: issue i+1 in initial[i],
-// a sub-issue of parent[i+1] when it has one.
+// familySeed is the demo world with these issues instead of its own: issue i+1 in initial[i]
+// ("": no value), a sub-issue of parent[i+1] when it has one.
 func familySeed(t testing.TB, initial []string, parent map[int]int) []byte {
 	t.Helper()
 	demo := string(DemoSeed())
@@ -306,7 +306,10 @@ func familySeed(t testing.TB, initial []string, parent map[int]int) []byte {
 		if p := parent[k+1]; p != 0 {
 			fmt.Fprintf(&b, ", parent: %d", p)
 		}
-		fmt.Fprintf(&b, ", fields: {Workflow State: %s}}\n", s)
+		if s != "" {
+			fmt.Fprintf(&b, ", fields: {Workflow State: %s}", s)
+		}
+		b.WriteString("}\n")
 	}
 	return []byte(b.String())
 }

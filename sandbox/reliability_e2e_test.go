@@ -27,22 +27,11 @@ import (
 // issues; state(i) gives issue i's first Workflow State ("" for none).
 func flatSeed(t testing.TB, n int, state func(i int) string) []byte {
 	t.Helper()
-	demo := string(DemoSeed())
-	i := strings.Index(demo, "\nissues:")
-	if i < 0 {
-		t.Fatal("the demo seed has no issues section")
+	initial := make([]string, n)
+	for k := range initial {
+		initial[k] = state(k + 1)
 	}
-	var b strings.Builder
-	b.WriteString(demo[:i])
-	b.WriteString("\nissues:\n")
-	for k := 1; k <= n; k++ {
-		fmt.Fprintf(&b, "  - {repo: app, number: %d, title: Issue %d, project: 1", k, k)
-		if s := state(k); s != "" {
-			fmt.Fprintf(&b, ", fields: {Workflow State: %s}", s)
-		}
-		b.WriteString("}\n")
-	}
-	return []byte(b.String())
+	return familySeed(t, initial, nil)
 }
 
 // reconcileSettled makes the reconciler judge every item at once (no settle time) and proves
