@@ -65,6 +65,7 @@ func (s *sweeps) run(ctx context.Context) {
 		if err != nil {
 			log.Warn().Err(err).Msg("could not read the redelivery proof")
 		}
+		began := time.Now()
 		rep, err := s.sweeper.SweepSince(ctx, p.Until)
 		var ra *redeliver.RetryAfterError
 		switch {
@@ -81,5 +82,15 @@ func (s *sweeps) run(ctx context.Context) {
 		default:
 			log.Debug().Int("redelivered", rep.Redelivered).Bool("complete", rep.Complete).Msg("gap sweep")
 		}
+		// At most one sweep a second: under steady traffic items keep coming due, and each
+		// sweep costs at least one request of the App's.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(began.Add(minSweepGap))):
+		}
 	}
 }
+
+// minSweepGap is the shortest time between the starts of two gap sweeps.
+const minSweepGap = time.Second
