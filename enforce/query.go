@@ -81,7 +81,7 @@ func (s *Service) Locate(ctx context.Context, b Board, ref IssueRef, project int
 // Guidance is what an agent may do next from a state.
 type Guidance struct {
 	State string
-	// AllowedNext are the states an agent may move the item to (DESIGN §2, agent rules).
+	// AllowedNext are the states an agent may move the item to (the workflow's agent rules, README: The workflow).
 	AllowedNext []string
 	// CommandsExpecting are the commands that take this state as input.
 	CommandsExpecting               []string
@@ -157,7 +157,7 @@ type GroupMember struct {
 	BlockedBy []int // open blockers inside the group
 }
 
-// Group is an issue's group (DESIGN §6): its parent's sub-issues (or its own sub-issues when it
+// Group is an issue's group (policy.DetectPipeline): its parent's sub-issues (or its own sub-issues when it
 // is a parent), plus the closure over open native blockedBy links, in topological order
 // (blockers first, ties by number). Only issues on the item's project count.
 type Group struct {
@@ -263,7 +263,7 @@ func (s *Service) Group(ctx context.Context, b Board, it Item) (Group, error) {
 	return g, nil
 }
 
-// PipelinePosition is detect_pipeline_position: the group's phase by DESIGN §6.
+// PipelinePosition is detect_pipeline_position: the group's phase by policy.DetectPipeline.
 type PipelinePosition struct {
 	Group  Group
 	Result policy.PipelineResult

@@ -16,7 +16,7 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// PlanCascade plans the children cascade (DESIGN §4): when a parent enters pipeline state
+// PlanCascade plans the children cascade (docs/AUTOMATION.md): when a parent enters pipeline state
 // parentTo, every child strictly earlier on the pipeline moves to parentTo. Terminal,
 // off-pipeline and unknown children are skipped; an unset child counts as earliest.
 // Children keep their input order. Both results are non-nil.
@@ -46,7 +46,7 @@ func (m *Machine) PlanCascade(parentTo string, children []Member) (moves []Move,
 }
 
 // ConvergenceTarget is the parent gate a parent should advance to given its children
-// (DESIGN §4): the highest gate every non-Canceled child has reached, provided no such child
+// (docs/AUTOMATION.md): the highest gate every non-Canceled child has reached, provided no such child
 // is off the pipeline (Human Needed, unset, unknown), at least one child is not Canceled, and
 // the gate is strictly later than parentState ("" counts as earliest). A parent that is off
 // the pipeline (Human Needed, Canceled) never advances by itself.

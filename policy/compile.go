@@ -362,7 +362,7 @@ func build(s Spec, index map[string]int) *Machine {
 		m.intIndex[it.Name] = len(m.intents)
 		m.intents = append(m.intents, in)
 	}
-	// The convergence gate follows the plan command when there is one (DESIGN §3).
+	// The convergence gate follows the plan command when there is one (docs/ENFORCEMENT.md).
 	m.convLock = "Plan in Progress"
 	if l := m.CommandLock("plan"); l != "" {
 		m.convLock = l

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Rule names the step of DESIGN §3 that decided a change.
+// Rule names the step of docs/ENFORCEMENT.md that decided a change.
 type Rule string
 
 const (
@@ -20,7 +20,7 @@ const (
 	RuleWIP           Rule = "wip_limit"
 	RuleBypass        Rule = "bypass"
 	RuleLegal         Rule = "legal"
-	// RuleApp: the change was made by ralph-gate itself and is never checked (DESIGN §3 step 1).
+	// RuleApp: the change was made by ralph-gate itself and is never checked (docs/ENFORCEMENT.md, step 1).
 	RuleApp Rule = "app"
 )
 
@@ -75,7 +75,7 @@ type Decision struct {
 	ReleasesLock bool `json:"releases_lock"`
 }
 
-// Decide applies DESIGN §3 steps 2–6 to an observed change. A From that is not a state of the
+// Decide applies the steps 2–6 of docs/ENFORCEMENT.md to an observed change. A From that is not a state of the
 // machine (e.g. the config changed since it was recorded) is treated as unset. A change to the
 // same value is no change and is allowed without touching locks.
 func (m *Machine) Decide(c Change) Decision {
@@ -160,7 +160,7 @@ func memberTexts(ms []Member) []string {
 	return out
 }
 
-// RefusalFor renders a revert as the three-part error of DESIGN §2 (for comments and MCP
+// RefusalFor renders a revert as the three-part error described in the README (The workflow) (for comments and MCP
 // handoffs): what was tried, why it fails, and exactly what to do instead. nil when allowed.
 func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 	if d.Verdict != Revert {

@@ -1,6 +1,6 @@
 package policy
 
-// DefaultSpec is the workflow of DESIGN §2, equal field by field to the `workflow:` section of
+// DefaultSpec is the default workflow (README: The workflow), equal field by field to the `workflow:` section of
 // config.yml as yaml.v3 decodes it (so `[]` and `{}` are empty, not nil, and absent keys nil).
 // A fresh value on every call: callers may modify it freely.
 func DefaultSpec() Spec {

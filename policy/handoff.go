@@ -30,7 +30,7 @@ func (m *Machine) HandoffRetries(cmd, from string, actor ActorKind) (intents, st
 }
 
 // HandoffRefusal renders a refused handoff (an agent asking the app to move an item with a
-// command) as the three-part error of DESIGN §2. Gate refusals (lock ownership, blockers,
+// command) as the three-part error described in the README (The workflow). Gate refusals (lock ownership, blockers,
 // convergence, WIP) keep RefusalFor's recovery; a move the table refuses lists the intents and
 // direct states that cmd may use from the current state instead, and the other moves open to
 // the actor there. nil when d allows the change.
@@ -87,7 +87,7 @@ func (m *Machine) HandoffRefusal(cmd string, c Change, d Decision) *Refusal {
 
 // CheckAdvance says whether an agent may advance a parent's children to target: target must be
 // on the pipeline and not later than the parent's own state, so children never get ahead of
-// their parent (the children cascade of DESIGN §4, asked for explicitly).
+// their parent (the children cascade of docs/AUTOMATION.md, asked for explicitly).
 func (m *Machine) CheckAdvance(parentState, target string) error {
 	pipe := m.Pipeline()
 	ti := m.PipelineIndex(target)

@@ -79,7 +79,7 @@ func sameStrings(t *testing.T, what string, got, want []string) {
 
 var allCommands = []string{"triage", "split", "research", "plan", "plan_epic", "review", "impl", "pr", "merge", "hero"}
 
-// DESIGN §2 "Allowed direct outputs per command" (lock first, then outputs).
+// the README's intent table ("allowed direct outputs per command") (lock first, then outputs).
 var wantDirect = map[string][]string{
 	"triage":    {sRN, sRFP, sDone, sCancel, sHN},
 	"split":     {sBacklog, sIP, sRFP},

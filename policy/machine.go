@@ -21,7 +21,7 @@ type Machine struct {
 	intents  []intent
 	intIndex map[string]int // normalized intent name -> position in intents
 
-	// The convergence gate (DESIGN §3) guards entering convLock until the group reaches convReady.
+	// The convergence gate (docs/ENFORCEMENT.md) guards entering convLock until the group reaches convReady.
 	convLock, convReady string
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// DESIGN §2, written out by hand: what an agent may do from each state (display order) ...
+// The default workflow (README, The workflow), written out by hand: what an agent may do from each state (display order) ...
 var agentNext = map[string][]string{
 	"":       {sBacklog, sRN, sRFP},
 	sBacklog: {sRN, sRFP, sHN, sDone, sCancel},

@@ -22,7 +22,7 @@ const (
 
 func (p Phase) String() string { return string(p) }
 
-// RemainingPhases lists the phases still ahead of p (DESIGN §6); never nil.
+// RemainingPhases lists the phases still ahead of p (policy.DetectPipeline); never nil.
 func (p Phase) RemainingPhases() []string {
 	all := []string{"split", "triage", "research", "plan", "review", "implement", "pr"}
 	switch p {
@@ -99,7 +99,7 @@ type Roster struct {
 	Integrator int `json:"integrator"`
 }
 
-// The state names of DESIGN §2 that pipeline detection is defined over (the MCP tool's contract
+// The state names of the default workflow (README, The workflow) that pipeline detection is defined over (the MCP tool's contract
 // is phrased in these names, independently of a customised machine).
 const (
 	stBacklog      = "Backlog"
@@ -115,9 +115,9 @@ const (
 	stCanceled     = "Canceled"
 )
 
-// DetectPipeline finds the phase of an issue or group by DESIGN §6, first match wins.
+// DetectPipeline finds the phase of an issue or group in the order below, first match wins.
 //
-// Interpretations where DESIGN is silent:
+// Interpretations where the original tool's contract is silent:
 //   - "no state" is an empty (or whitespace) workflowState or the literal "unknown", which is
 //     what the original tool reported for unset items;
 //   - Canceled issues are ignored by the "all Ready for Plan" (4) and "all Plan in Review" (6)
@@ -257,7 +257,7 @@ func countIssuesHave(is []PipelineIssue) string {
 	return strings.TrimSuffix(s, " are") + " have"
 }
 
-// roster implements DESIGN §6 suggestedRoster.
+// roster implements the suggestedRoster of DetectPipeline.
 func roster(p Phase, in PipelineInput) Roster {
 	switch p {
 	case PhaseTerminal:

@@ -97,7 +97,7 @@ func TestDetectPipelineOrder(t *testing.T) {
 	}
 }
 
-// DetectPipeline's recommendation would escalate if a blocker were in Human Needed; the DESIGN
+// DetectPipeline's recommendation would escalate if a blocker were in Human Needed; the detection
 // order makes that unreachable (step 10 catches Human Needed first), which this pins down.
 func TestDetectPipelineHumanNeededNeverBlocks(t *testing.T) {
 	for _, states := range [][]string{{sHN, sRFP, sIR}, {sHN, sRN}} {

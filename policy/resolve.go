@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ResolveIntent turns a semantic intent into the state it means for a command (DESIGN §2).
+// ResolveIntent turns a semantic intent into the state it means for a command (README: The workflow).
 // Commands are accepted bare or ralph_-prefixed, intents as words or __MARKERS__, both in any
 // letter case. Every error is a *Refusal whose Recovery lists exactly the valid retries.
 func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {

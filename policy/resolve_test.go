@@ -12,7 +12,7 @@ const (
 	errUndefined = "!undefined"
 )
 
-// DESIGN §2 intent table, every intent × command written out.
+// The README's intent table, every intent × command written out.
 var wantIntent = map[string]map[string]string{
 	"lock": {
 		"triage": errUndefined, "split": errUndefined, "research": sRIP, "plan": sPIP, "plan_epic": sPIP,

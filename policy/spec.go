@@ -27,9 +27,9 @@ type Spec struct {
 	Intents []IntentSpec `yaml:"intents" json:"intents"`
 	// Commands declare the agent commands with their input states, outputs and lock state.
 	Commands []CommandSpec `yaml:"commands" json:"commands"`
-	// Gates switch the gates of DESIGN §3 step 6 on and off.
+	// Gates switch the gates of docs/ENFORCEMENT.md (step 6; docs/AUTOMATION.md) on and off.
 	Gates GatesSpec `yaml:"gates" json:"gates"`
-	// Automation switches the automation rules of DESIGN §4 on and off.
+	// Automation switches the automation rules of docs/AUTOMATION.md on and off.
 	Automation AutomationSpec `yaml:"automation" json:"automation"`
 }
 

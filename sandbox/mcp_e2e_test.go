@@ -354,7 +354,7 @@ func TestMCPGroupTools(t *testing.T) {
 		e := start(t, driver, []byte(mcpSeed), configureMCP)
 		cs := e.agentClient(agent1Token)
 
-		// DESIGN §6: a member in Research Needed makes the group RESEARCH, not converged.
+		// policy.DetectPipeline: a member in Research Needed makes the group RESEARCH, not converged.
 		pos := mustCall[toolspec.PipelineOutput](t, cs, toolspec.DetectPipelinePosition, map[string]any{"number": 11})
 		var order []int
 		for _, is := range pos.Issues {

@@ -22,7 +22,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
-// RequiredPermissions are exactly what ralph-gate needs (DESIGN §11); app.yml asks for these.
+// RequiredPermissions are exactly what ralph-gate needs (docs/INSTALL.md); app.yml asks for these.
 var RequiredPermissions = map[string]string{
 	"organization_projects": "write", // read and change Workflow State values
 	"issues":                "write", // comments, sub-issues, dependencies, lifecycle sync

@@ -59,7 +59,7 @@ func Tools() []Spec {
 		},
 		{
 			Name:    DetectPipelinePosition,
-			Summary: "the phase of the issue's group (DESIGN §6 order), remaining phases, convergence and suggestedRoster",
+			Summary: "the phase of the issue's group (the order of policy.DetectPipeline), remaining phases, convergence and suggestedRoster",
 			Input:   PipelineInput{},
 			Title:   "Find the pipeline phase of an issue's group",
 			Description: "Determine which phase to run next for an issue and its group (the parent's sub-issues, or the issue's own sub-issues when it is a parent, plus issues they are blocked by), by a fixed rule order: SPLIT, TRIAGE, RESEARCH, PLAN, REVIEW, HUMAN_GATE, IMPLEMENT, INTEGRATE or TERMINAL. " +
