@@ -307,7 +307,7 @@ func (s *Sweeper) confirm(ctx context.Context, hooks Hooks, redelivered map[stri
 			}
 			oldest := int64(-1)
 			for _, d := range list {
-				if id, ok := redelivered[d.GetGUID()]; ok && d.GetID() > id && ok2xx(d.GetStatusCode()) {
+				if id, ok := redelivered[d.GetGUID()]; ok && d.GetID() > id && ok(d.GetStatusCode()) {
 					done[d.GetGUID()] = true
 				}
 				oldest = d.GetID()
@@ -332,8 +332,6 @@ func (s *Sweeper) confirm(ctx context.Context, hooks Hooks, redelivered map[stri
 		}
 	}
 }
-
-func ok2xx(status int) bool { return ok(status) }
 
 // ProofName is where the newest complete sweep is recorded.
 const ProofName = "redeliver/proof"
