@@ -307,7 +307,7 @@ func (s *Sweeper) confirm(ctx context.Context, hooks Hooks, redelivered map[stri
 			}
 			oldest := int64(-1)
 			for _, d := range list {
-				if id, ok := redelivered[d.GetGUID()]; ok && d.GetID() > id && ok(d.GetStatusCode()) {
+				if id, found := redelivered[d.GetGUID()]; found && d.GetID() > id && ok(d.GetStatusCode()) {
 					done[d.GetGUID()] = true
 				}
 				oldest = d.GetID()
