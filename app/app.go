@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,
 		Enforced:       cfg.Enforces,
-		Observer:       mx,
+		Observer:       automationCounter{metrics: mx},
 	})
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
 	if !opts.NoPeriodic {
@@ -178,7 +178,7 @@ func (a *App) routes() http.Handler {
 	}
 	dispatcher := githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{
-			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service},
+			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
 			&handlers.Issues{Scope: scope, Queue: a.queue},
 			&handlers.PullRequest{Scope: scope, Queue: a.queue},
 		},
@@ -306,7 +306,7 @@ func (p processor) ProcessChange(ctx context.Context, ch enforce.Change) (enforc
 	if err != nil {
 		return enforce.Result{}, err
 	}
-	return p.service.ProcessChange(ctx, b, ch)
+	return p.service.Enforcer.ProcessChange(ctx, b, ch)
 }
 
 func (p processor) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {
@@ -314,7 +314,7 @@ func (p processor) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (
 	if err != nil {
 		return enforce.Result{}, err
 	}
-	return p.service.ProcessLifecycle(ctx, b, ev)
+	return p.service.Automation.ProcessLifecycle(ctx, b, ev)
 }
 
 // boards keeps one Board per installation (each has its own token).

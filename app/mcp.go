@@ -2,15 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
-	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/mcpserver"
 )
 
@@ -19,11 +16,10 @@ import (
 // request's bearer token names its agent.
 func (a *App) MCPServer(agent string) *mcp.Server {
 	opts := mcpserver.Options{
-		Service:     a.service,
+		Facade:      a.service.Facade,
 		Board:       func(ctx context.Context, owner string) (enforce.Board, error) { return a.boards.get(ctx, 0, owner) },
 		DefaultRepo: a.cfg.MCP.DefaultRepo,
 		Agent:       agent,
-		NotFound:    notFound,
 		Version:     a.version,
 	}
 	for _, p := range a.cfg.Projects {
@@ -33,12 +29,6 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Commands: ag.Commands})
 	}
 	return mcpserver.New(opts)
-}
-
-// notFound reports whether GitHub said the issue (or repository) does not exist.
-func notFound(err error) bool {
-	var ge *ghboard.GraphQLError
-	return errors.Is(err, ghboard.ErrNotFound) || (errors.As(err, &ge) && slices.Contains(ge.Types, "NOT_FOUND"))
 }
 
 // mcpHandler serves the façade at /mcp behind bearer-token authentication. A token_env

@@ -42,8 +42,14 @@ type observed struct {
 	metrics *metrics.Metrics
 }
 
-// Observer implementation for enforce: automation moves are counted.
-var _ enforce.Observer = (*metrics.Metrics)(nil)
+// automationCounter tells the metrics about enforcement's automated moves.
+type automationCounter struct{ metrics *metrics.Metrics }
+
+var _ enforce.Observer = automationCounter{}
+
+func (c automationCounter) AutomationMoved(cause enforce.Cause) {
+	c.metrics.AutomationMoved(string(cause))
+}
 
 func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {
 	start := time.Now()
@@ -58,9 +64,9 @@ func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce
 		p.metrics.ProcessingFailed()
 		return res, err
 	}
-	p.metrics.Decided(res.Outcome.String(), time.Since(start))
+	p.metrics.Decided(string(res.Verdict), time.Since(start))
 	logger.Info().
-		Str("verdict", res.Outcome.String()).
+		Str("verdict", string(res.Verdict)).
 		Str("from", ch.From).
 		Str("to", ch.To).
 		Str("reason", res.Reason).
@@ -80,14 +86,9 @@ func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (e
 	return res, err
 }
 
-// reconcileObserver reports each reconciliation pass to the metrics; hand it to the
-// reconciler as its enforce.ReconcileObserver.
-type reconcileObserver struct{ metrics *metrics.Metrics }
-
-var _ enforce.ReconcileObserver = reconcileObserver{}
-
-func (o reconcileObserver) Reconciled(r enforce.ReconcileReport) {
-	o.metrics.ReconcilePassDone(metrics.ReconcilePass{
+// reconciled reports a reconciliation pass to the metrics.
+func reconciled(m *metrics.Metrics, r enforce.ReconcileReport) {
+	m.ReconcilePassDone(metrics.ReconcilePass{
 		Project: fmt.Sprintf("%s/%d", r.Owner, r.Number),
 		InSync:  r.InSync, Adopted: r.Adopted, Drifted: r.Drifted, Reverted: r.Reverted,
 		Accepted: r.Accepted, Deferred: r.Deferred, Archived: r.Archived,

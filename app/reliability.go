@@ -106,9 +106,9 @@ func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, erro
 		b, err := a.boards.get(ctx, 0, p.Owner)
 		if err == nil {
 			var rep enforce.ReconcileReport
-			rep, err = a.service.Reconcile(ctx, b, a.store, p.Owner, p.Number, opts)
+			rep, err = a.service.Reconciler.Reconcile(ctx, b, a.store, enforce.ProjectRef{Owner: p.Owner, Number: p.Number}, opts)
 			reports = append(reports, rep)
-			reconcileObserver{metrics: a.metrics}.Reconciled(rep)
+			reconciled(a.metrics, rep)
 		}
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("project", fmt.Sprintf("%s/%d", p.Owner, p.Number)).Msg("reconciliation failed")
@@ -120,22 +120,18 @@ func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, erro
 	return reports, first
 }
 
-// PruneNow forgets the judged changes and the deliveries older than GitHub keeps deliveries
-// (plus a day): a redelivery of one of them could no longer come. It returns how many.
+// PruneNow forgets the judged changes older than GitHub keeps deliveries (plus a day): a
+// redelivery of one of them could no longer come. It returns how many.
 func (a *App) PruneNow(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-a.cfg.Redelivery.MaxAge - 24*time.Hour)
 	n, err := a.store.PruneObservations(ctx, cutoff)
 	if err != nil {
 		return n, err
 	}
-	d, err := a.store.PruneDeliveries(ctx, cutoff)
-	if err != nil {
-		return n, err
+	if n > 0 {
+		zerolog.Ctx(ctx).Info().Int64("changes", n).Msg("pruned old history")
 	}
-	if n+d > 0 {
-		zerolog.Ctx(ctx).Info().Int64("changes", n).Int64("deliveries", d).Msg("pruned old history")
-	}
-	return n + d, nil
+	return n, nil
 }
 
 // SweepNow runs one redelivery sweep.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -124,7 +125,7 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 			continue
 		}
 		decided[e.DeliveryID] = true
-		if e.Verdict == store.VerdictReverted {
+		if e.Verdict == enforce.VerdictReverted {
 			reverted++
 		}
 		if e.At.After(last) {

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 func (h *harness) handoff(id string, ho Handoff) (HandoffResult, error) {
 	it, _ := h.board.Item(context.Background(), id)
-	return h.svc.Handoff(context.Background(), h.board, it, ho)
+	return h.svc.Facade.Handoff(context.Background(), h.board, it, ho)
 }
 
 func TestHandoffRecordsTheAgentAndChains(t *testing.T) {
@@ -32,19 +31,19 @@ func TestHandoffRecordsTheAgentAndChains(t *testing.T) {
 	}
 	// The app's own webhook for the write is ignored; a later move chains from the handoff.
 	h.now = h.now.Add(time.Second)
-	if r := h.process(Change{ItemID: "A", FromKnown: true, From: "Research Needed", To: "Research in Progress", Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}); r.Outcome != OutcomeIgnored {
-		t.Fatalf("own write: %v", r.Outcome)
+	if r := h.process(Change{ItemID: "A", FromKnown: true, From: "Research Needed", To: "Research in Progress", Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}); r.Verdict != VerdictIgnored {
+		t.Fatalf("own write: %v", r.Verdict)
 	}
 	h.now = h.now.Add(time.Second)
-	if r := h.process(h.board.move("A", "agent-2", "Ready for Plan", h.now)); r.Outcome != OutcomeReverted || !strings.Contains(r.Reason, "locked by agent-1") {
-		t.Fatalf("another agent moved the handed-off lock: %v %s", r.Outcome, r.Reason)
+	if r := h.process(h.board.move("A", "agent-2", "Ready for Plan", h.now)); r.Verdict != VerdictReverted || !strings.Contains(r.Reason, "locked by agent-1") {
+		t.Fatalf("another agent moved the handed-off lock: %v %s", r.Verdict, r.Reason)
 	}
 	h.now = h.now.Add(time.Second)
-	if r := h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now)); r.Outcome != OutcomeAllowed {
-		t.Fatalf("the holder's move: %v %s", r.Outcome, r.Reason)
+	if r := h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now)); r.Verdict != VerdictAllowed {
+		t.Fatalf("the holder's move: %v %s", r.Verdict, r.Reason)
 	}
-	entries, _ := h.st.QueryAudit(context.Background(), store.AuditFilter{ItemID: "A"})
-	if len(entries) == 0 || entries[0].Verdict != store.VerdictHandoff || entries[0].Actor != "agent-1" || !strings.Contains(entries[0].Reason, "agent's reason: mine") {
+	entries, _ := h.st.entries("A")
+	if len(entries) == 0 || entries[0].Verdict != VerdictHandoff || entries[0].Actor != "agent-1" || !strings.Contains(entries[0].Reason, "agent's reason: mine") {
 		t.Fatalf("audit %+v", entries)
 	}
 }
@@ -73,7 +72,7 @@ func TestHandoffRefusals(t *testing.T) {
 		t.Fatalf("a refusal wrote: %v", h.board.sets)
 	}
 	// The board moved on and the change is still being processed: retry later.
-	if err := h.st.PutItem(context.Background(), store.Item{ItemID: "B", ProjectID: "PVT_1", LastLegalState: "Plan in Progress", LegalAt: h.now}); err != nil {
+	if _, err := h.st.CompareAndSetItem(context.Background(), Record{ItemID: "B", ProjectID: "PVT_1", LastLegalState: "Plan in Progress", LegalAt: h.now}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.handoff("B", Handoff{Agent: "agent-1", Command: "impl", Intent: "complete"}); err == nil || !strings.Contains(err.Error(), "still being processed") {
@@ -90,7 +89,7 @@ func TestClaimRaceHasOneWinner(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := h.svc.Pick(context.Background(), h.board, PickRequest{Projects: []ProjectRef{{Owner: "acme", Number: 1}},
+				res, err := h.svc.Facade.Pick(context.Background(), h.board, PickRequest{Projects: []ProjectRef{{Owner: "acme", Number: 1}},
 					State: "Research Needed", Claim: true, Handoff: Handoff{Agent: "agent-" + string(rune('1'+i)), Command: "research", Reason: "go"}})
 				if err != nil {
 					t.Error(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // The history suite: random histories of several people and agents moving a few items
@@ -22,8 +21,8 @@ import (
 // order. A failing history is shrunk to a minimal one and written to testdata/histories,
 // where TestHistoryRegressions replays it forever after.
 
-func storeItem(id, state string, at time.Time) store.Item {
-	return store.Item{ItemID: id, ProjectID: "PVT_1", LastLegalState: state, ObservedState: state, ObservedAt: at, LegalAt: at, Version: 1}
+func storeItem(id, state string, at time.Time) Record {
+	return Record{ItemID: id, ProjectID: "PVT_1", LastLegalState: state, ObservedState: state, ObservedAt: at, LegalAt: at, Version: 1}
 }
 
 var simActors = []string{"alice", "bob", "agent-1", "agent-2", "agent-3", "owner"}

@@ -149,6 +149,7 @@ func (b *simBoard) SetStates(ctx context.Context, ws []StateWrite) error {
 	return nil
 }
 
+func (b *simBoard) RateLimit() (RateLimit, bool) { return RateLimit{}, false }
 func (b *simBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	return ItemsPage{}, nil
@@ -333,12 +334,12 @@ func faultsOf(mv simMove) string {
 func (w *simWorld) deliver(d *simDelivery) {
 	ch := d.ch
 	ch.ReceivedAt = w.now
-	if err := w.svc.Observe(context.Background(), ch); err != nil {
+	if err := w.svc.Enforcer.Observe(context.Background(), ch); err != nil {
 		w.problem("intake of %s: %v", d.id, err)
 		return
 	}
 	d.delivered = true
-	if ch.Actor == w.svc.opts.AppLogin {
+	if ch.Actor == w.svc.Enforcer.opts.AppLogin {
 		return
 	}
 	w.trace("delivered %s", d.id)
@@ -348,17 +349,17 @@ func (w *simWorld) deliver(d *simDelivery) {
 // job runs the change's job now, and again when it asks to wait or fails.
 func (w *simWorld) job(ch Change, attempt int) {
 	w.jobRuns++
-	res, err := w.svc.ProcessChange(context.Background(), w.board, ch)
+	res, err := w.svc.Enforcer.ProcessChange(context.Background(), w.board, ch)
 	switch {
 	case err != nil && attempt < 60:
 		w.trace("job %s failed (attempt %d): %v", ch.DeliveryID, attempt, err)
 		w.at(w.now.Add(time.Duration(100*min(attempt, 20))*time.Millisecond), func() { w.job(ch, attempt+1) })
 	case err != nil:
 		w.problem("job %s gave up: %v", ch.DeliveryID, err)
-	case res.Outcome == OutcomeWait:
+	case res.Verdict == VerdictWait:
 		w.at(w.now.Add(res.RetryAfter), func() { w.job(ch, attempt) })
 	default:
-		w.trace("job %s: %s (%s)", ch.DeliveryID, res.Outcome, res.Reason)
+		w.trace("job %s: %s (%s)", ch.DeliveryID, res.Verdict, res.Reason)
 	}
 }
 

@@ -30,31 +30,31 @@ type Lifecycle struct {
 }
 
 // lifecycleTarget is where an item in state cur goes for the event; ok false means stay.
-func (s *Service) lifecycleTarget(ev Lifecycle, cur string) (string, bool) {
+func (a *Automation) lifecycleTarget(ev Lifecycle, cur string) (string, bool) {
 	var to string
 	switch ev.Kind {
 	case LifecycleIssueClosed:
-		to = s.opts.States.Canceled
+		to = a.opts.States.Canceled
 		if ev.StateReason == "" || strings.EqualFold(ev.StateReason, "completed") {
-			to = s.opts.States.Done
+			to = a.opts.States.Done
 		}
 	case LifecycleIssueReopened:
-		to = s.opts.States.Reopened
+		to = a.opts.States.Reopened
 	case LifecyclePRMerged:
 		switch cur {
-		case s.opts.States.InProgress:
-			to = s.opts.States.InReview
-		case s.opts.States.InReview:
-			to = s.opts.States.Done
+		case a.opts.States.InProgress:
+			to = a.opts.States.InReview
+		case a.opts.States.InReview:
+			to = a.opts.States.Done
 		}
 	}
-	return to, to != "" && to != cur && s.machine.IsState(to)
+	return to, to != "" && to != cur && a.machine.IsState(to)
 }
 
 // ProcessLifecycle keeps the Workflow State in step with issue and pull request lifecycles.
-func (s *Service) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
-	if !s.machine.Automation().LifecycleSync {
-		return Result{Outcome: OutcomeIgnored, Reason: "lifecycle sync is off"}, nil
+func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
+	if !a.machine.Automation().LifecycleSync {
+		return Result{Verdict: VerdictIgnored, Reason: "lifecycle sync is off"}, nil
 	}
 	issues := []IssueRef{{Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number}}
 	if ev.Kind == LifecyclePRMerged {
@@ -70,10 +70,10 @@ func (s *Service) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (
 			return Result{}, err
 		}
 		for _, it := range items {
-			if s.opts.Enforced != nil && !s.opts.Enforced(it.Owner, it.ProjectNumber) {
+			if a.opts.Enforced != nil && !a.opts.Enforced(it.Owner, it.ProjectNumber) {
 				continue
 			}
-			ok, err := s.syncItem(ctx, b, ev, it)
+			ok, err := a.syncItem(ctx, b, ev, it)
 			if err != nil {
 				return Result{}, err
 			}
@@ -83,42 +83,45 @@ func (s *Service) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (
 		}
 	}
 	if moved == 0 {
-		return Result{Outcome: OutcomeIgnored, Reason: "nothing to move"}, nil
+		return Result{Verdict: VerdictIgnored, Reason: "nothing to move"}, nil
 	}
-	return Result{Outcome: OutcomeAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}, nil
+	return Result{Verdict: VerdictAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}, nil
 }
 
 // syncItem moves one item under its lock, re-reading it first: a merge sync that runs after the
 // issue was closed finds it Done and leaves it there.
-func (s *Service) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) (bool, error) {
-	unlock, err := s.lockItem(ctx, it.ID)
+func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) (bool, error) {
+	unlock, err := a.items.lock(ctx, it.ID)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("read item %s: %w", it.ID, err)
 	}
-	to, ok := s.lifecycleTarget(ev, cur.State)
+	to, ok := a.lifecycleTarget(ev, cur.State)
 	if !ok {
 		return false, nil
 	}
 	if err := b.SetState(ctx, cur, to); err != nil {
-		return false, err
+		return false, fmt.Errorf("move #%d to %s: %w", cur.Number, to, err)
 	}
-	cause := fmt.Sprintf("%s by %s", strings.ReplaceAll(ev.Kind, "_", " "), ev.Actor)
+	why := fmt.Sprintf("%s by %s", strings.ReplaceAll(ev.Kind, "_", " "), ev.Actor)
 	if ev.Kind == LifecyclePRMerged {
-		cause = fmt.Sprintf("pull request %s/%s#%d merged by %s", ev.Owner, ev.Repo, ev.Number, ev.Actor)
+		why = fmt.Sprintf("pull request %s/%s#%d merged by %s", ev.Owner, ev.Repo, ev.Number, ev.Actor)
 	} else if ev.StateReason != "" {
-		cause += " (" + ev.StateReason + ")"
+		why += " (" + ev.StateReason + ")"
 	}
-	if err := s.recordAutomation(ctx, cur, cur.State, to, cause); err != nil {
+	mv := appMove{Item: cur, From: cur.State, To: to, Kind: CauseLifecycle, Why: why}
+	if err := a.record(ctx, mv); err != nil {
 		return false, err
 	}
-	s.commentAutomation(ctx, b, cur, cur.State, to, cause)
+	a.comment(ctx, b, mv)
 	zerolog.Ctx(ctx).Info().Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
-	if err := s.automate(ctx, b, cur, to, cause); err != nil {
+	moved := cur
+	moved.State = to
+	if err := a.run(ctx, b, moved, why); err != nil {
 		return true, err
 	}
 	return true, nil

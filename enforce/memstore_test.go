@@ -5,31 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
-// memStore is an in-memory Store for the history suites: the same contract as store.Store
-// (compare-and-set, a step committed at once or not at all), thousands of times faster. fail,
-// when set, is asked before each write whether to fail it (a crash between two effects).
+// memStore is an in-memory Store and ReconcileStore: the same contract as package store's
+// (compare-and-set, a step committed at once or not at all, one claimer wins), thousands of
+// times faster. fail, when set, is asked before each write whether to fail it (the history
+// suites' crashes between two effects); broken fails every call of the named methods (the
+// unit tests' failure paths).
 type memStore struct {
 	mu       sync.Mutex
-	items    map[string]store.Item
-	obs      map[string]store.Observation
+	items    map[string]Record
+	obs      map[string]Observation
 	order    []string // observation delivery ids in arrival order
-	audit    []store.AuditEntry
-	comments map[string]store.ViolationComment
+	audit    []AuditEntry
+	comments map[string]ViolationComment
+	cursors  map[string]string
 	fail     func(op string) error
+	broken   map[string]error // method name -> the error it returns
 }
 
 func newMemStore() *memStore {
-	return &memStore{items: map[string]store.Item{}, obs: map[string]store.Observation{}, comments: map[string]store.ViolationComment{}}
+	return &memStore{items: map[string]Record{}, obs: map[string]Observation{}, comments: map[string]ViolationComment{},
+		cursors: map[string]string{}, broken: map[string]error{}}
 }
 
 var errInjected = errors.New("injected failure")
 
+// failing is asked by the writes the history suites crash.
 func (m *memStore) failing(op string) error {
 	if m.fail != nil {
 		return m.fail(op)
@@ -37,33 +42,55 @@ func (m *memStore) failing(op string) error {
 	return nil
 }
 
-func (m *memStore) LockItem(context.Context, string) (func(), error) { return func() {}, nil }
+// call fails a method the test broke.
+func (m *memStore) call(method string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.broken[method]; err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
 
-func (m *memStore) GetItem(_ context.Context, id string) (store.Item, error) {
+// breakOn makes every call of the named methods fail.
+func (m *memStore) breakOn(err error, methods ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range methods {
+		m.broken[name] = err
+	}
+}
+
+func (m *memStore) LockItem(context.Context, string) (func(), error) {
+	if err := m.call("LockItem"); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
+}
+
+func (m *memStore) GetItem(_ context.Context, id string) (Record, error) {
+	if err := m.call("GetItem"); err != nil {
+		return Record{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it, ok := m.items[id]
 	if !ok {
-		return store.Item{}, fmt.Errorf("item %q: %w", id, store.ErrNotFound)
+		return Record{}, fmt.Errorf("item %q: %w", id, ErrNotFound)
 	}
 	return it, nil
 }
 
-func (m *memStore) PutItem(_ context.Context, it store.Item) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	it.Version = m.items[it.ItemID].Version + 1
-	m.items[it.ItemID] = it
-	return nil
-}
-
-func (m *memStore) CompareAndSetItem(_ context.Context, it store.Item, expected int64) (bool, error) {
+func (m *memStore) CompareAndSetItem(_ context.Context, it Record, expected int64) (bool, error) {
+	if err := m.call("CompareAndSetItem"); err != nil {
+		return false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.casLocked(it, expected), nil
 }
 
-func (m *memStore) casLocked(it store.Item, expected int64) bool {
+func (m *memStore) casLocked(it Record, expected int64) bool {
 	cur, ok := m.items[it.ItemID]
 	if (expected == 0 && ok) || (expected != 0 && (!ok || cur.Version != expected)) {
 		return false
@@ -73,7 +100,10 @@ func (m *memStore) casLocked(it store.Item, expected int64) bool {
 	return true
 }
 
-func (m *memStore) AppendAudit(_ context.Context, e store.AuditEntry) (int64, error) {
+func (m *memStore) AppendAudit(_ context.Context, e AuditEntry) (int64, error) {
+	if err := m.call("AppendAudit"); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.audit = append(m.audit, e)
@@ -81,6 +111,9 @@ func (m *memStore) AppendAudit(_ context.Context, e store.AuditEntry) (int64, er
 }
 
 func (m *memStore) CountInState(_ context.Context, projectID, state string) (int, error) {
+	if err := m.call("CountInState"); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -92,17 +125,23 @@ func (m *memStore) CountInState(_ context.Context, projectID, state string) (int
 	return n, nil
 }
 
-func (m *memStore) GetViolationComment(_ context.Context, repo string, number int) (store.ViolationComment, error) {
+func (m *memStore) GetViolationComment(_ context.Context, repo string, number int) (ViolationComment, error) {
+	if err := m.call("GetViolationComment"); err != nil {
+		return ViolationComment{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.comments[fmt.Sprintf("%s#%d", repo, number)]
 	if !ok {
-		return store.ViolationComment{}, store.ErrNotFound
+		return ViolationComment{}, ErrNotFound
 	}
 	return c, nil
 }
 
-func (m *memStore) PutViolationComment(_ context.Context, repo string, number int, c store.ViolationComment) error {
+func (m *memStore) PutViolationComment(_ context.Context, repo string, number int, c ViolationComment) error {
+	if err := m.call("PutViolationComment"); err != nil {
+		return err
+	}
 	if err := m.failing("put-comment"); err != nil {
 		return err
 	}
@@ -112,34 +151,43 @@ func (m *memStore) PutViolationComment(_ context.Context, repo string, number in
 	return nil
 }
 
-func (m *memStore) RecordObservation(_ context.Context, o store.Observation) (bool, error) {
+func (m *memStore) RecordObservation(_ context.Context, o Observation) (bool, error) {
+	if err := m.call("RecordObservation"); err != nil {
+		return false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.obs[o.DeliveryID]; ok {
 		return false, nil
 	}
-	o.Status = store.ObservationPending
+	o.Status = ObservationPending
 	m.obs[o.DeliveryID] = o
 	m.order = append(m.order, o.DeliveryID)
 	return true, nil
 }
 
-func (m *memStore) PendingObservations(_ context.Context, itemID string) ([]store.Observation, error) {
-	return m.list(func(o store.Observation) bool { return o.ItemID == itemID && o.Status == store.ObservationPending }), nil
+func (m *memStore) PendingObservations(_ context.Context, itemID string) ([]Observation, error) {
+	if err := m.call("PendingObservations"); err != nil {
+		return nil, err
+	}
+	return m.list(func(o Observation) bool { return o.ItemID == itemID && o.Status == ObservationPending }), nil
 }
 
-func (m *memStore) Unexplained(_ context.Context, itemID string) ([]store.Observation, error) {
-	out := m.list(func(o store.Observation) bool {
-		return o.ItemID == itemID && o.Status == store.ObservationJudged && o.Verdict == store.VerdictReverted && !o.Explained
+func (m *memStore) Unexplained(_ context.Context, itemID string) ([]Observation, error) {
+	if err := m.call("Unexplained"); err != nil {
+		return nil, err
+	}
+	out := m.list(func(o Observation) bool {
+		return o.ItemID == itemID && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained
 	})
-	slices.SortStableFunc(out, func(a, b store.Observation) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(out, func(a, b Observation) int { return a.At.Compare(b.At) })
 	return out, nil
 }
 
-func (m *memStore) list(keep func(store.Observation) bool) []store.Observation {
+func (m *memStore) list(keep func(Observation) bool) []Observation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []store.Observation
+	var out []Observation
 	for _, id := range m.order {
 		if o := m.obs[id]; keep(o) {
 			out = append(out, o)
@@ -148,17 +196,23 @@ func (m *memStore) list(keep func(store.Observation) bool) []store.Observation {
 	return out
 }
 
-func (m *memStore) GetObservation(_ context.Context, id string) (store.Observation, error) {
+func (m *memStore) GetObservation(_ context.Context, id string) (Observation, error) {
+	if err := m.call("GetObservation"); err != nil {
+		return Observation{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.obs[id]
 	if !ok {
-		return store.Observation{}, store.ErrNotFound
+		return Observation{}, ErrNotFound
 	}
 	return o, nil
 }
 
 func (m *memStore) MarkExplained(_ context.Context, id string) error {
+	if err := m.call("MarkExplained"); err != nil {
+		return err
+	}
 	if err := m.failing("mark-explained"); err != nil {
 		return err
 	}
@@ -170,18 +224,21 @@ func (m *memStore) MarkExplained(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memStore) CommitStep(_ context.Context, st store.Step) (bool, error) {
+func (m *memStore) CommitStep(_ context.Context, st Step) (bool, error) {
+	if err := m.call("CommitStep"); err != nil {
+		return false, err
+	}
 	if err := m.failing("commit"); err != nil {
 		return false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.casLocked(st.Item, st.ExpectedVersion) {
+	if !m.casLocked(st.Record, st.ExpectedVersion) {
 		return false, nil
 	}
 	if o := st.Observation; o != nil {
 		if o.Status == "" {
-			o.Status = store.ObservationJudged
+			o.Status = ObservationJudged
 		}
 		if _, ok := m.obs[o.DeliveryID]; !ok {
 			m.order = append(m.order, o.DeliveryID)
@@ -195,18 +252,21 @@ func (m *memStore) CommitStep(_ context.Context, st store.Step) (bool, error) {
 }
 
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
+	if err := m.call("LegalStateAt"); err != nil {
+		return "", false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var first *store.Observation
+	var first *Observation
 	for _, oid := range m.order {
 		o := m.obs[oid]
 		if o.ItemID != id {
 			continue
 		}
-		if o.Status == store.ObservationPending && o.At.Before(t) {
+		if o.Status == ObservationPending && o.At.Before(t) {
 			return "", false, nil
 		}
-		if o.Status == store.ObservationJudged && !o.At.Before(t) && (first == nil || o.At.Before(first.At)) {
+		if o.Status == ObservationJudged && !o.At.Before(t) && (first == nil || o.At.Before(first.At)) {
 			first = &o
 		}
 	}
@@ -215,4 +275,99 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 	}
 	it, ok := m.items[id]
 	return it.LastLegalState, ok, nil
+}
+
+func (m *memStore) ClaimLock(_ context.Context, id, holder string, now time.Time) (bool, error) {
+	if err := m.call("ClaimLock"); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[id]
+	if !ok {
+		it = Record{ItemID: id}
+	}
+	if it.LockHolder != "" && it.LockHolder != holder {
+		return false, nil
+	}
+	if it.LockHolder != holder {
+		it.LockSince = now
+	}
+	it.LockHolder = holder
+	it.Version++
+	m.items[id] = it
+	return true, nil
+}
+
+func (m *memStore) ReleaseLock(_ context.Context, id, holder string, _ time.Time) (bool, error) {
+	if err := m.call("ReleaseLock"); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[id]
+	if !ok || it.LockHolder == "" || (holder != "" && it.LockHolder != holder) {
+		return false, nil
+	}
+	it.LockHolder, it.LockSince = "", time.Time{}
+	it.Version++
+	m.items[id] = it
+	return true, nil
+}
+
+func (m *memStore) ListItems(_ context.Context, projectID string) ([]Record, error) {
+	if err := m.call("ListItems"); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Record
+	for _, it := range m.items {
+		if projectID == "" || it.ProjectID == projectID {
+			out = append(out, it)
+		}
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ItemID, b.ItemID) })
+	return out, nil
+}
+
+func (m *memStore) GetCursor(_ context.Context, name string) (string, error) {
+	if err := m.call("GetCursor"); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.cursors[name]
+	if !ok {
+		return "", fmt.Errorf("cursor %q: %w", name, ErrNotFound)
+	}
+	return v, nil
+}
+
+func (m *memStore) PutCursor(_ context.Context, name, value string) error {
+	if err := m.call("PutCursor"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cursors[name] = value
+	return nil
+}
+
+var (
+	_ Store          = (*memStore)(nil)
+	_ ReconcileStore = (*memStore)(nil)
+)
+
+// entries are the audit entries of an item ("": all), oldest first.
+func (m *memStore) entries(itemID string) ([]AuditEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []AuditEntry
+	for _, e := range m.audit {
+		if itemID == "" || e.ItemID == itemID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }

@@ -2,14 +2,12 @@ package enforce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // The read-only use cases of the MCP façade: find an issue's item, describe its state, its
@@ -26,7 +24,7 @@ const maxPickPages = 100
 // Locate finds an issue's item on an enforced project. project 0 accepts any enforced project
 // the issue is on, as long as there is exactly one. A user-fixable problem is a *policy.Refusal;
 // anything else (GitHub unreachable, the issue does not exist) is returned as is.
-func (s *Service) Locate(ctx context.Context, b Board, ref IssueRef, project int) (Item, error) {
+func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int) (Item, error) {
 	items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
 	if err != nil {
 		return Item{}, err
@@ -34,7 +32,7 @@ func (s *Service) Locate(ctx context.Context, b Board, ref IssueRef, project int
 	var found []Item
 	var numbers []string
 	for _, it := range items {
-		if s.opts.Enforced != nil && !s.opts.Enforced(it.Owner, it.ProjectNumber) {
+		if f.opts.Enforced != nil && !f.opts.Enforced(it.Owner, it.ProjectNumber) {
 			continue
 		}
 		if project != 0 && it.ProjectNumber != project {
@@ -92,8 +90,8 @@ type Guidance struct {
 }
 
 // Guide describes what agents may do from state.
-func (s *Service) Guide(state, lockHolder string) Guidance {
-	m := s.machine
+func (f *Facade) Guide(state, lockHolder string) Guidance {
+	m := f.machine
 	g := Guidance{State: state, AllowedNext: m.AllowedNext(state, policy.ActorAgent), CommandsExpecting: m.CommandsExpecting(state),
 		IsLock: m.IsLock(state), IsTerminal: m.IsTerminal(state), IsHumanGate: m.IsHumanGate(state)}
 	g.NeedsHuman = state != "" && (len(g.AllowedNext) == 0 || (g.IsHumanGate && m.PipelineIndex(state) < 0))
@@ -116,25 +114,23 @@ type WorkflowState struct {
 }
 
 // State reads an item's current state, the stored lock and its relatives.
-func (s *Service) State(ctx context.Context, b Board, it Item) (WorkflowState, error) {
+func (f *Facade) State(ctx context.Context, b Board, it Item) (WorkflowState, error) {
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
 		return WorkflowState{}, fmt.Errorf("read item %s: %w", it.ID, err)
 	}
 	ws := WorkflowState{Item: cur, LastLegalState: cur.State, Children: []Relative{}, OpenBlockers: []Relative{}}
-	rec, err := s.store.GetItem(ctx, cur.ID)
-	switch {
-	case err == nil:
-		if rec.LastLegalState != "" || !rec.LegalAt.IsZero() {
-			ws.LastLegalState = rec.LastLegalState
-		}
-		if s.machine.IsLock(cur.State) {
-			ws.LockHolder, ws.LockSince = rec.LockHolder, rec.LockSince
-		}
-	case !errors.Is(err, store.ErrNotFound):
-		return WorkflowState{}, fmt.Errorf("load item %s: %w", cur.ID, err)
+	rec, found, err := f.items.load(ctx, cur.ID)
+	if err != nil {
+		return WorkflowState{}, err
 	}
-	ws.Guidance = s.Guide(cur.State, ws.LockHolder)
+	if found && rec.known() {
+		ws.LastLegalState = rec.LastLegalState
+	}
+	if found && f.machine.IsLock(cur.State) {
+		ws.LockHolder, ws.LockSince = rec.LockHolder, rec.LockSince
+	}
+	ws.Guidance = f.Guide(cur.State, ws.LockHolder)
 	if cur.ContentType == ContentIssue && cur.ContentID != "" {
 		fam, err := b.Family(ctx, cur.ContentID, cur.ProjectID)
 		if err != nil {
@@ -167,7 +163,7 @@ type Group struct {
 }
 
 // Group reads the issue's group. A blockedBy cycle is a *policy.Refusal.
-func (s *Service) Group(ctx context.Context, b Board, it Item) (Group, error) {
+func (f *Facade) Group(ctx context.Context, b Board, it Item) (Group, error) {
 	if it.ContentType != ContentIssue || it.ContentID == "" {
 		return Group{}, &policy.Refusal{
 			Tried:    fmt.Sprintf("Reading the group of item %s", it.ID),
@@ -270,8 +266,8 @@ type PipelinePosition struct {
 }
 
 // Position detects the pipeline phase of an issue's group.
-func (s *Service) Position(ctx context.Context, b Board, it Item, opts policy.PipelineOptions) (PipelinePosition, error) {
-	g, err := s.Group(ctx, b, it)
+func (f *Facade) Position(ctx context.Context, b Board, it Item, opts policy.PipelineOptions) (PipelinePosition, error) {
+	g, err := f.Group(ctx, b, it)
 	if err != nil {
 		return PipelinePosition{}, err
 	}
@@ -287,12 +283,12 @@ func (s *Service) Position(ctx context.Context, b Board, it Item, opts policy.Pi
 }
 
 // Convergence is check_convergence over the issue's group (the issue included).
-func (s *Service) Convergence(ctx context.Context, b Board, it Item, target string) (policy.ConvergenceResult, Group, error) {
+func (f *Facade) Convergence(ctx context.Context, b Board, it Item, target string) (policy.ConvergenceResult, Group, error) {
 	// An unknown target is refused before anything is read.
-	if _, err := s.machine.CheckConvergence(target, nil); err != nil {
+	if _, err := f.machine.CheckConvergence(target, nil); err != nil {
 		return policy.ConvergenceResult{}, Group{}, err
 	}
-	g, err := s.Group(ctx, b, it)
+	g, err := f.Group(ctx, b, it)
 	if err != nil {
 		return policy.ConvergenceResult{}, Group{}, err
 	}
@@ -300,164 +296,17 @@ func (s *Service) Convergence(ctx context.Context, b Board, it Item, target stri
 	for i, m := range g.Members {
 		members[i] = policy.Member{Number: m.Number, Title: m.Title, State: m.State}
 	}
-	res, err := s.machine.CheckConvergence(target, members)
+	res, err := f.machine.CheckConvergence(target, members)
 	return res, g, err
-}
-
-// ProjectRef names an organization project.
-type ProjectRef struct {
-	Owner  string
-	Number int
-}
-
-// PickRequest is pick_actionable_issue's question.
-type PickRequest struct {
-	Projects    []ProjectRef // all on one board (installation)
-	State       string
-	MaxEstimate string
-	// Claim locks the best issue for Handoff.Agent with Handoff.Command's lock intent.
-	Claim   bool
-	Handoff Handoff
-}
-
-// Pick is a ranked candidate with its item.
-type Pick struct {
-	Item   Item
-	Locked bool
-}
-
-// PickResult is the answer: the best issue (nil when nothing qualifies) and the others in rank
-// order; with Claim, the handoff that locked it and the issues lost to other claimers.
-type PickResult struct {
-	Best         *Pick
-	Alternatives []Pick
-	Claimed      *HandoffResult
-	// Passed are better-ranked issues that could not be claimed, with why.
-	Passed []Passed
-}
-
-// Passed is a candidate a claim skipped.
-type Passed struct {
-	Item   Item
-	Reason string
-}
-
-// maxClaimAttempts bounds how many candidates one claim tries before giving up.
-const maxClaimAttempts = 10
-
-// Pick ranks the open, unlocked, unblocked issues in a state (policy.Pick) and, with Claim,
-// locks the best one it can for the caller: concurrent claimers never get the same issue.
-func (s *Service) Pick(ctx context.Context, b Board, req PickRequest) (PickResult, error) {
-	if !s.machine.IsState(req.State) {
-		states := s.machine.States()
-		return PickResult{}, &policy.Refusal{
-			Tried:    fmt.Sprintf("Unknown workflow state %q", req.State),
-			Why:      "Valid states are " + strings.Join(states, ", ") + " (case-sensitive)",
-			Recovery: "retry with workflowState set to one of: " + strings.Join(states, ", "),
-			Options:  states,
-		}
-	}
-	if _, _, err := policy.Pick(nil, req.State, req.MaxEstimate); err != nil {
-		return PickResult{}, err
-	}
-	var lockState string
-	if req.Claim {
-		if err := s.permit(req.Handoff); err != nil {
-			return PickResult{}, err
-		}
-		st, err := s.machine.ResolveIntent(req.Handoff.Command, lockIntent)
-		if err != nil {
-			return PickResult{}, err
-		}
-		lockState = st
-	}
-	var cands []policy.Candidate
-	byNumber := map[int][]Item{}
-	for _, p := range req.Projects {
-		after := ""
-		for page := 0; page < maxPickPages; page++ {
-			pg, err := b.ProjectItems(ctx, p.Owner, p.Number, after)
-			if err != nil {
-				return PickResult{}, err
-			}
-			for _, it := range pg.Items {
-				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open {
-					continue
-				}
-				locked := s.machine.IsLock(it.State)
-				rec, err := s.store.GetItem(ctx, it.ID)
-				switch {
-				case err == nil:
-					locked = locked || rec.LockHolder != ""
-				case !errors.Is(err, store.ErrNotFound):
-					return PickResult{}, fmt.Errorf("load item %s: %w", it.ID, err)
-				}
-				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
-					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers})
-				byNumber[it.Number] = append(byNumber[it.Number], it)
-			}
-			if !pg.HasNext || pg.EndCursor == "" {
-				break
-			}
-			after = pg.EndCursor
-		}
-	}
-	best, alts, err := policy.Pick(cands, req.State, req.MaxEstimate)
-	if err != nil {
-		return PickResult{}, err
-	}
-	take := func(c policy.Candidate) Pick {
-		its := byNumber[c.Number]
-		it := its[0]
-		byNumber[c.Number] = its[1:]
-		return Pick{Item: it, Locked: c.Locked}
-	}
-	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
-	ranked := []Pick{}
-	if best != nil {
-		ranked = append(ranked, take(*best))
-		for _, c := range alts {
-			ranked = append(ranked, take(c))
-		}
-	}
-	if !req.Claim {
-		if len(ranked) > 0 {
-			res.Best, res.Alternatives = &ranked[0], ranked[1:]
-		}
-		return res, nil
-	}
-	for i, p := range ranked {
-		if i >= maxClaimAttempts {
-			break
-		}
-		hr, err := s.claim(ctx, b, p.Item, req.Handoff, lockState)
-		var refusal *policy.Refusal
-		switch {
-		case err == nil:
-			res.Best, res.Alternatives, res.Claimed = &ranked[i], ranked[i+1:], &hr
-			res.Best.Locked = true
-			return res, nil
-		case errors.As(err, &refusal):
-			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: refusal.Error()})
-		case errors.Is(err, errClaimLost):
-			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: err.Error()})
-		default:
-			return res, err
-		}
-	}
-	if len(ranked) > maxClaimAttempts {
-		res.Alternatives = ranked[maxClaimAttempts:]
-	}
-	return res, nil
 }
 
 // CanonicalCommand returns the configured spelling of a command (research for ralph_research);
 // false when the workflow has no such command.
-func (s *Service) CanonicalCommand(cmd string) (string, bool) {
+func (f *Facade) CanonicalCommand(cmd string) (string, bool) {
 	n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmd)), "ralph_")
-	i := slices.IndexFunc(s.machine.Commands(), func(c string) bool { return strings.EqualFold(c, n) })
+	i := slices.IndexFunc(f.machine.Commands(), func(c string) bool { return strings.EqualFold(c, n) })
 	if i < 0 {
 		return "", false
 	}
-	return s.machine.Commands()[i], true
+	return f.machine.Commands()[i], true
 }

@@ -1,13 +1,9 @@
 package enforce
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // Options tune enforcement timing.
@@ -49,18 +45,29 @@ func DefaultOptions() Options {
 	return Options{ReorderWindow: 5 * time.Second, GapHold: 2 * time.Minute, CoalesceWindow: 10 * time.Minute}
 }
 
-// Service enforces the workflow. It is safe for concurrent use; changes of one item are
-// serialized.
+// Service is enforcement, one use case each: the Enforcer judges reported changes, the
+// Automation moves items by itself (cascade, convergence, lifecycle), the Reconciler finds
+// what no webhook reported, and the Facade serves the MCP tools. They share one machine, one
+// store and one lock per item, so work on one item is serialized whichever use case does it.
 type Service struct {
-	machine *policy.Machine
-	actors  policy.Actors
-	store   Store
-	now     Clock
-	opts    Options
-	items   *keyedMutex
+	Enforcer   *Enforcer
+	Automation *Automation
+	Reconciler *Reconciler
+	Facade     *Facade
 }
 
-// New builds a Service.
+// core is what every use case shares: the workflow, the actors, the options, the items (lock,
+// load, compare-and-set) and the recorder (audit entries, comments and markers).
+type core struct {
+	machine *policy.Machine
+	actors  policy.Actors
+	opts    Options
+	now     Clock
+	items   *items
+	rec     recorder
+}
+
+// New builds the use cases over one store.
 func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Options) *Service {
 	if now == nil {
 		now = time.Now
@@ -72,24 +79,27 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 	if opts.States == (LifecycleStates{}) {
 		opts.States = DefaultLifecycleStates()
 	}
-	return &Service{machine: m, actors: actors, store: st, now: now, opts: opts, items: newKeyedMutex()}
+	c := &core{machine: m, actors: actors, opts: opts, now: now,
+		items: newItems(st, now), rec: recorder{now: now, app: opts.AppLogin}}
+	auto := &Automation{core: c}
+	enf := &Enforcer{core: c, auto: auto}
+	return &Service{
+		Enforcer:   enf,
+		Automation: auto,
+		Reconciler: &Reconciler{core: c, enf: enf},
+		Facade:     &Facade{core: c, auto: auto},
+	}
 }
 
-// Machine returns the workflow machine the service enforces.
-func (s *Service) Machine() *policy.Machine { return s.machine }
+// Machine returns the workflow machine enforced.
+func (c *core) Machine() *policy.Machine { return c.machine }
 
-// save writes the record, refusing to overwrite a concurrent writer's newer version.
-func (s *Service) save(ctx context.Context, rec store.Item) error {
-	// Version 0 inserts only if absent, so two replicas meeting a new item cannot both win.
-	ok, err := s.store.CompareAndSetItem(ctx, rec, rec.Version)
-	if err != nil {
-		return fmt.Errorf("save item %s: %w", rec.ItemID, err)
+// store is the persistence behind the items.
+func (c *core) store() Store { return c.items.st }
+
+// observeAutomation tells the observer about an automated move.
+func (c *core) observeAutomation(cause Cause) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.AutomationMoved(cause)
 	}
-	if !ok {
-		return fmt.Errorf("save item %s: %w", rec.ItemID, ErrConcurrentUpdate)
-	}
-	return nil
 }
-
-// ErrConcurrentUpdate means another worker changed the item first; the change is retried.
-var ErrConcurrentUpdate = errors.New("item changed concurrently")

@@ -2,7 +2,8 @@ package enforce
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,10 +11,11 @@ import (
 
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
-// fakeBoard is an in-memory board that records every write.
+// fakeBoard is an in-memory board that records every write. Any method can be made to fail
+// (breakOn), so that every failure path of enforcement is tested; family holds the relatives
+// Family returns per issue (default: the issue alone).
 type fakeBoard struct {
 	mu       sync.Mutex
 	items    map[string]Item
@@ -21,25 +23,81 @@ type fakeBoard struct {
 	comments map[string]string
 	adds     int
 	updates  int
+	family   map[string]Family // issue node id -> its family
+	broken   map[string]error  // method name -> the error it returns
+	rate     *RateLimit
+	calls    map[string]int
 }
 
 func newFakeBoard(items ...Item) *fakeBoard {
-	b := &fakeBoard{items: map[string]Item{}, comments: map[string]string{}}
+	b := &fakeBoard{items: map[string]Item{}, comments: map[string]string{}, family: map[string]Family{},
+		broken: map[string]error{}, calls: map[string]int{}}
 	for _, it := range items {
 		b.items[it.ID] = it
 	}
 	return b
 }
 
+// breakOn makes every call of the named methods fail with err (nil: work again).
+func (b *fakeBoard) breakOn(err error, methods ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range methods {
+		b.broken[m] = err
+	}
+}
+
+// call counts a call and fails it when the method is broken. It is called with b.mu held.
+func (b *fakeBoard) call(method string) error {
+	b.calls[method]++
+	if err := b.broken[method]; err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
 func (b *fakeBoard) Item(_ context.Context, id string) (Item, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.items[id], nil
+	if err := b.call("Item"); err != nil {
+		return Item{}, err
+	}
+	it, ok := b.items[id]
+	if !ok {
+		return Item{}, fmt.Errorf("item %s: %w", id, ErrNotFound)
+	}
+	return it, nil
+}
+
+func (b *fakeBoard) RateLimit() (RateLimit, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rate == nil {
+		return RateLimit{}, false
+	}
+	return *b.rate, true
+}
+
+func (b *fakeBoard) FindComment(_ context.Context, _, contains string) (Comment, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("FindComment"); err != nil {
+		return Comment{}, false, err
+	}
+	for id, body := range b.comments {
+		if strings.Contains(body, contains) {
+			return Comment{ID: id}, true, nil
+		}
+	}
+	return Comment{}, false, nil
 }
 
 func (b *fakeBoard) SetState(_ context.Context, it Item, state string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.call("SetState"); err != nil {
+		return err
+	}
 	cur := b.items[it.ID]
 	cur.State = state
 	b.items[it.ID] = cur
@@ -50,6 +108,9 @@ func (b *fakeBoard) SetState(_ context.Context, it Item, state string) error {
 func (b *fakeBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.call("AddComment"); err != nil {
+		return Comment{}, err
+	}
 	b.adds++
 	id := "IC_" + subject + "_" + string(rune('0'+b.adds))
 	b.comments[id] = body
@@ -59,6 +120,9 @@ func (b *fakeBoard) AddComment(_ context.Context, subject, body string) (Comment
 func (b *fakeBoard) UpdateComment(_ context.Context, id, body string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.call("UpdateComment"); err != nil {
+		return err
+	}
 	b.updates++
 	b.comments[id] = body
 	return nil
@@ -67,6 +131,12 @@ func (b *fakeBoard) UpdateComment(_ context.Context, id, body string) error {
 func (b *fakeBoard) Family(_ context.Context, issueID, _ string) (Family, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.call("Family"); err != nil {
+		return Family{}, err
+	}
+	if f, ok := b.family[issueID]; ok {
+		return b.current(f), nil
+	}
 	for _, it := range b.items {
 		if it.ContentID == issueID {
 			return Family{Self: Relative{IssueID: it.ContentID, Number: it.Number, ItemID: it.ID, State: it.State, Open: true}}, nil
@@ -76,6 +146,12 @@ func (b *fakeBoard) Family(_ context.Context, issueID, _ string) (Family, error)
 }
 
 func (b *fakeBoard) SetStates(ctx context.Context, ws []StateWrite) error {
+	b.mu.Lock()
+	err := b.call("SetStates")
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	for _, w := range ws {
 		if err := b.SetState(ctx, w.Item, w.State); err != nil {
 			return err
@@ -84,20 +160,62 @@ func (b *fakeBoard) SetStates(ctx context.Context, ws []StateWrite) error {
 	return nil
 }
 
-func (b *fakeBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
+// ProjectItems pages through the items in id order, pageSize a page.
+func (b *fakeBoard) ProjectItems(_ context.Context, _ string, _ int, after string) (ItemsPage, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	page := ItemsPage{}
-	for _, it := range b.items {
-		page.Items = append(page.Items, it)
+	if err := b.call("ProjectItems"); err != nil {
+		return ItemsPage{}, err
 	}
-	page.Total = len(page.Items)
+	ids := make([]string, 0, len(b.items))
+	for id := range b.items {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	start := 0
+	if after != "" {
+		start = slices.Index(ids, after) + 1
+	}
+	page := ItemsPage{Total: len(ids)}
+	for i := start; i < len(ids) && len(page.Items) < fakePageSize; i++ {
+		page.Items = append(page.Items, b.items[ids[i]])
+		page.EndCursor = ids[i]
+	}
+	page.HasNext = start+len(page.Items) < len(ids)
 	return page, nil
+}
+
+// fakePageSize is how many items one ProjectItems page holds.
+const fakePageSize = 3
+
+// current fills a family's states (and own item) from the board as it is now.
+func (b *fakeBoard) current(f Family) Family {
+	fill := func(r Relative) Relative {
+		if it, ok := b.items[r.ItemID]; ok {
+			r.State = it.State
+		}
+		return r
+	}
+	out := Family{Self: fill(f.Self)}
+	if f.Parent != nil {
+		p := fill(*f.Parent)
+		out.Parent = &p
+	}
+	for _, c := range f.Children {
+		out.Children = append(out.Children, fill(c))
+	}
+	for _, c := range f.OpenBlockers {
+		out.OpenBlockers = append(out.OpenBlockers, fill(c))
+	}
+	return out
 }
 
 func (b *fakeBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Item, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.call("IssueItems"); err != nil {
+		return nil, err
+	}
 	var out []Item
 	for _, it := range b.items {
 		if it.Number == number {
@@ -111,6 +229,11 @@ func (b *fakeBoard) IssueItems(_ context.Context, _, _ string, number int) ([]It
 var fakeCloses = map[int][]int{80: {7}}
 
 func (b *fakeBoard) ClosingIssues(_ context.Context, owner, repo string, number int) ([]IssueRef, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("ClosingIssues"); err != nil {
+		return nil, err
+	}
 	var out []IssueRef
 	for _, n := range fakeCloses[number] {
 		out = append(out, IssueRef{Owner: owner, Repo: repo, Number: n})
@@ -135,7 +258,7 @@ type harness struct {
 	t     *testing.T
 	svc   *Service
 	board *fakeBoard
-	st    *store.Store
+	st    *memStore
 	now   time.Time
 	// proof is what the harness's sweeper has proven: by default, that no webhook was ever
 	// lost (every change up to an hour from now is reported), so changes are judged at once.
@@ -167,11 +290,7 @@ func newHarness(t *testing.T, items ...Item) *harness {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	st, err := store.Open(context.Background(), "sqlite", filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := newMemStore()
 	h := &harness{t: t, board: newFakeBoard(items...), st: st, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
 		proof: policy.SweepProof{Available: true}}
 	actors := policy.Actors{Agents: []string{"agent-*"}, Bypass: []string{"owner"}}
@@ -183,7 +302,7 @@ func newHarness(t *testing.T, items ...Item) *harness {
 
 func (h *harness) process(ch Change) Result {
 	h.t.Helper()
-	res, err := h.svc.ProcessChange(context.Background(), h.board, ch)
+	res, err := h.svc.Enforcer.ProcessChange(context.Background(), h.board, ch)
 	if err != nil {
 		h.t.Fatalf("ProcessChange: %v", err)
 	}
@@ -203,7 +322,7 @@ func (h *harness) state(id string) string {
 func TestLegalMoveStays(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
 	res := h.process(h.board.move("A", "alice", "Research Needed", h.now))
-	if res.Outcome != OutcomeAllowed || h.state("A") != "Research Needed" || len(h.board.sets) != 0 {
+	if res.Verdict != VerdictAllowed || h.state("A") != "Research Needed" || len(h.board.sets) != 0 {
 		t.Fatalf("legal move: %+v, state %q, writes %v", res, h.state("A"), h.board.sets)
 	}
 }
@@ -211,7 +330,7 @@ func TestLegalMoveStays(t *testing.T) {
 func TestIllegalAgentMoveRevertedWithOneComment(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
 	res := h.process(h.board.move("A", "agent-1", "In Progress", h.now))
-	if res.Outcome != OutcomeReverted || h.state("A") != "Backlog" {
+	if res.Verdict != VerdictReverted || h.state("A") != "Backlog" {
 		t.Fatalf("want revert to Backlog, got %+v state %q", res, h.state("A"))
 	}
 	if h.board.adds != 1 {
@@ -253,11 +372,11 @@ func TestIllegalAgentMoveRevertedWithOneComment(t *testing.T) {
 func TestBypassActorAllowedAndAudited(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
 	res := h.process(h.board.move("A", "owner", "In Review", h.now))
-	if res.Outcome != OutcomeAllowed || h.state("A") != "In Review" {
+	if res.Verdict != VerdictAllowed || h.state("A") != "In Review" {
 		t.Fatalf("bypass: %+v", res)
 	}
-	entries, err := h.st.QueryAudit(context.Background(), store.AuditFilter{})
-	if err != nil || len(entries) != 1 || entries[0].ActorKind != "bypass" || entries[0].Verdict != store.VerdictAllowed {
+	entries, err := h.st.entries("")
+	if err != nil || len(entries) != 1 || entries[0].ActorKind != "bypass" || entries[0].Verdict != VerdictAllowed {
 		t.Fatalf("audit = %+v, %v", entries, err)
 	}
 }
@@ -265,7 +384,7 @@ func TestBypassActorAllowedAndAudited(t *testing.T) {
 func TestOwnWritesIgnored(t *testing.T) {
 	h := newHarness(t, issue("A", "Backlog"))
 	res := h.process(h.board.move("A", "ralph-gate[bot]", "Done", h.now))
-	if res.Outcome != OutcomeIgnored || len(h.board.sets) != 0 {
+	if res.Verdict != VerdictIgnored || len(h.board.sets) != 0 {
 		t.Fatalf("own write: %+v writes %v", res, h.board.sets)
 	}
 }
@@ -279,17 +398,17 @@ func TestReverseOrderLegalStepsNeverRevert(t *testing.T) {
 	second := h.board.move("A", "agent-1", "Ready for Plan", t2)
 	h.now = t2
 	h.unproven() // the earlier webhook may still be on its way
-	if res := h.process(second); res.Outcome != OutcomeWait {
+	if res := h.process(second); res.Verdict != VerdictWait {
 		t.Fatalf("the later change must wait until nothing before it can be missing, got %+v", res)
 	}
-	if res := h.process(first); res.Outcome != OutcomeWait {
+	if res := h.process(first); res.Verdict != VerdictWait {
 		t.Fatalf("earlier change before the proof: %+v", res)
 	}
 	h.proven()
-	if res := h.process(second); res.Outcome != OutcomeAllowed {
+	if res := h.process(second); res.Verdict != VerdictAllowed {
 		t.Fatalf("later change once proven: %+v", res)
 	}
-	if res := h.process(first); res.Outcome != OutcomeAllowed {
+	if res := h.process(first); res.Verdict != VerdictAllowed {
 		t.Fatalf("earlier change, judged in the same walk: %+v", res)
 	}
 	if len(h.board.sets) != 0 || h.state("A") != "Ready for Plan" {
@@ -321,22 +440,22 @@ func TestMissingEarlierChangeJudgedAfterWindow(t *testing.T) {
 	h.board.move("A", "agent-1", "Research in Progress", h.now.Add(time.Second)) // webhook lost
 	late := h.board.move("A", "agent-1", "Done", h.now.Add(2*time.Second))
 	h.now = h.now.Add(3 * time.Second)
-	if res := h.process(late); res.Outcome != OutcomeWait {
+	if res := h.process(late); res.Verdict != VerdictWait {
 		t.Fatalf("inside the window: %+v, want a wait for the missing change", res)
 	}
 	h.now = h.now.Add(10 * time.Second) // past the reorder window
 	res := h.process(late)
-	if res.Outcome != OutcomeReverted || h.state("A") != "Research in Progress" {
+	if res.Verdict != VerdictReverted || h.state("A") != "Research in Progress" {
 		t.Fatalf("want Research in Progress → Done judged and reverted, got %+v state %q", res, h.state("A"))
 	}
 	rec, _ := h.st.GetItem(context.Background(), "A")
 	if rec.LockHolder != "" {
 		t.Errorf("a lock taken by an unreported change has holder %q; nobody known holds it", rec.LockHolder)
 	}
-	entries, _ := h.st.QueryAudit(context.Background(), store.AuditFilter{ItemID: "A"})
+	entries, _ := h.st.entries("A")
 	var unknown int
 	for _, e := range entries {
-		if e.Actor == DriftActor && e.ToState == "Research in Progress" && e.Verdict == store.VerdictAllowed {
+		if e.Actor == DriftActor && e.ToState == "Research in Progress" && e.Verdict == VerdictAllowed {
 			unknown++
 		}
 		if e.Actor == "agent-1" && e.ToState == "Research in Progress" {
@@ -356,13 +475,13 @@ func TestLegalNewerValueNeverOverwritten(t *testing.T) {
 	h.now = h.now.Add(3 * time.Second)
 	// The illegal change's webhook is late: the board already shows a newer value, whose
 	// webhook has arrived (its job has not run yet).
-	if err := h.svc.Observe(context.Background(), fix); err != nil {
+	if err := h.svc.Enforcer.Observe(context.Background(), fix); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.process(illegal); res.Outcome != OutcomeSuperseded {
+	if res := h.process(illegal); res.Verdict != VerdictSuperseded {
 		t.Fatalf("late illegal change: %+v", res)
 	}
-	if res := h.process(fix); res.Outcome != OutcomeAllowed {
+	if res := h.process(fix); res.Verdict != VerdictAllowed {
 		t.Fatalf("the human's fix: %+v", res)
 	}
 	if len(h.board.sets) != 0 || h.state("A") != "Ready for Plan" {
@@ -377,7 +496,7 @@ func TestStaleChangeIgnored(t *testing.T) {
 	h.process(old)
 	h.process(newer)
 	old.DeliveryID = "redelivered-later"
-	if res := h.process(old); res.Outcome != OutcomeIgnored && res.Outcome != OutcomeWait {
+	if res := h.process(old); res.Verdict != VerdictIgnored && res.Verdict != VerdictWait {
 		t.Fatalf("stale change: %+v", res)
 	}
 	if len(h.board.sets) != 0 {
@@ -400,7 +519,7 @@ func TestDraftRevertedWithoutComment(t *testing.T) {
 	d.ContentType, d.Number, d.Repo = ContentDraftIssue, 0, ""
 	h := newHarness(t, d)
 	res := h.process(h.board.move("D", "agent-1", "In Review", h.now))
-	if res.Outcome != OutcomeReverted || h.board.adds != 0 {
+	if res.Verdict != VerdictReverted || h.board.adds != 0 {
 		t.Fatalf("draft: %+v adds %d", res, h.board.adds)
 	}
 }
@@ -411,22 +530,22 @@ func TestUnknownOptionAndUnsetRules(t *testing.T) {
 		start   string
 		actor   string
 		to      string
-		outcome Outcome
+		outcome Verdict
 		final   string
 	}{
-		{"unknown option reverted", "Backlog", "alice", "Someday", OutcomeReverted, "Backlog"},
-		{"unset to initial allowed", "", "agent-1", "Research Needed", OutcomeAllowed, "Research Needed"},
-		{"unset to non-initial reverted to unset", "", "agent-1", "In Progress", OutcomeReverted, ""},
-		{"human leaves Human Needed", "Human Needed", "alice", "Backlog", OutcomeAllowed, "Backlog"},
-		{"agent may not leave Human Needed", "Human Needed", "agent-1", "Backlog", OutcomeReverted, "Human Needed"},
-		{"agent escalates", "In Progress", "agent-1", "Human Needed", OutcomeAllowed, "Human Needed"},
+		{"unknown option reverted", "Backlog", "alice", "Someday", VerdictReverted, "Backlog"},
+		{"unset to initial allowed", "", "agent-1", "Research Needed", VerdictAllowed, "Research Needed"},
+		{"unset to non-initial reverted to unset", "", "agent-1", "In Progress", VerdictReverted, ""},
+		{"human leaves Human Needed", "Human Needed", "alice", "Backlog", VerdictAllowed, "Backlog"},
+		{"agent may not leave Human Needed", "Human Needed", "agent-1", "Backlog", VerdictReverted, "Human Needed"},
+		{"agent escalates", "In Progress", "agent-1", "Human Needed", VerdictAllowed, "Human Needed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, issue("A", tt.start))
 			res := h.process(h.board.move("A", tt.actor, tt.to, h.now))
-			if res.Outcome != tt.outcome || h.state("A") != tt.final {
-				t.Fatalf("got %v (%s), state %q; want %v, %q", res.Outcome, res.Reason, h.state("A"), tt.outcome, tt.final)
+			if res.Verdict != tt.outcome || h.state("A") != tt.final {
+				t.Fatalf("got %v (%s), state %q; want %v, %q", res.Verdict, res.Reason, h.state("A"), tt.outcome, tt.final)
 			}
 		})
 	}
@@ -441,11 +560,11 @@ func TestLockRecordedAndReleased(t *testing.T) {
 	}
 	h.now = h.now.Add(time.Second)
 	// Another agent may not take the item out of agent-1's lock.
-	if res := h.process(h.board.move("A", "agent-2", "Ready for Plan", h.now)); res.Outcome != OutcomeReverted {
+	if res := h.process(h.board.move("A", "agent-2", "Ready for Plan", h.now)); res.Verdict != VerdictReverted {
 		t.Fatalf("foreign agent: %+v", res)
 	}
 	h.now = h.now.Add(time.Second)
-	if res := h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now)); res.Outcome != OutcomeAllowed {
+	if res := h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now)); res.Verdict != VerdictAllowed {
 		t.Fatalf("holder: %+v", res)
 	}
 	rec, _ = h.st.GetItem(context.Background(), "A")
@@ -462,7 +581,7 @@ func TestConcurrentChangesOfOneItemSerialize(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := h.svc.ProcessChange(context.Background(), h.board, ch); err != nil {
+			if _, err := h.svc.Enforcer.ProcessChange(context.Background(), h.board, ch); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -492,7 +611,7 @@ func TestLifecycleTargets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, issue("A", tt.start))
 			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "alice"
-			if _, err := h.svc.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
+			if _, err := h.svc.Automation.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
 				t.Fatal(err)
 			}
 			if got := h.state("A"); got != tt.want {
@@ -511,7 +630,7 @@ func TestFirstSightWithoutFromAdoptsCurrentValue(t *testing.T) {
 	ch := h.board.move("A", "agent-1", "In Review", h.now)
 	ch.FromKnown, ch.From = false, ""
 	res := h.process(ch)
-	if res.Outcome != OutcomeAllowed || len(h.board.sets) != 0 {
+	if res.Verdict != VerdictAllowed || len(h.board.sets) != 0 {
 		t.Fatalf("%+v writes %v", res, h.board.sets)
 	}
 	rec, err := h.st.GetItem(context.Background(), "A")
@@ -525,16 +644,16 @@ func TestFirstSightWithoutFromAdoptsCurrentValue(t *testing.T) {
 // the app's legal move, and neither reverted nor blamed on an unknown author.
 func TestInterruptedAutomationIsTheAppsOwn(t *testing.T) {
 	h := newHarness(t, issue("A", "Ready for Plan"))
-	if _, err := h.svc.processItem(context.Background(), h.board, "A", ""); err != nil { // first sight: adopted
+	if _, err := h.svc.Enforcer.walk(context.Background(), h.board, "A", ""); err != nil { // first sight: adopted
 		t.Fatal(err)
 	}
 	// The app's cascade write lands; its record does not.
 	own := h.board.move("A", "ralph-gate[bot]", "In Progress", h.now.Add(time.Second))
-	if err := h.svc.Observe(context.Background(), own); err != nil {
+	if err := h.svc.Enforcer.Observe(context.Background(), own); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Minute)
-	if _, err := h.svc.processItem(context.Background(), h.board, "A", ""); err != nil {
+	if _, err := h.svc.Enforcer.walk(context.Background(), h.board, "A", ""); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.board.sets) != 0 || h.board.adds != 0 || h.state("A") != "In Progress" {
@@ -544,9 +663,9 @@ func TestInterruptedAutomationIsTheAppsOwn(t *testing.T) {
 	if rec.LastLegalState != "In Progress" || rec.ObservedState != "In Progress" {
 		t.Fatalf("record %+v: want the app's write as the legal state", rec)
 	}
-	entries, _ := h.st.QueryAudit(context.Background(), store.AuditFilter{ItemID: "A"})
+	entries, _ := h.st.entries("A")
 	for _, e := range entries {
-		if e.Actor == DriftActor && e.Verdict != store.VerdictAdopted {
+		if e.Actor == DriftActor && e.Verdict != VerdictAdopted {
 			t.Errorf("the app's own write was blamed on an unknown author: %+v", e)
 		}
 	}

@@ -2,7 +2,6 @@ package ghboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,8 +11,9 @@ import (
 
 var _ enforce.Board = (*Board)(nil)
 
-// ErrNotFound means GitHub has no such item, project or field (or the app cannot see it).
-var ErrNotFound = errors.New("not found on github")
+// ErrNotFound means GitHub has no such item, project or field (or the app cannot see it). It
+// is enforcement's not-found (errors.Is(err, enforce.ErrNotFound) holds).
+var ErrNotFound = fmt.Errorf("%w on github", enforce.ErrNotFound)
 
 // Field is the workflow field of one project, with its option ids by name.
 type Field struct {
@@ -211,29 +211,5 @@ func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) err
 	return nil
 }
 
-// AddComment comments on an issue or pull request.
-func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce.Comment, error) {
-	var d struct {
-		AddComment struct {
-			CommentEdge struct {
-				Node struct {
-					ID         string `json:"id"`
-					DatabaseID int64  `json:"databaseId"`
-				} `json:"node"`
-			} `json:"commentEdge"`
-		} `json:"addComment"`
-	}
-	if err := b.gql.Do(ctx, mutationAddComment, map[string]any{"subject": subjectID, "body": body}, &d); err != nil {
-		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, err)
-	}
-	n := d.AddComment.CommentEdge.Node
-	return enforce.Comment{ID: n.ID, DatabaseID: n.DatabaseID}, nil
-}
-
-// UpdateComment replaces a comment's body.
-func (b *Board) UpdateComment(ctx context.Context, commentID, body string) error {
-	if err := b.gql.Do(ctx, mutationUpdateComment, map[string]any{"id": commentID, "body": body}, nil); err != nil {
-		return fmt.Errorf("update comment %s: %w", commentID, err)
-	}
-	return nil
-}
+// RateLimit is GitHub's GraphQL budget for this installation as last reported.
+func (b *Board) RateLimit() (enforce.RateLimit, bool) { return b.gql.RateLimit() }

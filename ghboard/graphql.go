@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,12 @@ func (c *Client) once(ctx context.Context, body []byte) (json.RawMessage, error)
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		c.holdUntil(now.Add(rl.RetryAfter))
+	}
+	var ge *GraphQLError
+	if errors.As(err, &ge) && slices.Contains(ge.Types, "NOT_FOUND") {
+		// GitHub names what does not exist (or what the app may not see): enforcement's
+		// not-found, so a caller tells it from a failure without knowing GraphQL.
+		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return data, err
 }

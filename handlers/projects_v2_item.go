@@ -21,7 +21,7 @@ type ProjectsV2Item struct {
 	Now     func() time.Time
 }
 
-// Recorder records a reported change (enforce.Service.Observe).
+// Recorder records a reported change (enforce.Enforcer.Observe).
 type Recorder interface {
 	Observe(ctx context.Context, ch enforce.Change) error
 }

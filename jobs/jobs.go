@@ -240,7 +240,7 @@ func outcome(logger zerolog.Logger, res enforce.Result, err error) error {
 		logger.Error().Err(err).Msg("processing failed; will retry")
 		return err
 	}
-	if res.Outcome == enforce.OutcomeWait {
+	if res.Verdict == enforce.VerdictWait {
 		return river.JobSnooze(res.RetryAfter)
 	}
 	return nil

@@ -32,7 +32,8 @@ type Agent struct {
 
 // Options wire the façade.
 type Options struct {
-	Service *enforce.Service
+	// Facade is enforcement's use cases for agents.
+	Facade *enforce.Facade
 	// Board returns the board of the installation on an organization.
 	Board func(ctx context.Context, owner string) (enforce.Board, error)
 	// Projects are the enforced projects: the only ones the façade acts on.
@@ -43,11 +44,8 @@ type Options struct {
 	Agents []Agent
 	// Agent, when set, is the caller of every request (stdio: one local agent); otherwise the
 	// caller is the agent the HTTP bearer token authenticated.
-	Agent string
-	// NotFound reports whether a Board error means "no such issue" (a tool error, not a
-	// protocol error).
-	NotFound func(error) bool
-	Version  string
+	Agent   string
+	Version string
 }
 
 type server struct {
@@ -200,8 +198,9 @@ func (s *server) locate(ctx context.Context, in toolspec.Issue) (enforce.Board, 
 	if err != nil {
 		return nil, enforce.Item{}, err
 	}
-	it, err := s.opts.Service.Locate(ctx, b, enforce.IssueRef{Owner: owner, Repo: repo, Number: in.Number}, in.Project)
-	if err != nil && s.opts.NotFound != nil && s.opts.NotFound(err) {
+	it, err := s.opts.Facade.Locate(ctx, b, enforce.IssueRef{Owner: owner, Repo: repo, Number: in.Number}, in.Project)
+	if errors.Is(err, enforce.ErrNotFound) {
+		// No such issue: a tool error the agent can act on, not a protocol error.
 		return nil, enforce.Item{}, &policy.Refusal{Tried: fmt.Sprintf("Issue %s/%s#%d was not found", owner, repo, in.Number),
 			Why: "GitHub has no such issue, or the App cannot see the repository", Recovery: "check owner, repo and number, then retry", Options: []string{}}
 	}
@@ -213,7 +212,7 @@ func (s *server) handoff(ctx context.Context, agent string, in toolspec.HandoffI
 	if err != nil {
 		return toolspec.HandoffOutput{}, err
 	}
-	res, err := s.opts.Service.Handoff(ctx, b, it, enforce.Handoff{Agent: agent, Commands: s.agent(agent).Commands,
+	res, err := s.opts.Facade.Handoff(ctx, b, it, enforce.Handoff{Agent: agent, Commands: s.agent(agent).Commands,
 		Command: in.Command, Intent: in.Intent, ToState: in.ToState, Reason: in.Reason})
 	if err != nil {
 		return toolspec.HandoffOutput{}, err
@@ -247,7 +246,7 @@ func (s *server) state(ctx context.Context, _ string, in toolspec.StateInput) (t
 	if err != nil {
 		return toolspec.StateOutput{}, err
 	}
-	ws, err := s.opts.Service.State(ctx, b, it)
+	ws, err := s.opts.Facade.State(ctx, b, it)
 	if err != nil {
 		return toolspec.StateOutput{}, err
 	}
@@ -279,7 +278,7 @@ func (s *server) pipeline(ctx context.Context, _ string, in toolspec.PipelineInp
 	if err != nil {
 		return toolspec.PipelineOutput{}, err
 	}
-	pos, err := s.opts.Service.Position(ctx, b, it, policy.PipelineOptions{AutoMode: in.AutoMode, StreamCount: in.StreamCount})
+	pos, err := s.opts.Facade.Position(ctx, b, it, policy.PipelineOptions{AutoMode: in.AutoMode, StreamCount: in.StreamCount})
 	if err != nil {
 		return toolspec.PipelineOutput{}, err
 	}
@@ -301,7 +300,7 @@ func (s *server) convergence(ctx context.Context, _ string, in toolspec.Converge
 	if err != nil {
 		return toolspec.ConvergenceOutput{}, err
 	}
-	res, g, err := s.opts.Service.Convergence(ctx, b, it, in.TargetState)
+	res, g, err := s.opts.Facade.Convergence(ctx, b, it, in.TargetState)
 	if err != nil {
 		return toolspec.ConvergenceOutput{}, err
 	}
@@ -318,7 +317,7 @@ func (s *server) advance(ctx context.Context, agent string, in toolspec.AdvanceI
 	if err != nil {
 		return toolspec.AdvanceOutput{}, err
 	}
-	res, err := s.opts.Service.AdvanceChildren(ctx, b, it, in.TargetState, agent)
+	res, err := s.opts.Facade.AdvanceChildren(ctx, b, it, in.TargetState, agent)
 	if err != nil {
 		return toolspec.AdvanceOutput{}, err
 	}
@@ -364,7 +363,7 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 	if err != nil {
 		return toolspec.PickOutput{}, err
 	}
-	res, err := s.opts.Service.Pick(ctx, b, enforce.PickRequest{Projects: projects, State: in.WorkflowState, MaxEstimate: in.MaxEstimate,
+	res, err := s.opts.Facade.Pick(ctx, b, enforce.PickRequest{Projects: projects, State: in.WorkflowState, MaxEstimate: in.MaxEstimate,
 		Claim: in.Claim, Handoff: enforce.Handoff{Agent: agent, Commands: s.agent(agent).Commands, Command: in.Command, Reason: in.Reason}})
 	if err != nil {
 		return toolspec.PickOutput{}, err
@@ -405,12 +404,12 @@ func orDefault(v, def string) string {
 }
 
 func (s *server) describe(_ context.Context, agent string, _ toolspec.DescribeInput) (toolspec.DescribeOutput, error) {
-	return Describe(s.opts.Service.Machine(), s.agent(agent)), nil
+	return Describe(s.opts.Facade.Machine(), s.agent(agent)), nil
 }
 
 func (s *server) workflowResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	agent := s.callerOf(req)
-	data, err := json.MarshalIndent(Describe(s.opts.Service.Machine(), s.agent(agent)), "", "  ")
+	data, err := json.MarshalIndent(Describe(s.opts.Facade.Machine(), s.agent(agent)), "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,14 +100,14 @@ func (b *board) IssueItems(_ context.Context, _, _ string, number int) ([]enforc
 			return []enforce.Item{it}, nil
 		}
 	}
-	return nil, errNoIssue
+	return nil, fmt.Errorf("issue #%d: %w", number, enforce.ErrNotFound)
 }
 
-var errNoIssue = &notFoundError{}
+func (b *board) FindComment(context.Context, string, string) (enforce.Comment, bool, error) {
+	return enforce.Comment{}, false, nil
+}
 
-type notFoundError struct{}
-
-func (*notFoundError) Error() string { return "no such issue" }
+func (b *board) RateLimit() (enforce.RateLimit, bool) { return enforce.RateLimit{}, false }
 
 func (b *board) ProjectItems(context.Context, string, int, string) (enforce.ItemsPage, error) {
 	b.mu.Lock()
@@ -145,12 +146,11 @@ func newFixture(t *testing.T, items ...enforce.Item) *fixture {
 	svc := enforce.New(m, policy.Actors{Agents: []string{"agent-*"}}, st, nil, enforce.Options{AppLogin: "ralph-gate[bot]"})
 	f := &fixture{t: t, board: newBoard(items...), st: st}
 	f.opts = Options{
-		Service:     svc,
+		Facade:      svc.Facade,
 		Board:       func(context.Context, string) (enforce.Board, error) { return f.board, nil },
 		Projects:    []enforce.ProjectRef{{Owner: "acme", Number: 1}},
 		DefaultRepo: "app",
 		Agents:      []Agent{{Name: "agent-1"}, {Name: "researcher", Commands: []string{"research"}}},
-		NotFound:    func(err error) bool { return err == errNoIssue },
 		Version:     "test",
 	}
 	return f

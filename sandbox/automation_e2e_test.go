@@ -3,12 +3,12 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // automationSeed builds a board with hierarchies for every automation rule.
@@ -102,7 +102,7 @@ func TestChildrenCascade(t *testing.T) {
 		automated := 0
 		for _, n := range []int{2, 3} {
 			for _, a := range e.audit(n) {
-				if a.Verdict == store.VerdictAutomated && strings.Contains(a.Cause, "#1") {
+				if a.Verdict == enforce.VerdictAutomated && strings.Contains(a.Cause, "#1") {
 					automated++
 				}
 			}
@@ -224,7 +224,7 @@ func TestLifecycleSync(t *testing.T) {
 		e.wantState(71, "Backlog")
 		found := false
 		for _, a := range e.audit(71) {
-			if a.Verdict == store.VerdictAutomated && strings.Contains(a.Cause, "alice") {
+			if a.Verdict == enforce.VerdictAutomated && strings.Contains(a.Cause, "alice") {
 				found = true
 			}
 		}

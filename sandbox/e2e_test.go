@@ -134,7 +134,7 @@ func (e *env) appWrites() int {
 	return n
 }
 
-func (e *env) audit(number int) []store.AuditEntry {
+func (e *env) audit(number int) []enforce.AuditEntry {
 	e.t.Helper()
 	entries, err := e.sb.App.Store().QueryAudit(context.Background(), store.AuditFilter{IssueNumber: number})
 	if err != nil {
@@ -193,7 +193,7 @@ func TestEnforcementEndToEnd(t *testing.T) {
 		e.wantState(6, "Backlog")
 		found := false
 		for _, a := range e.audit(6) {
-			if a.ActorKind == "bypass" && a.ToState == "Backlog" && a.Verdict == store.VerdictAllowed {
+			if a.ActorKind == "bypass" && a.ToState == "Backlog" && a.Verdict == enforce.VerdictAllowed {
 				found = true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // Tokens of the agents the MCP tests configure (test values, not secrets).
@@ -183,13 +183,13 @@ func TestMCPHandoffChainEndToEnd(t *testing.T) {
 		}
 		handoffs := 0
 		for _, a := range e.audit(1) {
-			if a.Verdict == store.VerdictHandoff {
+			if a.Verdict == enforce.VerdictHandoff {
 				handoffs++
 				if a.Actor != "agent-1" || a.ActorKind != "agent" {
 					t.Errorf("audit entry %+v", a)
 				}
 			}
-			if a.Verdict == store.VerdictReverted {
+			if a.Verdict == enforce.VerdictReverted {
 				t.Errorf("a handoff was reverted: %+v", a)
 			}
 		}

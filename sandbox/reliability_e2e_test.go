@@ -121,7 +121,7 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 		}
 		found := false
 		for _, a := range e.audit(5) {
-			found = found || (a.Verdict == store.VerdictReverted && a.Actor == enforce.DriftActor && a.ActorKind == "agent")
+			found = found || (a.Verdict == enforce.VerdictReverted && a.Actor == enforce.DriftActor && a.ActorKind == "agent")
 		}
 		if !found {
 			t.Fatalf("no audit of the drift revert on #5 (judged as an agent): %+v", e.audit(5))
@@ -156,7 +156,7 @@ func TestReconcilerDriftRecoveredWithItsAuthor(t *testing.T) {
 		}
 		for _, i := range []int{5, 6} {
 			for _, a := range e.audit(i) {
-				if a.Actor == enforce.DriftActor && a.Verdict != store.VerdictAdopted {
+				if a.Actor == enforce.DriftActor && a.Verdict != enforce.VerdictAdopted {
 					t.Errorf("#%d: a change with a redeliverable webhook was judged as an unknown author's: %+v", i, a)
 				}
 			}
@@ -574,7 +574,7 @@ func TestFaultsSameEndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range entries {
-		if a.DeliveryID != "" && (a.Verdict == store.VerdictAllowed || a.Verdict == store.VerdictReverted) {
+		if a.DeliveryID != "" && (a.Verdict == enforce.VerdictAllowed || a.Verdict == enforce.VerdictReverted) {
 			decisions[a.DeliveryID]++
 		}
 	}

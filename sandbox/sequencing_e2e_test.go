@@ -8,7 +8,6 @@ import (
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/marker"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // The case that broke the promise: webhooks lost for a while (a pod restart, a 5xx), then
@@ -53,10 +52,10 @@ func TestLostWebhooksJudgedInHistoryOrder(t *testing.T) {
 		}
 		for _, i := range []int{1, 2} {
 			for _, a := range e.audit(i) {
-				if a.Actor == enforce.DriftActor && a.Verdict != store.VerdictAdopted {
+				if a.Actor == enforce.DriftActor && a.Verdict != enforce.VerdictAdopted {
 					t.Errorf("#%d: a step with a redeliverable webhook was judged as an unknown author's: %+v", i, a)
 				}
-				if i == 2 && a.Verdict == store.VerdictReverted {
+				if i == 2 && a.Verdict == enforce.VerdictReverted {
 					t.Errorf("#2: alice's legal move was refused: %+v", a)
 				}
 			}
@@ -68,7 +67,7 @@ func TestLostWebhooksJudgedInHistoryOrder(t *testing.T) {
 }
 
 // item returns the store's record of issue number's item.
-func (e *env) item(number int) store.Item {
+func (e *env) item(number int) enforce.Record {
 	e.t.Helper()
 	for _, a := range e.audit(number) {
 		rec, err := e.sb.App.Store().GetItem(context.Background(), a.ItemID)
@@ -78,5 +77,5 @@ func (e *env) item(number int) store.Item {
 		return rec
 	}
 	e.t.Fatalf("#%d has no record", number)
-	return store.Item{}
+	return enforce.Record{}
 }

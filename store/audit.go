@@ -3,50 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"slices"
 	"strings"
 	"time"
 )
-
-// Verdict is the outcome of one enforcement decision.
-type Verdict string
-
-// Verdicts recorded in the audit log.
-const (
-	VerdictAllowed   Verdict = "allowed"   // a legal move stands
-	VerdictReverted  Verdict = "reverted"  // an illegal move was set back
-	VerdictAutomated Verdict = "automated" // the app moved an item (cascade, convergence, lifecycle)
-	VerdictHandoff   Verdict = "handoff"   // an agent moved an item through the MCP façade
-	VerdictAdopted   Verdict = "adopted"   // the reconciler took a current value as legal
-	VerdictIgnored   Verdict = "ignored"   // nothing to enforce (own write, other field, …)
-)
-
-// Verdicts lists every known verdict.
-func Verdicts() []Verdict {
-	return []Verdict{VerdictAllowed, VerdictReverted, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored}
-}
-
-// Valid reports whether v is a known verdict.
-func (v Verdict) Valid() bool { return slices.Contains(Verdicts(), v) }
-
-// AuditEntry is one recorded decision.
-type AuditEntry struct {
-	ID          int64     // assigned by AppendAudit
-	At          time.Time // defaults to now
-	DeliveryID  string    // webhook delivery id, if any
-	ProjectID   string
-	ItemID      string
-	IssueNumber int
-	Repo        string // "owner/name"
-	Actor       string // login of whoever made the move (or the agent name)
-	ActorKind   string // e.g. human, agent, bypass, app
-	FromState   string
-	ToState     string
-	Verdict     Verdict
-	Rule        string // the rule or gate that decided
-	Reason      string // human-readable explanation
-	Cause       string // e.g. "cascade from #12"
-}
 
 // AuditFilter selects audit entries; zero fields do not filter.
 type AuditFilter struct {
@@ -61,8 +22,8 @@ const auditCols = `id, at, delivery_id, project_id, item_id, issue_number, repo,
 	from_state, to_state, verdict, rule, reason, cause`
 
 // AppendAudit records a decision and returns its id.
-func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
-	if !e.Verdict.Valid() {
+func (s *Store) AppendAudit(ctx context.Context, e enforce.AuditEntry) (int64, error) {
+	if !e.Verdict.Recorded() {
 		return 0, fmt.Errorf("store: append audit: unknown verdict %q", e.Verdict)
 	}
 	var id int64
@@ -79,7 +40,7 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 
 // QueryAudit returns the entries matching f, oldest first and newest last
 // (ordered by time, then id). With a Limit it returns the newest Limit.
-func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]enforce.AuditEntry, error) {
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("store: query audit: negative limit %d", f.Limit)
 	}
@@ -114,17 +75,17 @@ func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, er
 		return nil, fmt.Errorf("store: query audit: %w", err)
 	}
 	defer rows.Close()
-	var out []AuditEntry
+	var out []enforce.AuditEntry
 	for rows.Next() {
 		var (
-			e       AuditEntry
+			e       enforce.AuditEntry
 			verdict string
 		)
 		if err := rows.Scan(&e.ID, tc(&e.At), &e.DeliveryID, &e.ProjectID, &e.ItemID, &e.IssueNumber, &e.Repo,
 			&e.Actor, &e.ActorKind, &e.FromState, &e.ToState, &verdict, &e.Rule, &e.Reason, &e.Cause); err != nil {
 			return nil, fmt.Errorf("store: query audit: %w", err)
 		}
-		e.Verdict = Verdict(verdict)
+		e.Verdict = enforce.Verdict(verdict)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -5,59 +5,35 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"time"
 )
-
-// Item is what the store remembers about one project item.
-type Item struct {
-	ProjectID      string    // project node id (PVT_…)
-	ItemID         string    // project item node id (PVTI_…); the key
-	IssueNumber    int       // 0 when unknown (e.g. draft items)
-	Repo           string    // "owner/name"; empty when unknown
-	LastLegalState string    // option name of the newest legal Workflow State; "" = unset
-	LegalAt        time.Time // when the change that made LastLegalState happened; zero = unknown
-	RejectedState  string    // the newest refused value (so the change leaving it chains); "" = none
-	// ObservedState is the board's value after the last judged change or the app's own write:
-	// the value the next reported change must have left to follow the item's history.
-	ObservedState string
-	ObservedAt    time.Time // GitHub's time of the last judged change; zero = unknown
-	GapSince      time.Time // when a missing change was first noticed; zero = none
-	// AutomateState is a legal state whose automation has not run to completion yet.
-	AutomateState string
-	// RevertPending is the value a revert is about to write (recorded before the write): a
-	// board showing it afterwards is our write, not someone's unreported move.
-	RevertPending string
-	LockHolder    string    // "" when unlocked
-	LockSince     time.Time // zero when unlocked
-	UpdatedAt     time.Time // set by the store when zero on write
-	Version       int64     // bumped by every write; 1 after the first
-}
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
 	observed_state, observed_at, gap_since, automate_state, revert_pending, lock_holder, lock_since, updated_at, version`
 
-func scanItem(row interface{ Scan(...any) error }) (Item, error) {
-	var it Item
+func scanItem(row interface{ Scan(...any) error }) (enforce.Record, error) {
+	var it enforce.Record
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
 		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
 	return it, err
 }
 
-// GetItem returns the stored state of an item, or ErrNotFound.
-func (s *Store) GetItem(ctx context.Context, itemID string) (Item, error) {
+// GetItem returns the stored state of an item, or enforce.ErrNotFound.
+func (s *Store) GetItem(ctx context.Context, itemID string) (enforce.Record, error) {
 	it, err := scanItem(s.queryRow(ctx, `SELECT `+itemCols+` FROM items WHERE item_id = ?`, itemID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Item{}, fmt.Errorf("store: item %q: %w", itemID, ErrNotFound)
+		return enforce.Record{}, fmt.Errorf("store: item %q: %w", itemID, enforce.ErrNotFound)
 	}
 	if err != nil {
-		return Item{}, fmt.Errorf("store: get item %q: %w", itemID, err)
+		return enforce.Record{}, fmt.Errorf("store: get item %q: %w", itemID, err)
 	}
 	return it, nil
 }
 
 // ListItems returns the items of a project ordered by item id (all items when
 // projectID is empty).
-func (s *Store) ListItems(ctx context.Context, projectID string) ([]Item, error) {
+func (s *Store) ListItems(ctx context.Context, projectID string) ([]enforce.Record, error) {
 	q, args := `SELECT `+itemCols+` FROM items ORDER BY item_id`, []any(nil)
 	if projectID != "" {
 		q, args = `SELECT `+itemCols+` FROM items WHERE project_id = ? ORDER BY item_id`, []any{projectID}
@@ -67,7 +43,7 @@ func (s *Store) ListItems(ctx context.Context, projectID string) ([]Item, error)
 		return nil, fmt.Errorf("store: list items: %w", err)
 	}
 	defer rows.Close()
-	var out []Item
+	var out []enforce.Record
 	for rows.Next() {
 		it, err := scanItem(rows)
 		if err != nil {
@@ -81,7 +57,7 @@ func (s *Store) ListItems(ctx context.Context, projectID string) ([]Item, error)
 	return out, nil
 }
 
-func (it Item) check() error {
+func checkItem(it enforce.Record) error {
 	if it.ItemID == "" {
 		return errors.New("store: item id is empty")
 	}
@@ -92,7 +68,7 @@ func (it Item) check() error {
 }
 
 // lockSince is the stored lock time: now when a holder has none.
-func (it Item) lockSince(now time.Time) time.Time {
+func lockSince(it enforce.Record, now time.Time) time.Time {
 	if it.LockHolder == "" {
 		return time.Time{}
 	}
@@ -102,47 +78,13 @@ func (it Item) lockSince(now time.Time) time.Time {
 	return it.LockSince
 }
 
-// PutItem writes an item unconditionally (insert or overwrite) and bumps its
-// version; item.Version is ignored. Prefer CompareAndSetItem when another
-// worker may write the same item.
-func (s *Store) PutItem(ctx context.Context, item Item) error {
-	if err := item.check(); err != nil {
-		return err
-	}
-	now := nowUTC(item.UpdatedAt)
-	_, err := s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
-		ON CONFLICT (item_id) DO UPDATE SET
-			project_id = excluded.project_id,
-			issue_number = excluded.issue_number,
-			repo = excluded.repo,
-			last_legal_state = excluded.last_legal_state,
-			legal_at = excluded.legal_at,
-			rejected_state = excluded.rejected_state,
-			observed_state = excluded.observed_state,
-			observed_at = excluded.observed_at,
-			gap_since = excluded.gap_since,
-			automate_state = excluded.automate_state,
-			revert_pending = excluded.revert_pending,
-			lock_holder = excluded.lock_holder,
-			lock_since = excluded.lock_since,
-			updated_at = excluded.updated_at,
-			version = items.version + 1`,
-		item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
-		s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-		item.LockHolder, s.t(item.lockSince(now)), s.t(now))
-	if err != nil {
-		return fmt.Errorf("store: put item %q: %w", item.ItemID, err)
-	}
-	return nil
-}
-
 // CompareAndSetItem writes item only if the stored version equals
 // expectedVersion, and reports whether it did. expectedVersion 0 means "only
 // if the item does not exist yet". On success the stored version is
 // expectedVersion+1. Of several concurrent writers with the same expected
 // version exactly one wins.
-func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersion int64) (bool, error) {
-	if err := item.check(); err != nil {
+func (s *Store) CompareAndSetItem(ctx context.Context, item enforce.Record, expectedVersion int64) (bool, error) {
+	if err := checkItem(item); err != nil {
 		return false, err
 	}
 	if expectedVersion < 0 {
@@ -158,7 +100,7 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersio
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.LockHolder, s.t(item.lockSince(now)), s.t(now))
+			item.LockHolder, s.t(lockSince(item, now)), s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
@@ -167,7 +109,7 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item Item, expectedVersio
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.LockHolder, s.t(item.lockSince(now)), s.t(now), item.ItemID, expectedVersion)
+			item.LockHolder, s.t(lockSince(item, now)), s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)

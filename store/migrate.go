@@ -122,6 +122,16 @@ var migrations = []migration{
 			`CREATE INDEX observations_received ON observations (received_at)`,
 		},
 	},
+	{
+		version: 3,
+		name:    "drop deliveries",
+		stmts: []string{
+			// Deliveries are recorded as observations (version 2); the first version's table of
+			// delivery ids was no longer written.
+			`DROP INDEX IF EXISTS deliveries_received_at`,
+			`DROP TABLE IF EXISTS deliveries`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

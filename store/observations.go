@@ -5,59 +5,31 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"time"
 )
-
-// Observation statuses.
-const (
-	ObservationPending = "pending" // reported, not judged yet
-	ObservationJudged  = "judged"  // judged as a step of the item's history
-	ObservationIgnored = "ignored" // dropped (our own write, stale)
-)
-
-// Observation is one reported change of an item's Workflow State (a webhook) and, once
-// judged, the judgement. A step nobody reported but the app had to judge (a proven gap) is
-// recorded too, under a synthetic delivery id, so that its explanation is tracked the same way.
-type Observation struct {
-	DeliveryID string
-	ItemID     string
-	FromKnown  bool
-	From, To   string
-	Actor      string
-	At         time.Time // GitHub's time of the change
-	ReceivedAt time.Time
-	Status     string
-	JudgedAt   time.Time
-	Verdict    Verdict
-	ActorKind  string
-	LegalFrom  string // the last legal state it was judged from
-	Rule       string
-	Reason     string
-	Recovery   string
-	Explained  bool // a refused step's explanation is on GitHub
-}
 
 const observationCols = `delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status,
 	judged_at, verdict, actor_kind, legal_from, rule, reason, recovery, explained`
 
-func scanObservation(row interface{ Scan(...any) error }) (Observation, error) {
-	var o Observation
-	var verdict string
-	err := row.Scan(&o.DeliveryID, &o.ItemID, &o.FromKnown, &o.From, &o.To, &o.Actor, tc(&o.At), tc(&o.ReceivedAt), &o.Status,
+func scanObservation(row interface{ Scan(...any) error }) (enforce.Observation, error) {
+	var o enforce.Observation
+	var status, verdict string
+	err := row.Scan(&o.DeliveryID, &o.ItemID, &o.FromKnown, &o.From, &o.To, &o.Actor, tc(&o.At), tc(&o.ReceivedAt), &status,
 		tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained)
-	o.Verdict = Verdict(verdict)
+	o.Status, o.Verdict = enforce.ObservationStatus(status), enforce.Verdict(verdict)
 	return o, err
 }
 
 // RecordObservation stores a reported change as pending unless its delivery is already
 // recorded (a duplicate or a redelivery), and reports whether it was new.
-func (s *Store) RecordObservation(ctx context.Context, o Observation) (bool, error) {
+func (s *Store) RecordObservation(ctx context.Context, o enforce.Observation) (bool, error) {
 	if o.DeliveryID == "" || o.ItemID == "" {
 		return false, errors.New("store: record observation: delivery id and item id are required")
 	}
 	res, err := s.exec(ctx, `INSERT INTO observations (delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
-		o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), ObservationPending)
+		o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(enforce.ObservationPending))
 	if err != nil {
 		return false, fmt.Errorf("store: record observation %q: %w", o.DeliveryID, err)
 	}
@@ -65,35 +37,35 @@ func (s *Store) RecordObservation(ctx context.Context, o Observation) (bool, err
 }
 
 // PendingObservations lists an item's reports not judged yet, in the order they arrived.
-func (s *Store) PendingObservations(ctx context.Context, itemID string) ([]Observation, error) {
-	return s.observations(ctx, `WHERE item_id = ? AND status = ? ORDER BY received_at, delivery_id`, itemID, ObservationPending)
+func (s *Store) PendingObservations(ctx context.Context, itemID string) ([]enforce.Observation, error) {
+	return s.observations(ctx, `WHERE item_id = ? AND status = ? ORDER BY received_at, delivery_id`, itemID, string(enforce.ObservationPending))
 }
 
 // Unexplained lists an item's refused steps whose explanation is not on GitHub yet, oldest first.
-func (s *Store) Unexplained(ctx context.Context, itemID string) ([]Observation, error) {
+func (s *Store) Unexplained(ctx context.Context, itemID string) ([]enforce.Observation, error) {
 	return s.observations(ctx, `WHERE item_id = ? AND status = ? AND verdict = ? AND explained = ? ORDER BY at, judged_at, delivery_id`,
-		itemID, ObservationJudged, string(VerdictReverted), false)
+		itemID, string(enforce.ObservationJudged), string(enforce.VerdictReverted), false)
 }
 
-// GetObservation returns one recorded report, or ErrNotFound.
-func (s *Store) GetObservation(ctx context.Context, deliveryID string) (Observation, error) {
+// GetObservation returns one recorded report, or enforce.ErrNotFound.
+func (s *Store) GetObservation(ctx context.Context, deliveryID string) (enforce.Observation, error) {
 	o, err := scanObservation(s.queryRow(ctx, `SELECT `+observationCols+` FROM observations WHERE delivery_id = ?`, deliveryID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Observation{}, fmt.Errorf("store: observation %q: %w", deliveryID, ErrNotFound)
+		return enforce.Observation{}, fmt.Errorf("store: observation %q: %w", deliveryID, enforce.ErrNotFound)
 	}
 	if err != nil {
-		return Observation{}, fmt.Errorf("store: get observation %q: %w", deliveryID, err)
+		return enforce.Observation{}, fmt.Errorf("store: get observation %q: %w", deliveryID, err)
 	}
 	return o, nil
 }
 
-func (s *Store) observations(ctx context.Context, where string, args ...any) ([]Observation, error) {
+func (s *Store) observations(ctx context.Context, where string, args ...any) ([]enforce.Observation, error) {
 	rows, err := s.query(ctx, `SELECT `+observationCols+` FROM observations `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list observations: %w", err)
 	}
 	defer rows.Close()
-	var out []Observation
+	var out []enforce.Observation
 	for rows.Next() {
 		o, err := scanObservation(rows)
 		if err != nil {
@@ -115,18 +87,9 @@ func (s *Store) MarkExplained(ctx context.Context, deliveryID string) error {
 	return nil
 }
 
-// Step is one judged step of an item's history, committed at once: the item's new record,
-// the judged (or ignored) report and its audit entry.
-type Step struct {
-	Item            Item
-	ExpectedVersion int64
-	Observation     *Observation // nil when no report is involved (adoption, a revert written)
-	Audit           *AuditEntry  // nil when there is nothing to audit
-}
-
 // CommitStep writes a step in one transaction if the item is still at ExpectedVersion, and
 // reports whether it did. A retried job therefore never judges one report twice.
-func (s *Store) CommitStep(ctx context.Context, st Step) (bool, error) {
+func (s *Store) CommitStep(ctx context.Context, st enforce.Step) (bool, error) {
 	if s.tx {
 		return s.commitStep(ctx, st)
 	}
@@ -134,7 +97,7 @@ func (s *Store) CommitStep(ctx context.Context, st Step) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("store: commit step: begin: %w", err)
 	}
-	ok, err := s.WithTx(tx).commitStep(ctx, st)
+	ok, err := s.inTx(tx).commitStep(ctx, st)
 	if err != nil || !ok {
 		_ = tx.Rollback()
 		return ok, err
@@ -145,21 +108,21 @@ func (s *Store) CommitStep(ctx context.Context, st Step) (bool, error) {
 	return true, nil
 }
 
-func (s *Store) commitStep(ctx context.Context, st Step) (bool, error) {
-	ok, err := s.CompareAndSetItem(ctx, st.Item, st.ExpectedVersion)
+func (s *Store) commitStep(ctx context.Context, st enforce.Step) (bool, error) {
+	ok, err := s.CompareAndSetItem(ctx, st.Record, st.ExpectedVersion)
 	if err != nil || !ok {
 		return ok, err
 	}
 	if o := st.Observation; o != nil {
 		if o.Status == "" {
-			o.Status = ObservationJudged
+			o.Status = enforce.ObservationJudged
 		}
 		_, err := s.exec(ctx, `INSERT INTO observations (`+observationCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (delivery_id) DO UPDATE SET status = excluded.status, judged_at = excluded.judged_at,
 				verdict = excluded.verdict, actor_kind = excluded.actor_kind, legal_from = excluded.legal_from,
 				rule = excluded.rule, reason = excluded.reason, recovery = excluded.recovery, explained = excluded.explained`,
-			o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), o.Status,
+			o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(o.Status),
 			s.t(nowUTC(o.JudgedAt)), string(o.Verdict), o.ActorKind, o.LegalFrom, o.Rule, o.Reason, o.Recovery, o.Explained)
 		if err != nil {
 			return false, fmt.Errorf("store: commit step: observation %q: %w", o.DeliveryID, err)
@@ -176,7 +139,7 @@ func (s *Store) commitStep(ctx context.Context, st Step) (bool, error) {
 // PruneObservations forgets reports judged before cutoff (GitHub redelivers for three days;
 // a report older than its item's history is stale anyway) and returns how many it removed.
 func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := s.exec(ctx, `DELETE FROM observations WHERE status <> ? AND received_at < ?`, ObservationPending, s.t(cutoff))
+	res, err := s.exec(ctx, `DELETE FROM observations WHERE status <> ? AND received_at < ?`, string(enforce.ObservationPending), s.t(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("store: prune observations: %w", err)
 	}
@@ -196,14 +159,14 @@ func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64,
 func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error) {
 	var n int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND at < ?`,
-		itemID, ObservationPending, s.t(nowUTC(t))).Scan(&n); err != nil {
+		itemID, string(enforce.ObservationPending), s.t(nowUTC(t))).Scan(&n); err != nil {
 		return "", false, fmt.Errorf("store: legal state of %q: %w", itemID, err)
 	}
 	if n > 0 {
 		return "", false, nil
 	}
 	err = s.queryRow(ctx, `SELECT legal_from FROM observations WHERE item_id = ? AND status = ? AND at >= ?
-		ORDER BY at, judged_at, delivery_id LIMIT 1`, itemID, ObservationJudged, s.t(nowUTC(t))).Scan(&state)
+		ORDER BY at, judged_at, delivery_id LIMIT 1`, itemID, string(enforce.ObservationJudged), s.t(nowUTC(t))).Scan(&state)
 	switch {
 	case err == nil:
 		return state, true, nil
@@ -211,7 +174,7 @@ func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (s
 		return "", false, fmt.Errorf("store: legal state of %q: %w", itemID, err)
 	}
 	it, err := s.GetItem(ctx, itemID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, enforce.ErrNotFound) {
 		return "", false, nil
 	}
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package store persists what enforcement needs to remember: the last legal
 // Workflow State of every item (with its lock holder and an optimistic
-// concurrency version), the audit log of every decision, the webhook
-// deliveries already taken in, the violation comments used for coalescing and
+// concurrency version), the audit log of every decision, the reported
+// changes and their judgements, the violation comments used for coalescing and
 // small key-value cursors for the reconciler.
 //
 // Two drivers sit behind the one Store type and share every query:
@@ -24,7 +24,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -45,9 +44,6 @@ const (
 	DriverPostgres = "postgres"
 )
 
-// ErrNotFound is returned (wrapped) when a requested row does not exist.
-var ErrNotFound = errors.New("store: not found")
-
 // sqliteBusyTimeout is how long an SQLite statement waits for a lock held by
 // another connection or process before failing with SQLITE_BUSY.
 const sqliteBusyTimeout = 10 * time.Second
@@ -64,8 +60,8 @@ type Store struct {
 	driver string
 	db     *sql.DB
 	pool   *pgxpool.Pool // nil for SQLite
-	ex     execer        // db, or a caller's transaction (see WithTx)
-	tx     bool          // true for a Store returned by WithTx
+	ex     execer        // db, or CommitStep's transaction (see inTx)
+	tx     bool          // true for a transaction's view (inTx)
 	rebind *sync.Map     // query with '?' placeholders -> Postgres '$n' form
 }
 
@@ -215,8 +211,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
-// Close releases the database handles. It is a no-op on a Store returned by
-// WithTx.
+// Close releases the database handles. It is a no-op on a transaction's view.
 func (s *Store) Close() error {
 	if s == nil || s.tx {
 		return nil
@@ -244,7 +239,7 @@ func (s *Store) Driver() string { return s.driver }
 
 // DB returns the underlying database handle, e.g. for River's riversqlite
 // driver. For SQLite the pool has a single connection: do not call Store
-// methods (other than through WithTx) while holding a transaction of it, or
+// methods while holding a transaction of it, or
 // they will wait for that connection.
 func (s *Store) DB() *sql.DB { return s.db }
 
@@ -252,9 +247,9 @@ func (s *Store) DB() *sql.DB { return s.db }
 // driver), or nil for SQLite.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// WithTx returns a view of the Store whose methods run inside tx, which must
-// come from DB(). Committing or rolling back stays the caller's job.
-func (s *Store) WithTx(tx *sql.Tx) *Store {
+// inTx returns a view of the Store whose methods run inside tx (CommitStep's
+// transaction). Committing or rolling back stays the caller's job.
+func (s *Store) inTx(tx *sql.Tx) *Store {
 	c := *s
 	c.ex = tx
 	c.tx = true

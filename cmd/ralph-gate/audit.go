@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"text/tabwriter"
 	"time"
 
@@ -97,13 +98,13 @@ type auditLine struct {
 	DeliveryID string    `json:"delivery_id,omitempty"`
 }
 
-func auditJSON(e store.AuditEntry) auditLine {
+func auditJSON(e enforce.AuditEntry) auditLine {
 	return auditLine{At: e.At, Verdict: string(e.Verdict), Repo: e.Repo, Issue: e.IssueNumber, Item: e.ItemID,
 		Actor: e.Actor, ActorKind: e.ActorKind, From: e.FromState, To: e.ToState, Rule: e.Rule,
 		Reason: e.Reason, Cause: e.Cause, DeliveryID: e.DeliveryID}
 }
 
-func printAudit(s streams, entries []store.AuditEntry) {
+func printAudit(s streams, entries []enforce.AuditEntry) {
 	if len(entries) == 0 {
 		fmt.Fprintln(s.out, "no decisions recorded")
 		return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,9 +67,9 @@ func TestAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	for i, e := range []store.AuditEntry{
-		{At: at, IssueNumber: 3, Repo: "acme/app", Actor: "agent-1", ActorKind: "agent", FromState: "Backlog", ToState: "In Progress", Verdict: store.VerdictReverted, Reason: "not a transition"},
-		{At: at.Add(time.Hour), IssueNumber: 5, Repo: "acme/app", Actor: "alice", ActorKind: "human", FromState: "Backlog", ToState: "Ready for Plan", Verdict: store.VerdictAllowed, Reason: "allowed"},
+	for i, e := range []enforce.AuditEntry{
+		{At: at, IssueNumber: 3, Repo: "acme/app", Actor: "agent-1", ActorKind: "agent", FromState: "Backlog", ToState: "In Progress", Verdict: enforce.VerdictReverted, Reason: "not a transition"},
+		{At: at.Add(time.Hour), IssueNumber: 5, Repo: "acme/app", Actor: "alice", ActorKind: "human", FromState: "Backlog", ToState: "Ready for Plan", Verdict: enforce.VerdictAllowed, Reason: "allowed"},
 	} {
 		e.ItemID = "PVTI_" + string(rune('a'+i))
 		if _, err := st.AppendAudit(ctx, e); err != nil {

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/ralph-gate/ralph-gate/marker"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // ViolationMarker opens every violation comment.
@@ -24,35 +25,32 @@ type violation struct {
 }
 
 // explain posts the explanation of a refused step (o, judged), or folds it into a recent
-// violation comment on the same issue. legalNow is the item's last legal state now.
-func (s *Service) explain(ctx context.Context, b Board, it Item, o store.Observation, legalNow string) error {
-	now := s.now()
-	v := violation{
-		marker: marker.Transition{From: o.LegalFrom, To: o.To, At: o.At.UTC().Format(time.RFC3339), Actor: o.Actor, Verdict: "reverted", Rule: o.Rule, Delivery: o.DeliveryID},
-		line:   violationLine(o, legalNow),
-	}
-	prev, err := s.store.GetViolationComment(ctx, it.Repo, it.Number)
+// violation comment on the same issue.
+func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
+	now, it := e.now(), w.it
+	v := violation{marker: violationMarker(o), line: violationLine(o, w.rec.LastLegalState)}
+	prev, err := e.store().GetViolationComment(ctx, it.Repo, it.Number)
 	found := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("load violation comment: %w", err)
 	}
 	if found && prev.NodeID == "" {
 		// An earlier attempt recorded a comment it was about to post, then failed or died:
 		// ask GitHub whether the comment exists before posting anything.
-		if prev, err = s.settlePending(ctx, b, it, prev); err != nil {
+		if prev, err = e.settlePending(ctx, w, prev); err != nil {
 			return err
 		}
 	}
 	if found && strings.Contains(prev.Body, v.marker.String()) && prev.NodeID != "" {
 		return nil // already explained (a retry after a crash or a failed call)
 	}
-	if found && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < s.opts.CoalesceWindow {
+	if found && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < e.opts.CoalesceWindow {
 		body := coalesce(prev.Body, v, prev.Count+1)
-		if err := b.UpdateComment(ctx, prev.NodeID, body); err != nil {
+		if err := w.board.UpdateComment(ctx, prev.NodeID, body); err != nil {
 			return fmt.Errorf("update violation comment: %w", err)
 		}
 		prev.Body, prev.Count, prev.UpdatedAt = body, prev.Count+1, now
-		return s.store.PutViolationComment(ctx, it.Repo, it.Number, prev)
+		return e.store().PutViolationComment(ctx, it.Repo, it.Number, prev)
 	}
 	vs, count := []violation{v}, 1
 	if found && prev.NodeID == "" {
@@ -66,20 +64,46 @@ func (s *Service) explain(ctx context.Context, b Board, it Item, o store.Observa
 	body := renderViolations(vs, count)
 	// Write-ahead: remember the comment before posting it, so that a crash between GitHub
 	// creating it and the store recording it cannot lead to a second comment (settlePending).
-	pending := store.ViolationComment{Count: count, UpdatedAt: now, Body: body}
-	if err := s.store.PutViolationComment(ctx, it.Repo, it.Number, pending); err != nil {
+	pending := ViolationComment{Count: count, UpdatedAt: now, Body: body}
+	if err := e.store().PutViolationComment(ctx, it.Repo, it.Number, pending); err != nil {
 		return fmt.Errorf("record the violation comment to post: %w", err)
 	}
-	c, err := b.AddComment(ctx, it.ContentID, body)
+	c, err := w.board.AddComment(ctx, it.ContentID, body)
 	if err != nil {
 		return fmt.Errorf("add violation comment: %w", err)
 	}
-	return s.store.PutViolationComment(ctx, it.Repo, it.Number, store.ViolationComment{
+	return e.store().PutViolationComment(ctx, it.Repo, it.Number, ViolationComment{
 		CommentID: c.DatabaseID, NodeID: c.ID, Count: count, UpdatedAt: now, Body: body,
 	})
 }
 
-func violationLine(o store.Observation, legalNow string) string {
+// settlePending resolves a violation comment recorded as about to be posted (NodeID ""): when
+// GitHub has it, the record gets its ids; when not, the record stays pending and the caller
+// posts it.
+func (e *Enforcer) settlePending(ctx context.Context, w *walk, prev ViolationComment) (ViolationComment, error) {
+	markers, _ := marker.ParseTransitions(prev.Body)
+	if len(markers) == 0 {
+		return prev, nil
+	}
+	// The newest marker identifies the comment: it is unique to one refused move.
+	needle := markers[len(markers)-1].String()
+	c, found, err := w.board.FindComment(ctx, w.it.ContentID, needle)
+	if err != nil {
+		return prev, fmt.Errorf("look for an interrupted violation comment: %w", err)
+	}
+	if !found {
+		return prev, nil
+	}
+	prev.NodeID, prev.CommentID = c.ID, c.DatabaseID
+	if err := e.store().PutViolationComment(ctx, w.it.Repo, w.it.Number, prev); err != nil {
+		return prev, fmt.Errorf("record the violation comment: %w", err)
+	}
+	zerolog.Ctx(ctx).Info().Str("comment", c.ID).Msg("found an interrupted violation comment on GitHub")
+	return prev, nil
+}
+
+// violationLine is one refused step in words. legalNow is the item's last legal state now.
+func violationLine(o Observation, legalNow string) string {
 	from := orNoState(o.LegalFrom)
 	who := fmt.Sprintf("`%s` (%s)", o.Actor, o.ActorKind)
 	if o.Actor == DriftActor {

@@ -1,5 +1,8 @@
 package ghboard
 
+// Comments: the app writes violation, handoff and automation comments, and finds one whose
+// posting was interrupted.
+
 import (
 	"context"
 	"fmt"
@@ -8,10 +11,32 @@ import (
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
-var (
-	_ enforce.CommentFinder = (*Board)(nil)
-	_ enforce.RateReporter  = (*Board)(nil)
-)
+// AddComment comments on an issue or pull request.
+func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce.Comment, error) {
+	var d struct {
+		AddComment struct {
+			CommentEdge struct {
+				Node struct {
+					ID         string `json:"id"`
+					DatabaseID int64  `json:"databaseId"`
+				} `json:"node"`
+			} `json:"commentEdge"`
+		} `json:"addComment"`
+	}
+	if err := b.gql.Do(ctx, mutationAddComment, map[string]any{"subject": subjectID, "body": body}, &d); err != nil {
+		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, err)
+	}
+	n := d.AddComment.CommentEdge.Node
+	return enforce.Comment{ID: n.ID, DatabaseID: n.DatabaseID}, nil
+}
+
+// UpdateComment replaces a comment's body.
+func (b *Board) UpdateComment(ctx context.Context, commentID, body string) error {
+	if err := b.gql.Do(ctx, mutationUpdateComment, map[string]any{"id": commentID, "body": body}, nil); err != nil {
+		return fmt.Errorf("update comment %s: %w", commentID, err)
+	}
+	return nil
+}
 
 // queryFindComment reads the newest comments of an issue or pull request; enforcement looks
 // among the app's own for one whose posting was interrupted.
@@ -51,6 +76,3 @@ func (b *Board) FindComment(ctx context.Context, subjectID, contains string) (en
 	}
 	return enforce.Comment{}, false, nil
 }
-
-// RateLimit is GitHub's GraphQL budget for this installation as last reported.
-func (b *Board) RateLimit() (enforce.RateLimit, bool) { return b.gql.RateLimit() }

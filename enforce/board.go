@@ -1,0 +1,96 @@
+package enforce
+
+import "time"
+
+// What enforcement reads from GitHub: a project item and its relatives, as the Board port
+// (ports.go) returns them. ghboard fills these from GraphQL.
+
+// Content types of a project item, as GitHub names them.
+const (
+	ContentIssue       = "Issue"
+	ContentPullRequest = "PullRequest"
+	ContentDraftIssue  = "DraftIssue"
+)
+
+// Item is one project item as read from GitHub, with its Workflow State.
+type Item struct {
+	ID            string // project item node id
+	ProjectID     string
+	ProjectNumber int
+	Owner         string // the organization owning the project
+	ContentType   string // Issue, PullRequest or DraftIssue
+	ContentID     string // issue / pull request node id: where comments go
+	Number        int    // issue or pull request number (0 for drafts)
+	Repo          string // "owner/name"
+	Title         string
+	Open          bool
+	Archived      bool
+	State         string // current Workflow State option name; "" when unset
+	// Summaries read with the item, so a leaf needs no second call.
+	ParentID     string // parent issue node id; "" when none
+	ParentNumber int
+	SubIssues    int // number of sub-issues
+	OpenBlockers int // open issues this one is blocked by
+	// Estimate and Priority are read only when paging through a project (pick ranking).
+	Estimate, Priority string
+	// StateUpdatedAt is when the Workflow State value last changed (read when paging through
+	// a project; zero when unknown). The reconciler leaves very recent changes to their webhooks.
+	StateUpdatedAt time.Time
+}
+
+// ItemsPage is one page of a project's items.
+type ItemsPage struct {
+	Items     []Item
+	Total     int
+	HasNext   bool
+	EndCursor string
+}
+
+// Relative is a related issue and its item on the same project (ItemID "" when it is not on it).
+type Relative struct {
+	IssueID   string
+	Number    int
+	Title     string
+	Repo      string
+	Open      bool
+	ItemID    string
+	State     string
+	SubIssues int
+	Estimate  string // the Estimate field on the project ("" when unset or not read)
+}
+
+// Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one
+// project.
+type Family struct {
+	Self         Relative
+	Parent       *Relative // nil when the issue has no parent
+	Children     []Relative
+	OpenBlockers []Relative
+}
+
+// StateWrite is one Workflow State the app writes.
+type StateWrite struct {
+	Item  Item
+	State string
+}
+
+// IsDraft reports whether the item is a draft issue (reverted but never commented on).
+func (it Item) IsDraft() bool { return it.ContentType == ContentDraftIssue }
+
+// Comment is a comment the app wrote.
+type Comment struct {
+	ID         string // GraphQL node id
+	DatabaseID int64
+}
+
+// IssueRef names an issue.
+type IssueRef struct {
+	Owner, Repo string
+	Number      int
+}
+
+// RateLimit is GitHub's primary budget as last reported (x-ratelimit-* headers).
+type RateLimit struct {
+	Limit, Remaining, Used int
+	Reset                  time.Time
+}

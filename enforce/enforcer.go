@@ -1,0 +1,287 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// Enforcer judges the Workflow State changes webhooks report, in the order of each item's
+// history (policy.Sequence), and carries its verdicts out: revert, explain, automate.
+type Enforcer struct {
+	*core
+	auto *Automation
+}
+
+// DriftActor names the unknown author of a change no webhook reported.
+const DriftActor = "(unknown)"
+
+// driftKind is how a change no webhook reported is judged: the author is unknown, so the
+// change gets no privilege beyond the strictest reverting actor kind. Bypass and humans-only
+// moves whose webhooks were lost are normally recovered first by the redelivery sweeper,
+// which replays them with their real sender.
+const driftKind = policy.ActorAgent
+
+// maxStepsPerRun bounds one walk over an item's history (a flood of reports is finished by
+// the job's next run).
+const maxStepsPerRun = 200
+
+// ProcessChange enforces one reported change: it records the report, then walks the item's
+// history. Errors are infrastructure failures (retry); an illegal move is a Result, not an
+// error.
+func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Result, error) {
+	if e.actors.Classify(ch.Actor) == policy.ActorApp {
+		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
+	}
+	if err := e.Observe(ctx, ch); err != nil {
+		return Result{}, err
+	}
+	return e.walk(ctx, b, ch.ItemID, ch.DeliveryID)
+}
+
+// Observe records a reported change of an item before GitHub is answered, so that a
+// delivery GitHub shows as successful is always known to the item's history (a sweep relies
+// on it to prove that nothing is missing). Recording the same delivery twice is harmless.
+//
+// The app's own writes are recorded too (no job runs for them): a write the app made but did
+// not record, because it was interrupted, is then known as the app's when its item is next
+// walked, rather than taken for an unknown author's drift.
+func (e *Enforcer) Observe(ctx context.Context, ch Change) error {
+	if ch.ItemID == "" || ch.DeliveryID == "" {
+		return nil
+	}
+	received := ch.ReceivedAt
+	if received.IsZero() {
+		received = e.now()
+	}
+	at := ch.At
+	if at.IsZero() {
+		at = received
+	}
+	if _, err := e.store().RecordObservation(ctx, Observation{DeliveryID: ch.DeliveryID, ItemID: ch.ItemID,
+		FromKnown: ch.FromKnown, From: ch.From, To: ch.To, Actor: ch.Actor, At: at, ReceivedAt: received}); err != nil {
+		return fmt.Errorf("record change %s: %w", ch.DeliveryID, err)
+	}
+	return nil
+}
+
+// walk is one run over an item's history: everything one attempt knows (the board, the
+// record, the item as read, the reports to judge) and what it did, so the caller can say what
+// became of the change it was asked about. One value flows through every step.
+type walk struct {
+	board    Board
+	rec      Record
+	found    bool
+	it       Item // the item as read from the board (once read)
+	read     bool
+	pending  []Observation
+	delivery string // the report the run was started for ("" for the reconciler)
+	res      Result // what became of it
+	decided  bool
+	reverted bool
+	// adoptedAt is set when this run adopted the board's value: reports without a previous
+	// value up to then are part of the adoption.
+	adoptedAt time.Time
+}
+
+// walk goes through an item's reported changes in the order of its history (policy.Sequence
+// decides each step) and carries each step out, under the item's lock.
+func (e *Enforcer) walk(ctx context.Context, b Board, itemID, delivery string) (Result, error) {
+	unlock, err := e.items.lock(ctx, itemID)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	w := &walk{board: b, delivery: delivery}
+	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil {
+		return Result{}, err
+	}
+	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
+		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
+	}
+	proof := policy.SweepProof{}
+	if e.opts.Redeliveries != nil {
+		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
+			return Result{}, fmt.Errorf("read the redelivery sweep's proof: %w", err)
+		}
+	}
+	for step := 0; step < maxStepsPerRun; step++ {
+		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt}
+		a := policy.Sequence(policy.SequenceInput{
+			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
+			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
+		})
+		if !w.read && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
+			// Judging reads the gates' inputs from the item; the rest compares with the board.
+			if err := w.readBoard(ctx, itemID); err != nil {
+				return Result{}, err
+			}
+			if a.Kind == policy.ActRead {
+				continue
+			}
+		}
+		switch a.Kind {
+		case policy.ActWait:
+			return e.hold(ctx, w, a)
+		case policy.ActDone:
+			return e.finish(ctx, w)
+		}
+		if err := e.apply(ctx, w, a); errors.Is(err, errGroupUnsettled) {
+			// The gate needs a group member's state at the time of the move: its history up
+			// to then is judged by its own job in a moment.
+			return e.hold(ctx, w, policy.Action{Kind: policy.ActWait, Until: e.now().Add(250 * time.Millisecond),
+				Why: err.Error(), GapSince: w.rec.GapSince})
+		} else if err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
+}
+
+func (w *walk) readBoard(ctx context.Context, itemID string) error {
+	it, err := w.board.Item(ctx, itemID)
+	if err != nil {
+		return fmt.Errorf("read item %s: %w", itemID, err)
+	}
+	w.it, w.read = it, true
+	w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = it.Number, it.Repo, it.ProjectID
+	return nil
+}
+
+func (w *walk) history() policy.History {
+	return policy.History{Known: w.found, Legal: w.rec.LastLegalState, Observed: w.rec.ObservedState,
+		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending}
+}
+
+func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {
+	out := make([]policy.Observation, len(os))
+	for i, o := range os {
+		out[i] = policy.Observation{Delivery: o.DeliveryID, FromKnown: o.FromKnown, From: o.From, To: o.To,
+			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == e.opts.AppLogin && o.Actor != ""}
+	}
+	return out
+}
+
+// commit writes one step and keeps the walk's record current.
+func (e *Enforcer) commit(ctx context.Context, w *walk, st Step) error {
+	rec, err := e.items.commit(ctx, st)
+	if err != nil {
+		return err
+	}
+	w.rec, w.found = rec, true
+	return nil
+}
+
+// take removes a report from the walk's pending list and returns it.
+func (w *walk) take(delivery string) Observation {
+	for i, o := range w.pending {
+		if o.DeliveryID == delivery {
+			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			return o
+		}
+	}
+	return Observation{DeliveryID: delivery}
+}
+
+// settle says what became of the report the run is for, once it is decided.
+func (w *walk) settle(o Observation, res Result) {
+	if o.DeliveryID == w.delivery || (w.delivery == "" && o.Actor == DriftActor) {
+		// The report this run is for; for the reconciler, the drift it found.
+		w.res, w.decided = res, true
+	}
+}
+
+// hold keeps the item's reports until a.Until, asking for a sweep when the sequencer says so.
+func (e *Enforcer) hold(ctx context.Context, w *walk, a policy.Action) (Result, error) {
+	if w.found && !w.rec.GapSince.Equal(a.GapSince) {
+		rec := w.rec
+		rec.GapSince = a.GapSince
+		if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
+			return Result{}, err
+		}
+	}
+	if a.Sweep && e.opts.Redeliveries != nil {
+		e.opts.Redeliveries.RequestSweep(ctx)
+	}
+	zerolog.Ctx(ctx).Debug().Str("why", a.Why).Time("until", a.Until).Bool("sweep", a.Sweep).Msg("holding the item's reports")
+	// The job waits even when its own report is judged: what is left (a revert, an
+	// explanation, a report of our own write) may have no other job to finish it.
+	wait := max(a.Until.Sub(e.now()), 10*time.Millisecond)
+	return Result{Verdict: VerdictWait, Reason: a.Why, RetryAfter: wait}, nil
+}
+
+// finish explains every refused step not explained yet, then runs the automation of a legal
+// state that has not had it.
+func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
+	if w.found {
+		if err := e.explainAll(ctx, w); err != nil {
+			return Result{}, err
+		}
+		if err := e.automatePending(ctx, w); err != nil {
+			return Result{}, err
+		}
+	}
+	if w.decided {
+		if w.res.Verdict == VerdictReverted && !w.reverted {
+			// Refused, but a later legal change moved the item on: nothing to set back.
+			w.res = Result{Verdict: VerdictSuperseded, Reason: w.res.Reason}
+		}
+		return w.res, nil
+	}
+	if w.delivery != "" {
+		// Judged by an earlier run (a duplicate delivery, or a retry after a crash).
+		o, err := e.store().GetObservation(ctx, w.delivery)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Result{}, fmt.Errorf("load report %s: %w", w.delivery, err)
+		}
+		if err == nil && o.Status != ObservationPending {
+			switch o.Verdict {
+			case VerdictReverted:
+				return Result{Verdict: VerdictReverted, Reason: o.Reason, RevertedTo: o.LegalFrom}, nil
+			case VerdictAllowed:
+				return Result{Verdict: VerdictAllowed, Reason: o.Reason}, nil
+			}
+			return Result{Verdict: VerdictIgnored, Reason: "already decided: " + o.Reason}, nil
+		}
+	}
+	return Result{Verdict: VerdictIgnored, Reason: "in sync"}, nil
+}
+
+// explainAll explains the item's refused steps whose explanation is not on GitHub yet.
+func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
+	unexplained, err := e.store().Unexplained(ctx, w.rec.ItemID)
+	if err != nil {
+		return fmt.Errorf("load refused steps of item %s: %w", w.rec.ItemID, err)
+	}
+	for _, o := range unexplained {
+		if err := e.explain(ctx, w, o); err != nil {
+			return fmt.Errorf("explain the revert of item %s: %w", w.it.ID, err)
+		}
+		if err := e.store().MarkExplained(ctx, o.DeliveryID); err != nil {
+			return fmt.Errorf("record the explanation of %s: %w", o.DeliveryID, err)
+		}
+	}
+	return nil
+}
+
+// automatePending runs the automation of a legal state the item reached, once its history
+// has settled there.
+func (e *Enforcer) automatePending(ctx context.Context, w *walk) error {
+	auto := w.rec.AutomateState
+	if auto == "" {
+		return nil
+	}
+	if auto == w.rec.LastLegalState && w.it.State == auto {
+		if err := e.auto.run(ctx, w.board, w.it, fmt.Sprintf("#%d moved to %s", w.it.Number, auto)); err != nil {
+			return err
+		}
+	}
+	rec := w.rec
+	rec.AutomateState = ""
+	return e.commit(ctx, w, Step{Record: rec})
+}

@@ -1,0 +1,151 @@
+package enforce
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/marker"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// recorder builds everything the app tells about a move: the audit entry, the hidden marker
+// and the comment. Every use case goes through it, so one move reads the same in the audit
+// log, on GitHub and in the metrics.
+type recorder struct {
+	now Clock
+	app string // the app's own login
+}
+
+// Cause is the kind of automation that moved an item (the metrics' label).
+type Cause string
+
+// Causes of automated moves.
+const (
+	CauseCascade     Cause = "cascade"     // a parent's move carried its children along
+	CauseConvergence Cause = "convergence" // every child reached a parent gate
+	CauseLifecycle   Cause = "lifecycle"   // an issue closed or reopened, a pull request merged
+)
+
+// verdictOf is the verdict of a policy decision.
+func verdictOf(d policy.Decision) Verdict {
+	if d.Verdict == policy.Allow {
+		return VerdictAllowed
+	}
+	return VerdictReverted
+}
+
+// step is the audit entry of one step of an item's history: o as judged (its actor, actor
+// kind, verdict, rule and reason), moving from `from`.
+func (r recorder) step(rec Record, o Observation, from string) AuditEntry {
+	return AuditEntry{
+		At: r.now(), DeliveryID: o.DeliveryID, ProjectID: rec.ProjectID, ItemID: rec.ItemID,
+		IssueNumber: rec.IssueNumber, Repo: rec.Repo, Actor: o.Actor, ActorKind: o.ActorKind,
+		FromState: from, ToState: o.To, Verdict: o.Verdict, Rule: o.Rule, Reason: o.Reason,
+	}
+}
+
+// appMove is a move the app made by itself or for an agent.
+type appMove struct {
+	Item     Item
+	From, To string // the board's value before, and the value written
+	Kind     Cause
+	Why      string // what set it off, in words
+	Agent    string // the agent a handoff moved it for ("" for automation)
+}
+
+// appStep is the move as a judged step of the item's history (legalFrom: the item's legal
+// state before it), so that what an item's legal state was when can be read back from it.
+func (r recorder) appStep(mv appMove, legalFrom string) Observation {
+	at := r.now()
+	verdict, why := VerdictAutomated, mv.Why
+	if mv.Agent != "" {
+		verdict, why = VerdictHandoff, "handoff by "+mv.Agent
+	}
+	return Observation{DeliveryID: fmt.Sprintf("app:%s:%d:%s", mv.Item.ID, at.UnixNano(), mv.To), ItemID: mv.Item.ID,
+		FromKnown: true, From: mv.From, To: mv.To, Actor: mv.Agent, At: at, ReceivedAt: at, Status: ObservationJudged,
+		JudgedAt: at, Verdict: verdict, ActorKind: policy.ActorApp.String(), LegalFrom: legalFrom, Reason: why}
+}
+
+// automation is the audit entry of an automated move.
+func (r recorder) automation(mv appMove) AuditEntry {
+	it := mv.Item
+	return AuditEntry{
+		At: r.now(), ProjectID: it.ProjectID, ItemID: it.ID, IssueNumber: it.Number, Repo: it.Repo,
+		Actor: r.app, ActorKind: policy.ActorApp.String(), FromState: mv.From, ToState: mv.To,
+		Verdict: VerdictAutomated, Rule: "automation", Reason: mv.Why, Cause: mv.Why,
+	}
+}
+
+// automationComment explains an automated move on its issue.
+func (r recorder) automationComment(mv appMove) string {
+	m := marker.Transition{From: mv.From, To: mv.To, At: r.stamp(), Actor: r.app, Verdict: string(VerdictAutomated), Cause: mv.Why}
+	return fmt.Sprintf("%s\nralph-gate moved this from **%s** to **%s**: %s.\n", m.String(), orNoState(mv.From), orNoState(mv.To), mv.Why)
+}
+
+// adoption is the audit entry of a value taken as legal on first sight.
+func (r recorder) adoption(rec Record, rule, reason string) AuditEntry {
+	return AuditEntry{At: r.now(), ProjectID: rec.ProjectID, ItemID: rec.ItemID, IssueNumber: rec.IssueNumber, Repo: rec.Repo,
+		Actor: DriftActor, ActorKind: "unknown", ToState: rec.LastLegalState, Verdict: VerdictAdopted, Rule: rule, Reason: reason}
+}
+
+// handoffAudit is the audit entry of a handoff, done (VerdictHandoff) or refused
+// (VerdictIgnored: nothing was written).
+func (r recorder) handoffAudit(a *handoffAttempt, v Verdict, reason string) AuditEntry {
+	it := a.cur
+	return AuditEntry{
+		At: r.now(), ProjectID: it.ProjectID, ItemID: it.ID, IssueNumber: it.Number, Repo: it.Repo,
+		Actor: a.h.Agent, ActorKind: policy.ActorAgent.String(), FromState: a.from, ToState: a.to,
+		Verdict: v, Rule: string(a.dec.Rule), Reason: reason, Cause: "mcp " + a.cmd,
+	}
+}
+
+// handoffComment is a handoff's audit comment: a hidden transition marker, who moved what with
+// which command and why, and what comes next.
+func (r recorder) handoffComment(a *handoffAttempt, g Guidance) string {
+	h, cmd := a.h, a.cmd
+	tm := marker.Transition{From: a.from, To: a.to, Command: &cmd, At: r.stamp(), Actor: h.Agent,
+		Verdict: string(VerdictHandoff), Reason: strings.TrimSpace(h.Reason)}
+	var b strings.Builder
+	b.WriteString(tm.String() + "\n")
+	how := "to_state `" + h.ToState + "`"
+	if h.Intent != "" {
+		how = "intent `" + h.Intent + "`"
+	}
+	fmt.Fprintf(&b, "**`%s` handed this off with `%s` (%s): %s → %s.**\n\n", h.Agent, cmd, how, orNoState(a.from), a.to)
+	if reason := strings.TrimSpace(h.Reason); reason != "" {
+		for _, line := range strings.Split(reason, "\n") {
+			b.WriteString("> " + line + "\n")
+		}
+		b.WriteString("\n")
+	}
+	switch {
+	case g.IsLock:
+		fmt.Fprintf(&b, "Locked by `%s`. ", h.Agent)
+	case g.NeedsHuman:
+		b.WriteString("Waiting for a human. ")
+	}
+	if len(g.CommandsExpecting) > 0 {
+		fmt.Fprintf(&b, "Next: %s.", strings.Join(g.CommandsExpecting, ", "))
+	} else if len(g.AllowedNext) > 0 {
+		fmt.Fprintf(&b, "Agents may move it to %s.", strings.Join(g.AllowedNext, ", "))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// violationMarker is the hidden marker of a refused step: unique to it (its delivery), so a
+// retried job can tell whether it explained the step already.
+func violationMarker(o Observation) marker.Transition {
+	return marker.Transition{From: o.LegalFrom, To: o.To, At: o.At.UTC().Format(time.RFC3339), Actor: o.Actor,
+		Verdict: string(VerdictReverted), Rule: o.Rule, Delivery: o.DeliveryID}
+}
+
+func (r recorder) stamp() string { return r.now().UTC().Format(time.RFC3339) }
+
+func orNoState(s string) string {
+	if s == "" {
+		return "(no state)"
+	}
+	return s
+}

@@ -1,0 +1,144 @@
+package enforce
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// What enforcement remembers, declared here and persisted by package store (Store). The
+// names are the enforcement's: store implements them, enforce never imports it.
+
+// ErrNotFound is returned (wrapped) by a Store or a Board when what was asked for does not
+// exist: an item never recorded, a report never received, an issue GitHub does not know.
+var ErrNotFound = errors.New("not found")
+
+// ErrConcurrentUpdate means another worker changed the item first; the change is retried.
+var ErrConcurrentUpdate = errors.New("item changed concurrently")
+
+// Record is what enforcement remembers of one project item.
+type Record struct {
+	ProjectID      string    // project node id (PVT_…)
+	ItemID         string    // project item node id (PVTI_…); the key
+	IssueNumber    int       // 0 when unknown (e.g. draft items)
+	Repo           string    // "owner/name"; empty when unknown
+	LastLegalState string    // option name of the newest legal Workflow State; "" = unset
+	LegalAt        time.Time // when the change that made LastLegalState happened; zero = unknown
+	RejectedState  string    // the newest refused value (so the change leaving it chains); "" = none
+	// ObservedState is the board's value after the last judged change or the app's own write:
+	// the value the next reported change must have left to follow the item's history.
+	ObservedState string
+	ObservedAt    time.Time // GitHub's time of the last judged change; zero = unknown
+	GapSince      time.Time // when a missing change was first noticed; zero = none
+	// AutomateState is a legal state whose automation has not run to completion yet.
+	AutomateState string
+	// RevertPending is the value a revert is about to write (recorded before the write): a
+	// board showing it afterwards is our write, not someone's unreported move.
+	RevertPending string
+	LockHolder    string    // "" when unlocked
+	LockSince     time.Time // zero when unlocked
+	UpdatedAt     time.Time // set by the store when zero on write
+	Version       int64     // bumped by every write; 1 after the first
+}
+
+// known reports whether the record carries a legal state (adopted or judged), rather than
+// being only a claimed lock.
+func (r Record) known() bool { return r.LastLegalState != "" || !r.LegalAt.IsZero() }
+
+// Verdict says what became of a move, in every place it is told: a report's judgement, the
+// audit log, a comment's marker, a job's result and the metrics. policy decides allow or
+// revert (verdictOf); the other verdicts are enforcement's own.
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictAllowed   Verdict = "allowed"   // a legal move stands
+	VerdictReverted  Verdict = "reverted"  // an illegal move was set back
+	VerdictAutomated Verdict = "automated" // the app moved an item (cascade, convergence, lifecycle)
+	VerdictHandoff   Verdict = "handoff"   // an agent moved an item through the MCP façade
+	VerdictAdopted   Verdict = "adopted"   // a current value was taken as legal (first sight)
+	VerdictIgnored   Verdict = "ignored"   // nothing to enforce (own write, stale, duplicate, refused handoff)
+	// Told only as a job's result, never recorded:
+	VerdictSuperseded Verdict = "superseded" // refused, but a later legal move had already replaced it
+	VerdictWait       Verdict = "wait"       // its place in the item's history is not certain yet: retry
+)
+
+// AuditVerdicts lists the verdicts the audit log records.
+func AuditVerdicts() []Verdict {
+	return []Verdict{VerdictAllowed, VerdictReverted, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored}
+}
+
+// Recorded reports whether v is a verdict the audit log records.
+func (v Verdict) Recorded() bool { return slices.Contains(AuditVerdicts(), v) }
+
+// AuditEntry is one recorded decision.
+type AuditEntry struct {
+	ID          int64     // assigned by the store
+	At          time.Time // defaults to now
+	DeliveryID  string    // webhook delivery id, if any
+	ProjectID   string
+	ItemID      string
+	IssueNumber int
+	Repo        string // "owner/name"
+	Actor       string // login of whoever made the move (or the agent name)
+	ActorKind   string // human, agent, bypass, app or unknown
+	FromState   string
+	ToState     string
+	Verdict     Verdict
+	Rule        string // the rule or gate that decided
+	Reason      string // human-readable explanation
+	Cause       string // what set an automated move off, e.g. "cascade: parent #12 moved to Plan"
+}
+
+// ObservationStatus is where a report stands in its item's history.
+type ObservationStatus string
+
+// Observation statuses.
+const (
+	ObservationPending ObservationStatus = "pending" // reported, not judged yet
+	ObservationJudged  ObservationStatus = "judged"  // judged as a step of the item's history
+	ObservationIgnored ObservationStatus = "ignored" // dropped (our own write, stale, duplicate)
+)
+
+// Observation is one reported change of an item's Workflow State (a webhook) and, once
+// judged, the judgement. A step nobody reported but the app had to judge (a proven gap) is
+// recorded too, under a synthetic delivery id, so that its explanation is tracked the same way;
+// so are the app's own moves (automation, handoffs), as judged steps.
+type Observation struct {
+	DeliveryID string
+	ItemID     string
+	FromKnown  bool
+	From, To   string
+	Actor      string
+	At         time.Time // GitHub's time of the change
+	ReceivedAt time.Time
+	Status     ObservationStatus
+	JudgedAt   time.Time
+	Verdict    Verdict
+	ActorKind  string
+	LegalFrom  string // the last legal state it was judged from
+	Rule       string
+	Reason     string
+	Recovery   string
+	Explained  bool // a refused step's explanation is on GitHub
+}
+
+// Step is one step of an item's history, committed at once: the item's new record, the
+// judged (or ignored) report and its audit entry.
+type Step struct {
+	Record          Record
+	ExpectedVersion int64        // 0: the record must not exist yet
+	Observation     *Observation // nil when no report is involved (adoption, a revert written)
+	Audit           *AuditEntry  // nil when there is nothing to audit
+}
+
+// ViolationComment is the explanatory comment kept per issue, so that a burst of violations
+// updates one comment instead of adding many. NodeID "" marks a comment recorded as about to
+// be posted (write-ahead) whose posting has not been confirmed.
+type ViolationComment struct {
+	CommentID int64  // REST id
+	NodeID    string // GraphQL node id
+	Count     int    // violations explained by this comment
+	UpdatedAt time.Time
+	Body      string
+}

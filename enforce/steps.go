@@ -1,0 +1,202 @@
+package enforce
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// apply carries out one action of the sequencer that moves the walk forward.
+func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
+	switch a.Kind {
+	case policy.ActAdopt:
+		return e.adopt(ctx, w, a)
+	case policy.ActJudge:
+		o := w.take(a.Obs.Delivery)
+		return e.judge(ctx, w, o, e.actors.Classify(o.Actor))
+	case policy.ActJudgeUnobserved:
+		o := Observation{DeliveryID: "unobserved:" + w.rec.ItemID + ":" + strconv.FormatInt(a.At.UnixNano(), 36) + ":" + a.To,
+			ItemID: w.rec.ItemID, FromKnown: true, From: a.From, To: a.To, Actor: DriftActor, At: a.At, ReceivedAt: e.now()}
+		zerolog.Ctx(ctx).Info().Str("from", a.From).Str("to", a.To).Str("why", a.Why).Msg("judging a change no webhook reported")
+		return e.judge(ctx, w, o, driftKind)
+	case policy.ActIgnore:
+		return e.ignore(ctx, w, a)
+	case policy.ActRevert:
+		return e.revert(ctx, w, a)
+	case policy.ActSync:
+		return e.sync(ctx, w, a)
+	}
+	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
+}
+
+// adopt takes the board's value as the item's legal state (first sight).
+func (e *Enforcer) adopt(ctx context.Context, w *walk, a policy.Action) error {
+	rec := w.rec
+	rec.LastLegalState, rec.ObservedState, rec.ObservedAt, rec.LegalAt = a.To, a.To, a.At, a.At
+	st := Step{Record: rec}
+	fromBoard := len(w.pending) == 0 || !w.pending[0].FromKnown
+	if len(w.pending) == 0 {
+		// Nothing to judge against: the current value is adopted as legal (first install).
+		e := e.rec.adoption(rec, "", a.Why)
+		st.Audit = &e
+	}
+	if err := e.commit(ctx, w, st); err != nil {
+		return err
+	}
+	if fromBoard {
+		w.adoptedAt = a.At
+	}
+	return nil
+}
+
+// ignore drops a report that is no step of the history (a duplicate, a stale report, our own
+// write the record already holds), or one that is part of an adoption.
+func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
+	o := w.take(a.Obs.Delivery)
+	o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, a.Why
+	res := Result{Verdict: VerdictIgnored, Reason: a.Why}
+	if !w.adoptedAt.IsZero() && !o.FromKnown && !o.At.After(w.adoptedAt) {
+		// Reported without a previous value on first sight: its value is what was adopted.
+		o.Verdict, o.Reason = VerdictAdopted, "first sight without a previous value: current value adopted as legal"
+		res = Result{Verdict: VerdictAllowed, Reason: "adopted"}
+	}
+	o.ActorKind = e.actors.Classify(o.Actor).String()
+	rec := w.rec
+	rec.GapSince = a.GapSince
+	audit := e.rec.step(rec, o, o.From)
+	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
+		return err
+	}
+	if o.DeliveryID == w.delivery {
+		w.res, w.decided = res, true
+	}
+	return nil
+}
+
+// revert writes the last legal state back; it is journaled first, so that afterwards the
+// board showing it is known as our write.
+func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
+	if w.rec.RevertPending != a.To {
+		rec := w.rec
+		rec.RevertPending = a.To
+		if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
+			return err
+		}
+	}
+	if err := w.board.SetState(ctx, w.it, a.To); err != nil {
+		return fmt.Errorf("revert item %s to %q: %w", w.it.ID, a.To, err)
+	}
+	zerolog.Ctx(ctx).Info().Str("from", w.it.State).Str("to", a.To).Msg("reverted an illegal move")
+	w.it.State, w.reverted = a.To, true
+	rec := w.rec
+	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+	return e.commit(ctx, w, Step{Record: rec})
+}
+
+// sync records a write of the app's own that its history did not hold yet (an automated
+// move interrupted before it was recorded): legal, by the app.
+func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
+	rec := w.rec
+	legalBefore := rec.LastLegalState
+	if rec.LastLegalState != a.To {
+		// The lock holder goes as when automation is recorded directly.
+		if !e.machine.IsLock(a.To) {
+			rec.LockHolder, rec.LockSince = "", time.Time{}
+		}
+		rec.LastLegalState = a.To
+	}
+	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+	if a.Obs.At.After(rec.ObservedAt) {
+		rec.ObservedAt = a.Obs.At
+	}
+	st := Step{Record: rec}
+	if a.Obs.Delivery != "" {
+		o := w.take(a.Obs.Delivery)
+		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationJudged, e.now(), VerdictAutomated, a.Why
+		o.LegalFrom, o.ActorKind = legalBefore, policy.ActorApp.String()
+		audit := e.rec.step(rec, o, o.From)
+		st.Observation, st.Audit = &o, &audit
+	}
+	return e.commit(ctx, w, st)
+}
+
+// judge decides one step of the item's history with policy, from the last legal state and
+// with the step's own actor, and commits it with its report.
+func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind policy.ActorKind) error {
+	rec := w.rec
+	pc := policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
+	dec, pc, err := e.decide(ctx, w, pc, o.At)
+	if err != nil {
+		return err
+	}
+	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
+	o.Verdict, o.Rule, o.Reason = verdictOf(dec), string(dec.Rule), dec.Reason
+	rec.ObservedState, rec.GapSince, rec.RevertPending = o.To, time.Time{}, ""
+	if o.At.After(rec.ObservedAt) {
+		rec.ObservedAt = o.At
+	}
+	if o.Verdict == VerdictAllowed {
+		accept(&rec, o, dec)
+	} else {
+		rec.RejectedState = o.To
+		o.Recovery = "ask a human"
+		if r := e.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+			o.Recovery = r.Recovery
+		}
+		// A draft cannot be commented on: its revert is silent.
+		o.Explained = w.it.IsDraft()
+	}
+	audit := e.rec.step(rec, o, o.LegalFrom)
+	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Debug().Str("from", o.LegalFrom).Str("to", o.To).Str("actor", o.Actor).Str("verdict", string(o.Verdict)).
+		Str("rule", o.Rule).Msg("judged a step")
+	res := Result{Verdict: VerdictAllowed, Reason: dec.Reason}
+	if o.Verdict == VerdictReverted {
+		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
+	}
+	w.settle(o, res)
+	return nil
+}
+
+// decide is policy's decision on a step, with the gates' inputs read only when the table
+// allows the move (and as they were when it was made).
+func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at time.Time) (policy.Decision, policy.Change, error) {
+	if pc.To == pc.From {
+		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}, pc, nil
+	}
+	dec := e.machine.Decide(pc)
+	if dec.Verdict != policy.Allow || dec.Rule == policy.RuleBypass {
+		return dec, pc, nil
+	}
+	full, err := e.gateInputs(ctx, gateQuery{board: w.board, it: w.it, change: pc, at: at})
+	if err != nil {
+		return dec, pc, err
+	}
+	return e.machine.Decide(full), full, nil
+}
+
+// accept makes an allowed step the item's legal state; the lock follows the decision: whoever
+// took it holds it (wherever the report of it came in the order), one who left it releases it.
+func accept(rec *Record, o Observation, dec policy.Decision) {
+	from := rec.LastLegalState
+	rec.LastLegalState, rec.RejectedState = o.To, ""
+	if o.At.After(rec.LegalAt) {
+		rec.LegalAt = o.At
+	}
+	switch {
+	case dec.TakesLock && o.Actor != DriftActor:
+		rec.LockHolder, rec.LockSince = o.Actor, o.At
+	case dec.TakesLock || dec.ReleasesLock:
+		rec.LockHolder, rec.LockSince = "", time.Time{} // taken by an unknown actor, or left
+	}
+	if o.To != from {
+		rec.AutomateState = o.To
+	}
+}
