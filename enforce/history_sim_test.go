@@ -149,7 +149,7 @@ func (b *simBoard) SetStates(ctx context.Context, ws []StateWrite) error {
 	return nil
 }
 
-func (b *simBoard) RateLimit() (RateLimit, bool) { return RateLimit{}, false }
+func (b *simBoard) RateLimit() (RateLimit, bool)                                    { return RateLimit{}, false }
 func (b *simBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	return ItemsPage{}, nil

@@ -48,9 +48,12 @@ type Board interface {
 type Store interface {
 	// LockItem serializes work on one item across replicas (a no-op where there is one).
 	LockItem(ctx context.Context, itemID string) (unlock func(), err error)
+	// GetItem loads an item's record.
 	GetItem(ctx context.Context, itemID string) (Record, error)
 	// CompareAndSetItem writes rec if the stored version is expectedVersion (0: only if absent).
 	CompareAndSetItem(ctx context.Context, rec Record, expectedVersion int64) (bool, error)
+	// AppendAudit records a decision that is not a step of an item's history (adoption, a
+	// handoff's audit) and returns its id.
 	AppendAudit(ctx context.Context, e AuditEntry) (int64, error)
 	// ClaimLock makes holder the item's lock holder if it has none (one of several concurrent
 	// claimers wins); ReleaseLock clears it if holder holds it.
@@ -59,11 +62,16 @@ type Store interface {
 	// CountInState counts a project's items whose last legal state is state (WIP limits).
 	CountInState(ctx context.Context, projectID, state string) (int, error)
 
-	// The item's reported changes and their judgements (history.go).
+	// RecordObservation records a reported change as pending, once per delivery; false when
+	// the delivery was recorded before.
 	RecordObservation(ctx context.Context, o Observation) (bool, error)
+	// PendingObservations lists an item's reports not judged yet, in arrival order.
 	PendingObservations(ctx context.Context, itemID string) ([]Observation, error)
+	// GetObservation loads one report by delivery id.
 	GetObservation(ctx context.Context, deliveryID string) (Observation, error)
+	// Unexplained lists an item's refused steps whose explanation is not on GitHub yet.
 	Unexplained(ctx context.Context, itemID string) ([]Observation, error)
+	// MarkExplained records that a refused step's explanation is on GitHub.
 	MarkExplained(ctx context.Context, deliveryID string) error
 	// CommitStep writes a step in one transaction if the item is still at its expected version.
 	CommitStep(ctx context.Context, st Step) (bool, error)
@@ -71,15 +79,20 @@ type Store interface {
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
 
+	// GetViolationComment loads the violation comment kept for an issue.
 	GetViolationComment(ctx context.Context, repo string, issueNumber int) (ViolationComment, error)
+	// PutViolationComment replaces the violation comment kept for an issue.
 	PutViolationComment(ctx context.Context, repo string, issueNumber int, c ViolationComment) error
 }
 
 // ReconcileStore is what the reconciler needs of the store besides Store: the known items of
 // a project, and its cursors (where a paused pass resumes, what it has spent).
 type ReconcileStore interface {
+	// ListItems lists a project's records.
 	ListItems(ctx context.Context, projectID string) ([]Record, error)
+	// GetCursor loads a named value (ErrNotFound when never stored).
 	GetCursor(ctx context.Context, name string) (string, error)
+	// PutCursor stores a named value.
 	PutCursor(ctx context.Context, name, value string) error
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
 // TestLockItemSerializes proves two holders of one item never overlap (Postgres: across
@@ -56,13 +58,9 @@ func TestCountInState(t *testing.T) {
 		s := tg.open(t)
 		ctx := context.Background()
 		for i, st := range []string{"In Progress", "In Progress", "Backlog"} {
-			if err := s.PutItem(ctx, Item{ProjectID: "P", ItemID: string(rune('a' + i)), LastLegalState: st}); err != nil {
-				t.Fatal(err)
-			}
+			seed(t, s, enforce.Record{ProjectID: "P", ItemID: string(rune('a' + i)), LastLegalState: st})
 		}
-		if err := s.PutItem(ctx, Item{ProjectID: "Q", ItemID: "z", LastLegalState: "In Progress"}); err != nil {
-			t.Fatal(err)
-		}
+		seed(t, s, enforce.Record{ProjectID: "Q", ItemID: "z", LastLegalState: "In Progress"})
 		n, err := s.CountInState(ctx, "P", "In Progress")
 		if err != nil || n != 2 {
 			t.Fatalf("count = %d, %v", n, err)

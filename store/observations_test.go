@@ -3,39 +3,41 @@ package store
 import (
 	"testing"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
 func TestObservations(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
 		s := tg.open(t)
-		obs := func(id, to string, at time.Time) Observation {
-			return Observation{DeliveryID: id, ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: to, Actor: "agent-1", At: at, ReceivedAt: at}
+		obs := func(id, to string, at time.Time) enforce.Observation {
+			return enforce.Observation{DeliveryID: id, ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: to, Actor: "agent-1", At: at, ReceivedAt: at}
 		}
 		// One record per delivery, however often it arrives.
-		for i, o := range []Observation{obs("d-1", "In Progress", at(0)), obs("d-1", "In Progress", at(time.Second)), obs("d-2", "Research Needed", at(2*time.Second))} {
+		for i, o := range []enforce.Observation{obs("d-1", "In Progress", at(0)), obs("d-1", "In Progress", at(time.Second)), obs("d-2", "Research Needed", at(2*time.Second))} {
 			first, err := s.RecordObservation(ctx, o)
 			if err != nil || first != (i != 1) {
 				t.Fatalf("record %d: %v, %v", i, first, err)
 			}
 		}
-		if _, err := s.RecordObservation(ctx, Observation{ItemID: "PVTI_1"}); err == nil {
+		if _, err := s.RecordObservation(ctx, enforce.Observation{ItemID: "PVTI_1"}); err == nil {
 			t.Error("an observation without a delivery id was recorded")
 		}
 		pending, err := s.PendingObservations(ctx, "PVTI_1")
-		if err != nil || len(pending) != 2 || pending[0].DeliveryID != "d-1" || !pending[0].FromKnown || pending[0].Status != ObservationPending {
+		if err != nil || len(pending) != 2 || pending[0].DeliveryID != "d-1" || !pending[0].FromKnown || pending[0].Status != enforce.ObservationPending {
 			t.Fatalf("pending %+v, %v", pending, err)
 		}
 		// A step: the item, the judged report and its audit entry, at once, or not at all.
-		item := Item{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: "Backlog", ObservedState: "In Progress", ObservedAt: at(0), RevertPending: "Backlog"}
+		item := enforce.Record{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: "Backlog", ObservedState: "In Progress", ObservedAt: at(0), RevertPending: "Backlog"}
 		judged := pending[0]
 		judged.Status, judged.JudgedAt, judged.Verdict, judged.LegalFrom, judged.Rule, judged.Reason, judged.Recovery =
-			ObservationJudged, at(3*time.Second), VerdictReverted, "Backlog", "transition", "not a transition", "move it to Research Needed"
-		audit := AuditEntry{At: at(3 * time.Second), DeliveryID: "d-1", ItemID: "PVTI_1", Verdict: VerdictReverted}
-		if ok, err := s.CommitStep(ctx, Step{Item: item, Observation: &judged, Audit: &audit}); !ok || err != nil {
+			enforce.ObservationJudged, at(3*time.Second), enforce.VerdictReverted, "Backlog", "transition", "not a transition", "move it to Research Needed"
+		audit := enforce.AuditEntry{At: at(3 * time.Second), DeliveryID: "d-1", ItemID: "PVTI_1", Verdict: enforce.VerdictReverted}
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: item, Observation: &judged, Audit: &audit}); !ok || err != nil {
 			t.Fatalf("first step: %v, %v", ok, err)
 		}
-		if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: 7, Observation: &judged, Audit: &audit}); ok || err != nil {
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: item, ExpectedVersion: 7, Observation: &judged, Audit: &audit}); ok || err != nil {
 			t.Fatalf("a step on a stale version: %v, %v; want refused", ok, err)
 		}
 		rec, err := s.GetItem(ctx, "PVTI_1")
@@ -60,13 +62,13 @@ func TestObservations(t *testing.T) {
 			t.Fatalf("pending after the step: %+v", pending)
 		}
 		// A step nobody reported is recorded under its own id.
-		unobserved := Observation{DeliveryID: "unobserved:PVTI_1:x", ItemID: "PVTI_1", FromKnown: true, To: "Done", Actor: "(unknown)",
-			At: at(4 * time.Second), ReceivedAt: at(4 * time.Second), Verdict: VerdictAllowed}
+		unobserved := enforce.Observation{DeliveryID: "unobserved:PVTI_1:x", ItemID: "PVTI_1", FromKnown: true, To: "Done", Actor: "(unknown)",
+			At: at(4 * time.Second), ReceivedAt: at(4 * time.Second), Verdict: enforce.VerdictAllowed}
 		item.Version = 1
-		if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: 1, Observation: &unobserved}); !ok || err != nil {
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: item, ExpectedVersion: 1, Observation: &unobserved}); !ok || err != nil {
 			t.Fatalf("unobserved step: %v, %v", ok, err)
 		}
-		if got, err := s.GetObservation(ctx, "unobserved:PVTI_1:x"); err != nil || got.Status != ObservationJudged {
+		if got, err := s.GetObservation(ctx, "unobserved:PVTI_1:x"); err != nil || got.Status != enforce.ObservationJudged {
 			t.Fatalf("unobserved %+v, %v", got, err)
 		}
 		// Pruning keeps what is pending.
@@ -85,15 +87,15 @@ func TestLegalStateAt(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
 		s := tg.open(t)
-		item := Item{ItemID: "PVTI_1", LastLegalState: "Backlog", ObservedState: "Backlog"}
-		if ok, err := s.CommitStep(ctx, Step{Item: item}); !ok || err != nil {
+		item := enforce.Record{ItemID: "PVTI_1", LastLegalState: "Backlog", ObservedState: "Backlog"}
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: item}); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		for i, st := range []struct{ from, to string }{{"Backlog", "Research Needed"}, {"Research Needed", "Ready for Plan"}} {
-			o := Observation{DeliveryID: "d" + st.to, ItemID: "PVTI_1", FromKnown: true, From: st.from, To: st.to, At: at(time.Duration(10*(i+1)) * time.Second),
-				ReceivedAt: at(0), Status: ObservationJudged, Verdict: VerdictAllowed, LegalFrom: st.from, JudgedAt: at(time.Minute)}
+			o := enforce.Observation{DeliveryID: "d" + st.to, ItemID: "PVTI_1", FromKnown: true, From: st.from, To: st.to, At: at(time.Duration(10*(i+1)) * time.Second),
+				ReceivedAt: at(0), Status: enforce.ObservationJudged, Verdict: enforce.VerdictAllowed, LegalFrom: st.from, JudgedAt: at(time.Minute)}
 			item.LastLegalState, item.Version = st.to, int64(i+1)
-			if ok, err := s.CommitStep(ctx, Step{Item: item, ExpectedVersion: int64(i + 1), Observation: &o}); !ok || err != nil {
+			if ok, err := s.CommitStep(ctx, enforce.Step{Record: item, ExpectedVersion: int64(i + 1), Observation: &o}); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
 		}
@@ -107,7 +109,7 @@ func TestLegalStateAt(t *testing.T) {
 				t.Errorf("LegalStateAt(%s) = %q, %v, %v; want %q", c.at, got, known, err, c.want)
 			}
 		}
-		if _, err := s.RecordObservation(ctx, Observation{DeliveryID: "late", ItemID: "PVTI_1", At: at(30 * time.Second), ReceivedAt: at(31 * time.Second)}); err != nil {
+		if _, err := s.RecordObservation(ctx, enforce.Observation{DeliveryID: "late", ItemID: "PVTI_1", At: at(30 * time.Second), ReceivedAt: at(31 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, known, _ := s.LegalStateAt(ctx, "PVTI_1", at(35*time.Second)); known {
@@ -115,6 +117,24 @@ func TestLegalStateAt(t *testing.T) {
 		}
 		if _, known, _ := s.LegalStateAt(ctx, "PVTI_2", at(0)); known {
 			t.Error("an item with no record has no known state")
+		}
+	})
+}
+
+// A delivery that arrives twice at once (GitHub's retry racing a redelivery) is recorded once.
+func TestRecordObservationConcurrentDuplicates(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		s := tg.open(t)
+		at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		o := enforce.Observation{DeliveryID: "d-race", ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: "Research Needed",
+			Actor: "agent-1", At: at, ReceivedAt: at}
+		wins, _ := race(t, 10, func(int) (bool, error) { return s.RecordObservation(t.Context(), o) })
+		if wins != 1 {
+			t.Fatalf("%d concurrent recordings of one delivery were first, want exactly 1", wins)
+		}
+		pending, err := s.PendingObservations(t.Context(), "PVTI_1")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending = %d, %v; want 1", len(pending), err)
 		}
 	})
 }
