@@ -38,6 +38,13 @@ func newHarnessWith(t *testing.T, edit func(*policy.Spec), tweak func(h *harness
 	return h
 }
 
+// useStore rebuilds the harness's service (default workflow and options) over st.
+func (h *harness) useStore(st Store) {
+	m, _ := policy.Compile(policy.DefaultSpec())
+	h.svc = New(m, policy.Actors{Agents: []string{"agent-*"}, Bypass: []string{"owner"}}, st, func() time.Time { return h.now },
+		Options{ReorderWindow: 5 * time.Second, CoalesceWindow: 10 * time.Minute, AppLogin: "ralph-gate[bot]", Redeliveries: h})
+}
+
 // issueN is issue with its own number, so that items do not share a violation comment.
 func issueN(id, state string, number int) Item {
 	it := issue(id, state)
@@ -238,7 +245,7 @@ func (e *rateLimited) RetryAfterDuration() time.Duration { return e.wait }
 // acting (another claimer, a cancellation) just before a call.
 type hookBoard struct {
 	*fakeBoard
-	mu          sync.Mutex
+	mu         sync.Mutex
 	failSet    map[string]error // item id -> SetState fails
 	failFamily map[string]error // issue id -> Family fails
 	pageFails  int              // ProjectItems fails this many more times

@@ -77,7 +77,7 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		lockState = st
 	}
 	var cands []policy.Candidate
-	byNumber := map[int][]Item{}
+	byID := map[string]Item{}
 	for _, p := range req.Projects {
 		after := ""
 		for page := 0; page < maxPickPages; page++ {
@@ -96,8 +96,8 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 				}
 				locked = locked || rec.LockHolder != ""
 				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
-					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers})
-				byNumber[it.Number] = append(byNumber[it.Number], it)
+					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers, Key: it.ID})
+				byID[it.ID] = it
 			}
 			if !pg.HasNext || pg.EndCursor == "" {
 				break
@@ -110,10 +110,7 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		return PickResult{}, err
 	}
 	take := func(c policy.Candidate) Pick {
-		its := byNumber[c.Number]
-		it := its[0]
-		byNumber[c.Number] = its[1:]
-		return Pick{Item: it, Locked: c.Locked}
+		return Pick{Item: byID[c.Key], Locked: c.Locked}
 	}
 	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
 	ranked := []Pick{}

@@ -490,3 +490,56 @@ func TestReconcileDriftWaitingForProofAsksForASweep(t *testing.T) {
 		t.Fatalf("once proven: %+v", rep)
 	}
 }
+
+// Every GitHub request a drift costs counts against the budget: automation's reads and writes,
+// comment updates.
+func TestReconcileCountsEveryRequest(t *testing.T) {
+	p := issueN("P", "Plan in Review", 10)
+	c := issueN("C", "In Review", 11)
+	r := issueN("R", "Backlog", 12)
+	k := issueN("K", "Backlog", 13)
+	h := newHarness(t, c, k, p, r)
+	setFamily(h.board, p, c, k)
+	h.mustReconcile(ReconcileOptions{})
+	h.now = h.now.Add(time.Minute)
+	driftTo(h.board, "R", "In Progress", time.Time{})
+	h.mustReconcile(ReconcileOptions{}) // reverted, explained
+	h.now = h.now.Add(time.Minute)
+	driftTo(h.board, "P", "In Progress", time.Time{}) // legal: K follows
+	driftTo(h.board, "R", "In Review", time.Time{})   // illegal again: the comment is updated
+	before := h.board.totalCalls()
+	rep := h.mustReconcile(ReconcileOptions{})
+	got := h.board.totalCalls() - before
+	if rep.Accepted != 1 || rep.Reverted != 1 || h.state("K") != "In Progress" || h.state("R") != "Backlog" || h.board.updates != 1 {
+		t.Fatalf("report %+v, K=%s R=%s, %d updates", rep, h.state("K"), h.state("R"), h.board.updates)
+	}
+	// 2 pages; P: read, family, batched write; R: read, revert, comment update.
+	if rep.Requests != 8 || got != 8 {
+		t.Fatalf("report counts %d requests, the board got %d; want 8", rep.Requests, got)
+	}
+}
+
+// A drift that cannot be handled fails the pass; the next pass reads that page again.
+func TestReconcileDriftFailureIsRetriedFromItsPage(t *testing.T) {
+	var items []Item
+	for i := 1; i <= 4; i++ {
+		items = append(items, issueN(fmt.Sprintf("I%d", i), "Backlog", i))
+	}
+	h := newHarness(t, items...)
+	h.mustReconcile(ReconcileOptions{})
+	h.now = h.now.Add(time.Minute)
+	driftTo(h.board, "I4", "In Progress", time.Time{})
+	h.board.breakOn(errInjected, "Item")
+	_, err := h.reconcile(ReconcileOptions{})
+	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "reconcile item I4: read item I4") {
+		t.Fatalf("%v", err)
+	}
+	if c := h.st.cursors[cursorA1]; c != "I3" {
+		t.Fatalf("cursor %q, want the failed page's start", c)
+	}
+	h.board.breakOn(nil, "Item")
+	rep := h.mustReconcile(ReconcileOptions{})
+	if rep.Pages != 1 || rep.Items != 1 || rep.Reverted != 1 || !rep.Complete {
+		t.Fatalf("%+v", rep)
+	}
+}

@@ -20,6 +20,9 @@ type Candidate struct {
 	Open         bool   `json:"open"`
 	Locked       bool   `json:"locked"`
 	OpenBlockers int    `json:"openBlockers"`
+	// Key is the caller's name for the candidate (issues of two repositories may share a
+	// number); it plays no part in the ranking.
+	Key string `json:"-"`
 }
 
 // estimateRank is the size rank of an estimate; -1 when unrecognised.

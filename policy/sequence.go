@@ -176,9 +176,10 @@ func Sequence(in SequenceInput) Action {
 	// longest chain that starts from the observed value; a report that follows nothing was
 	// preceded by a change nobody reported, which is judged first (by an unknown actor).
 	chain, rest := splitChain(h, covered)
-	if len(rest) > 0 && rest[0].Own && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
-		// A write of ours that nothing judged leads to: the record holds it already (a revert,
-		// or automation recorded as it was made). Our own writes never stand for a gap.
+	if len(rest) > 0 && rest[0].Own && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
+		// A write of ours that nothing judged leads to, and the record holds (a revert, or
+		// automation recorded as it was made). A write of ours the record does not hold followed
+		// a change nobody reported: that change is judged first, then our write is synced.
 		return Action{Kind: ActIgnore, Obs: rest[0], Why: "our own write", GapSince: h.GapSince}
 	}
 	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {

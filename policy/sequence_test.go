@@ -68,6 +68,10 @@ func TestSequence(t *testing.T) {
 			{Delivery: "own", FromKnown: true, From: "Research Needed", To: "Ready for Plan", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true},
 			obs("d", "Backlog", "Research Needed", "alice", 5)}, unknown, proven(11), 12),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d") }},
+		{"our own write the record does not hold, after a change nobody reported: that change is judged first", in(known("Research Needed", "Research Needed", 1), []Observation{
+			{Delivery: "own", FromKnown: true, From: "Ready for Plan", To: "In Progress", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true}},
+			unknown, proven(11), 12),
+			ActJudgeUnobserved, func(t *testing.T, a Action) { want(t, a.From, "Research Needed"); want(t, a.To, "Ready for Plan") }},
 		// Certainty: a report is judged once a proof reaches the window past it.
 		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),
