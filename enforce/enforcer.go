@@ -21,6 +21,9 @@ type Enforcer struct {
 // DriftActor names the unknown author of a change no webhook reported.
 const DriftActor = "(unknown)"
 
+// NoSender names the unknown author of a change whose webhook named no sender.
+const NoSender = "(no sender)"
+
 // driftKind is how a change no webhook reported is judged: the author is unknown, so the
 // change gets no privilege beyond the strictest reverting actor kind. Bypass and humans-only
 // moves whose webhooks were lost are normally recovered first by the redelivery sweeper,
@@ -118,8 +121,16 @@ func (e *Enforcer) walk(ctx context.Context, b Board, itemID, delivery string) (
 		})
 		if !w.read && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
 			// Judging reads the gates' inputs from the item; the rest compares with the board.
-			if err := w.readBoard(ctx, itemID); err != nil {
+			err := w.readBoard(ctx, itemID)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				// Deleted from the project (or its issue deleted): nothing to enforce, ever.
+				// Retrying would only fail again.
+				return e.drop(ctx, w, "the item no longer exists on GitHub")
+			case err != nil:
 				return Result{}, err
+			case !e.enforced(w.it):
+				return e.drop(ctx, w, fmt.Sprintf("the item is on %s/%d, which is not enforced (the payload named another project)", w.it.Owner, w.it.ProjectNumber))
 			}
 			if a.Kind == policy.ActRead {
 				continue
@@ -151,6 +162,28 @@ func (w *walk) readBoard(ctx context.Context, itemID string) error {
 	w.it, w.read = it, true
 	w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = it.Number, it.Repo, it.ProjectID
 	return nil
+}
+
+// enforced reports whether an item, as GitHub returned it, is on an enforced project: a
+// webhook's payload names the project, but only the item read back is trusted.
+func (c *core) enforced(it Item) bool {
+	return c.opts.Enforced == nil || c.opts.Enforced(it.Owner, it.ProjectNumber)
+}
+
+// drop gives up the item's reports for good (audited as ignored, with why): the item is gone,
+// or GitHub shows it on a project that is not enforced, whatever the payload claimed.
+func (e *Enforcer) drop(ctx context.Context, w *walk, why string) (Result, error) {
+	zerolog.Ctx(ctx).Warn().Str("why", why).Int("reports", len(w.pending)).Msg("dropped an item's reports")
+	for len(w.pending) > 0 {
+		o := w.take(w.pending[0].DeliveryID)
+		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, why
+		o.ActorKind = e.actors.Classify(o.Actor).String()
+		audit := e.rec.step(w.rec, o, o.From)
+		if err := e.commit(ctx, w, Step{Record: w.rec, Observation: &o, Audit: &audit}); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Verdict: VerdictIgnored, Reason: why}, nil
 }
 
 func (w *walk) history() policy.History {

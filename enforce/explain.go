@@ -106,8 +106,11 @@ func (e *Enforcer) settlePending(ctx context.Context, w *walk, prev ViolationCom
 func violationLine(o Observation, legalNow string) string {
 	from := orNoState(o.LegalFrom)
 	who := fmt.Sprintf("`%s` (%s)", o.Actor, o.ActorKind)
-	if o.Actor == DriftActor {
+	switch o.Actor {
+	case DriftActor:
 		who = fmt.Sprintf("A change no webhook reported (the author is unknown, so it is judged as an %s's)", o.ActorKind)
+	case NoSender:
+		who = fmt.Sprintf("A change whose webhook named no sender (the author is unknown, so it is judged as an %s's)", o.ActorKind)
 	}
 	back := fmt.Sprintf("It is back in **%s**.", from)
 	if legalNow != o.LegalFrom {

@@ -3,8 +3,10 @@ package enforce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -476,18 +478,63 @@ func TestPickClaimPassesOverWhatItCannotTake(t *testing.T) {
 	}
 }
 
-func TestPickClaimTriesAtMostTenCandidates(t *testing.T) {
+func TestPickClaimTriesEveryCandidate(t *testing.T) {
 	var items []Item
 	for i := 1; i <= 12; i++ {
 		items = append(items, issueN(string(rune('A'+i-1)), "Research Needed", i))
 	}
 	h := newHarness(t, items...)
 	hb := newHookBoard(h.board)
-	hb.beforeItem = func(id string) { h.st.ClaimLock(bg, id, "agent-2", h.now) } // every claim is lost
+	hb.beforeItem = func(id string) {
+		if id != "L" {
+			h.st.ClaimLock(bg, id, "agent-2", h.now) // every claim but the last candidate's is lost
+		}
+	}
 	res, err := h.svc.Facade.Pick(bg, hb, PickRequest{Projects: []ProjectRef{project1}, State: "Research Needed", Claim: true,
 		Handoff: Handoff{Agent: "agent-1", Command: "research"}})
-	if err != nil || res.Best != nil || len(res.Passed) != maxClaimAttempts || len(res.Alternatives) != 2 || res.Alternatives[0].Item.Number != 11 {
-		t.Fatalf("%+v %v", res, err)
+	if err != nil || res.Best == nil || res.Best.Item.ID != "L" || res.Claimed == nil || len(res.Passed) != 11 {
+		t.Fatalf("%+v %v; want #12 claimed after 11 lost claims", res, err)
+	}
+}
+
+// Many agents claiming at once over fewer issues: every issue is claimed exactly once, and
+// only the callers left without one are told that nothing is left.
+func TestPickClaimRaceLeavesNoWorkBehind(t *testing.T) {
+	const issues, claimers = 30, 50
+	var items []Item
+	for i := 1; i <= issues; i++ {
+		items = append(items, issueN(fmt.Sprintf("I%02d", i), "Research Needed", i))
+	}
+	h := newHarness(t, items...)
+	var (
+		mu     sync.Mutex
+		won    = map[string]string{}
+		failed int
+		wg     sync.WaitGroup
+	)
+	for c := 0; c < claimers; c++ {
+		wg.Add(1)
+		go func(agent string) {
+			defer wg.Done()
+			res, err := h.svc.Facade.Pick(bg, h.board, PickRequest{Projects: []ProjectRef{project1}, State: "Research Needed", Claim: true,
+				Handoff: Handoff{Agent: agent, Command: "research"}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", agent, err)
+			case res.Best == nil:
+				failed++
+			case won[res.Best.Item.ID] != "":
+				t.Errorf("%s claimed by %s and %s", res.Best.Item.ID, won[res.Best.Item.ID], agent)
+			default:
+				won[res.Best.Item.ID] = agent
+			}
+		}(fmt.Sprintf("agent-%d", c))
+	}
+	wg.Wait()
+	if len(won) != issues || failed != claimers-issues {
+		t.Fatalf("%d issues claimed, %d callers told nothing is left; want %d and %d", len(won), failed, issues, claimers-issues)
 	}
 }
 
@@ -582,7 +629,7 @@ func TestHandoffCommentsGuidesAndAutomates(t *testing.T) {
 	}
 	body := bodies[0]
 	for _, want := range []string{"**`agent-1` handed this off with `research` (to_state `Ready for Plan`): Research Needed → Ready for Plan.**",
-		"> found it\n> see the notes\n", "Next: plan, plan_epic, hero."} {
+		"```text\nfound it\nsee the notes\n```\n", "Next: plan, plan_epic, hero."} {
 		if !strings.Contains(body, want) {
 			t.Errorf("comment lacks %q:\n%s", want, body)
 		}

@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -59,21 +60,31 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 	issues := []IssueRef{{Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number}}
 	if ev.Kind == LifecyclePRMerged {
 		var err error
-		if issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number); err != nil {
+		issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number)
+		if errors.Is(err, ErrNotFound) {
+			return a.gone(ctx, ev, fmt.Sprintf("pull request %s/%s#%d", ev.Owner, ev.Repo, ev.Number)), nil
+		} else if err != nil {
 			return Result{}, err
 		}
 	}
 	moved := 0
 	for _, ref := range issues {
 		items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
-		if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			a.gone(ctx, ev, fmt.Sprintf("issue %s/%s#%d", ref.Owner, ref.Repo, ref.Number))
+			continue
+		} else if err != nil {
 			return Result{}, err
 		}
 		for _, it := range items {
-			if a.opts.Enforced != nil && !a.opts.Enforced(it.Owner, it.ProjectNumber) {
+			if !a.enforced(it) {
 				continue
 			}
 			ok, err := a.syncItem(ctx, b, ev, it)
+			if errors.Is(err, ErrNotFound) {
+				a.gone(ctx, ev, fmt.Sprintf("item %s of issue %s/%s#%d", it.ID, ref.Owner, ref.Repo, ref.Number))
+				continue
+			}
 			if err != nil {
 				return Result{}, err
 			}
@@ -86,6 +97,16 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 		return Result{Verdict: VerdictIgnored, Reason: "nothing to move"}, nil
 	}
 	return Result{Verdict: VerdictAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}, nil
+}
+
+// gone audits a lifecycle event whose issue, pull request or item no longer exists on GitHub:
+// nothing to move, ever, so the job ends rather than being retried.
+func (a *Automation) gone(ctx context.Context, ev Lifecycle, what string) Result {
+	why := what + " no longer exists on GitHub"
+	zerolog.Ctx(ctx).Warn().Str("kind", ev.Kind).Str("why", why).Msg("lifecycle event dropped")
+	a.audit(ctx, AuditEntry{At: a.now(), DeliveryID: ev.DeliveryID, Repo: ev.Owner + "/" + ev.Repo, IssueNumber: ev.Number,
+		Actor: ev.Actor, Verdict: VerdictIgnored, Rule: "lifecycle", Reason: why, Cause: ev.Kind})
+	return Result{Verdict: VerdictIgnored, Reason: why}
 }
 
 // syncItem moves one item under its lock, re-reading it first: a merge sync that runs after the

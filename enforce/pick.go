@@ -47,8 +47,9 @@ type Passed struct {
 	Reason string
 }
 
-// maxClaimAttempts bounds how many candidates one claim tries before giving up.
-const maxClaimAttempts = 10
+// maxClaimRounds bounds how often a claim ranks the project afresh after losing every
+// candidate to other claimers (new work may have become eligible meanwhile).
+const maxClaimRounds = 3
 
 // Pick ranks the open, unlocked, unblocked issues in a state (policy.Pick) and, with Claim,
 // locks the best one it can for the caller: concurrent claimers never get the same issue.
@@ -76,6 +77,53 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		}
 		lockState = st
 	}
+	ranked, err := f.rank(ctx, b, req, nil)
+	if err != nil {
+		return PickResult{}, err
+	}
+	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
+	if !req.Claim {
+		if len(ranked) > 0 {
+			res.Best, res.Alternatives = &ranked[0], ranked[1:]
+		}
+		return res, nil
+	}
+	// A claim tries every candidate, best first, and gives up only when nothing eligible is
+	// left: when all were lost to other claimers, the project is ranked afresh.
+	tried := map[string]bool{}
+	for round := 0; round < maxClaimRounds && len(ranked) > 0; round++ {
+		lost := false
+		for i, p := range ranked {
+			tried[p.Item.ID] = true
+			hr, err := f.claim(ctx, b, p.Item, req.Handoff, lockState)
+			var refusal *policy.Refusal
+			switch {
+			case err == nil:
+				res.Best, res.Alternatives, res.Claimed = &ranked[i], ranked[i+1:], &hr
+				res.Best.Locked = true
+				return res, nil
+			case errors.As(err, &refusal):
+				res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: refusal.Error()})
+			case errors.Is(err, errClaimLost):
+				res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: err.Error()})
+				lost = true
+			default:
+				return res, err
+			}
+		}
+		if !lost {
+			break // every candidate refused: ranking again would refuse them again
+		}
+		if ranked, err = f.rank(ctx, b, req, tried); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// rank reads the projects' open, unlocked items in req.State and ranks them (policy.Pick),
+// leaving out the items in skip.
+func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[string]bool) ([]Pick, error) {
 	var cands []policy.Candidate
 	byID := map[string]Item{}
 	for _, p := range req.Projects {
@@ -83,18 +131,17 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		for page := 0; page < maxPickPages; page++ {
 			pg, err := b.ProjectItems(ctx, p.Owner, p.Number, after)
 			if err != nil {
-				return PickResult{}, err
+				return nil, err
 			}
 			for _, it := range pg.Items {
-				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open {
+				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open || skip[it.ID] {
 					continue
 				}
-				locked := f.machine.IsLock(it.State)
 				rec, _, err := f.items.load(ctx, it.ID)
 				if err != nil {
-					return PickResult{}, err
+					return nil, err
 				}
-				locked = locked || rec.LockHolder != ""
+				locked := f.machine.IsLock(it.State) || rec.LockHolder != ""
 				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
 					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers, Key: it.ID})
 				byID[it.ID] = it
@@ -107,46 +154,14 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 	}
 	best, alts, err := policy.Pick(cands, req.State, req.MaxEstimate)
 	if err != nil {
-		return PickResult{}, err
+		return nil, err
 	}
-	take := func(c policy.Candidate) Pick {
-		return Pick{Item: byID[c.Key], Locked: c.Locked}
-	}
-	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
 	ranked := []Pick{}
 	if best != nil {
-		ranked = append(ranked, take(*best))
+		ranked = append(ranked, Pick{Item: byID[best.Key], Locked: best.Locked})
 		for _, c := range alts {
-			ranked = append(ranked, take(c))
+			ranked = append(ranked, Pick{Item: byID[c.Key], Locked: c.Locked})
 		}
 	}
-	if !req.Claim {
-		if len(ranked) > 0 {
-			res.Best, res.Alternatives = &ranked[0], ranked[1:]
-		}
-		return res, nil
-	}
-	for i, p := range ranked {
-		if i >= maxClaimAttempts {
-			break
-		}
-		hr, err := f.claim(ctx, b, p.Item, req.Handoff, lockState)
-		var refusal *policy.Refusal
-		switch {
-		case err == nil:
-			res.Best, res.Alternatives, res.Claimed = &ranked[i], ranked[i+1:], &hr
-			res.Best.Locked = true
-			return res, nil
-		case errors.As(err, &refusal):
-			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: refusal.Error()})
-		case errors.Is(err, errClaimLost):
-			res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: err.Error()})
-		default:
-			return res, err
-		}
-	}
-	if len(ranked) > maxClaimAttempts {
-		res.Alternatives = ranked[maxClaimAttempts:]
-	}
-	return res, nil
+	return ranked, nil
 }

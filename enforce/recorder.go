@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -105,19 +107,16 @@ func (r recorder) handoffAudit(a *handoffAttempt, v Verdict, reason string) Audi
 func (r recorder) handoffComment(a *handoffAttempt, g Guidance) string {
 	h, cmd := a.h, a.cmd
 	tm := marker.Transition{From: a.from, To: a.to, Command: &cmd, At: r.stamp(), Actor: h.Agent,
-		Verdict: string(VerdictHandoff), Reason: strings.TrimSpace(h.Reason)}
+		Verdict: string(VerdictHandoff), Reason: cleanAgentText(h.Reason)}
 	var b strings.Builder
 	b.WriteString(tm.String() + "\n")
-	how := "to_state `" + h.ToState + "`"
+	how := "to_state `" + inlineCode(h.ToState) + "`"
 	if h.Intent != "" {
-		how = "intent `" + h.Intent + "`"
+		how = "intent `" + inlineCode(h.Intent) + "`"
 	}
-	fmt.Fprintf(&b, "**`%s` handed this off with `%s` (%s): %s → %s.**\n\n", h.Agent, cmd, how, orNoState(a.from), a.to)
+	fmt.Fprintf(&b, "**`%s` handed this off with `%s` (%s): %s → %s.**\n\n", inlineCode(h.Agent), cmd, how, orNoState(a.from), a.to)
 	if reason := strings.TrimSpace(h.Reason); reason != "" {
-		for _, line := range strings.Split(reason, "\n") {
-			b.WriteString("> " + line + "\n")
-		}
-		b.WriteString("\n")
+		b.WriteString("The agent's reason, as it gave it:\n\n" + agentText(reason) + "\n")
 	}
 	switch {
 	case g.IsLock:
@@ -148,4 +147,66 @@ func orNoState(s string) string {
 		return "(no state)"
 	}
 	return s
+}
+
+// maxAgentText bounds the agent-supplied text one comment carries.
+const maxAgentText = 2000
+
+// agentText renders text an agent supplied so that it shows as it was written and can do
+// nothing else: it sits in a fenced code block longer than any backtick run inside it (so it
+// cannot close the block), where a mention does not notify, HTML and links are not rendered
+// and no heading or bold line can pass for the App's own words. Line breaks are normalized
+// (a bare carriage return cannot end the block), control characters dropped, a hidden-comment
+// opener defused (no forged ralph-transition marker) and the text bounded.
+func agentText(text string) string {
+	text = cleanAgentText(text)
+	fence := strings.Repeat("`", max(3, longestRun(text, '`')+1))
+	return fence + "text\n" + text + "\n" + fence + "\n"
+}
+
+// cleanAgentText is agent-supplied text with its line breaks normalized, control and invisible
+// formatting characters (bidi overrides included) dropped, hidden-comment openers defused and
+// its length bounded: what the comment shows and its marker records.
+func cleanAgentText(text string) string {
+	text = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(text)
+	text = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r) && r != '\u200D':
+			return -1
+		}
+		return r
+	}, text)
+	return strings.ReplaceAll(truncateRunes(strings.TrimSpace(text), maxAgentText), "<!--", "< !--")
+}
+
+// inlineCode makes a short value safe inside a `code span`: no backtick, no line break.
+func inlineCode(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '`' || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return -1
+		}
+		return r
+	}, truncateRunes(s, 100))
+}
+
+func longestRun(s string, c rune) int {
+	best, n := 0, 0
+	for _, r := range s {
+		if r == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }

@@ -18,6 +18,12 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		return e.adopt(ctx, w, a)
 	case policy.ActJudge:
 		o := w.take(a.Obs.Delivery)
+		if o.Actor == "" {
+			// A payload without a sender: an unknown actor, judged with the least privilege
+			// (policy.Actors.Classify), and named so in the audit and the comment.
+			o.Actor = NoSender
+			return e.judge(ctx, w, o, e.actors.Classify(""))
+		}
 		return e.judge(ctx, w, o, e.actors.Classify(o.Actor))
 	case policy.ActJudgeUnobserved:
 		o := Observation{DeliveryID: "unobserved:" + w.rec.ItemID + ":" + strconv.FormatInt(a.At.UnixNano(), 36) + ":" + a.To,
@@ -191,7 +197,7 @@ func accept(rec *Record, o Observation, dec policy.Decision) {
 		rec.LegalAt = o.At
 	}
 	switch {
-	case dec.TakesLock && o.Actor != DriftActor:
+	case dec.TakesLock && !unknownAuthor(o.Actor):
 		rec.LockHolder, rec.LockSince = o.Actor, o.At
 	case dec.TakesLock || dec.ReleasesLock:
 		rec.LockHolder, rec.LockSince = "", time.Time{} // taken by an unknown actor, or left
@@ -200,3 +206,6 @@ func accept(rec *Record, o Observation, dec policy.Decision) {
 		rec.AutomateState = o.To
 	}
 }
+
+// unknownAuthor reports whether a step's author is unknown: nobody can hold a lock for it.
+func unknownAuthor(actor string) bool { return actor == DriftActor || actor == NoSender }

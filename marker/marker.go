@@ -35,13 +35,15 @@ type Transition struct {
 }
 
 // String renders the hidden HTML comment. "-->" inside values is escaped by the JSON encoder
-// (> becomes \u003e), so a value can never end the comment early.
+// (> becomes \u003e), so a value can never end the comment early; "@" is written \u0040, so a
+// value (an agent's reason) can never mention anyone. Both decode back to the same text.
 func (t Transition) String() string {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return "" // a struct of strings always encodes
 	}
-	return transitionOpen + string(data) + transitionClose
+	// "@" only occurs inside JSON strings here, where \u0040 is the same character.
+	return transitionOpen + strings.ReplaceAll(string(data), "@", `\u0040`) + transitionClose
 }
 
 // ParseTransitions returns every ralph-transition marker in a comment body, in order.

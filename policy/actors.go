@@ -19,9 +19,11 @@ type Actors struct {
 
 // Classify returns the actor kind of a login. GitHub logins are case-insensitive, so every
 // comparison is too. Order matters: the app's own "*[bot]" login must not become an agent.
+// An empty login (a payload without a sender) is an unknown actor: it gets the least privilege
+// a reverting actor kind has, an agent's, never a person's.
 func (a Actors) Classify(login string) ActorKind {
 	if login == "" {
-		return ActorHuman
+		return ActorAgent
 	}
 	if a.App != "" && strings.EqualFold(a.App, login) {
 		return ActorApp

@@ -19,7 +19,7 @@ func TestClassify(t *testing.T) {
 		"agent":           ActorHuman, // "*[bot]" is literal, not the class [bot]
 		"robot":           ActorHuman,
 		"[bot]":           ActorAgent,
-		"":                ActorHuman,
+		"":                ActorAgent, // no sender: the least privilege, never a person's
 	}
 	for login, want := range tests {
 		t.Run(login, func(t *testing.T) {
@@ -28,8 +28,10 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
-	if (Actors{}).Classify("") != ActorHuman {
-		t.Error("empty app login must not match an empty login")
+	// An unknown sender gets the least privilege (an agent's), and an empty app login does
+	// not match it.
+	if (Actors{}).Classify("") != ActorAgent || (Actors{Bypass: []string{""}}).Classify("") != ActorAgent {
+		t.Error("an empty login must be classified as an agent")
 	}
 	// The app's own login wins over a matching agent pattern; bypass wins over agents.
 	b := Actors{App: "x[bot]", Agents: []string{"*"}, Bypass: []string{"boss"}}
