@@ -56,6 +56,14 @@ func mutationResolvers(rs resolverSet) {
 			}
 			return payload(in, "item", it), nil
 		},
+		"deleteProjectV2Item": func(ec *execCtx, _ root, a args) (any, error) {
+			in := input(a)
+			it, err := ec.w.deleteItem(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"))
+			if err != nil {
+				return nil, err
+			}
+			return payload(in, "deletedItemId", it.nodeID), nil
+		},
 		"addComment": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
 			is, err := ec.issueByID(strArg(in, "subjectId"))

@@ -188,12 +188,21 @@ func TestAddItemAndArchiveWebhooks(t *testing.T) {
 	}
 	s.gqlOK("alice-token", `mutation($p: ID!, $i: ID!) { archiveProjectV2Item(input: {projectId: $p, itemId: $i}) { item { isArchived } } }`,
 		map[string]any{"p": b.project, "i": itemID})
+	d = s.gqlOK("alice-token", `mutation($p: ID!, $i: ID!) { deleteProjectV2Item(input: {projectId: $p, itemId: $i}) { deletedItemId } }`,
+		map[string]any{"p": b.project, "i": itemID})
+	if dig(d, "deleteProjectV2Item", "deletedItemId") != itemID {
+		t.Fatalf("deleted %v", d)
+	}
+	// The item is gone: reading it is GitHub's NOT_FOUND.
+	if out := s.gql("alice-token", `query($i: ID!) { node(id: $i) { id } }`, map[string]any{"i": itemID}); len(out.Errors) == 0 || out.Errors[0]["type"] != "NOT_FOUND" {
+		t.Fatal("a deleted item can still be read")
+	}
 	s.waitIdle()
 	var actions []string
 	for _, w := range rc.all() {
 		actions = append(actions, decodePayload(t, w.body)["action"].(string))
 	}
-	if strings.Join(actions, ",") != "created,archived" {
+	if strings.Join(actions, ",") != "created,archived,deleted" {
 		t.Fatalf("actions %v", actions)
 	}
 }

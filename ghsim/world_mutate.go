@@ -167,6 +167,28 @@ func (w *world) setArchived(by *actor, projectID, itemID string, archived bool) 
 	return it, nil
 }
 
+// deleteItem removes an item from its project (its issue or pull request stays) and sends
+// projects_v2_item.deleted, as GitHub does.
+func (w *world) deleteItem(by *actor, projectID, itemID string) (*item, error) {
+	p, it, err := w.lookupItem(projectID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	p.items = slices.DeleteFunc(p.items, func(x *item) bool { return x == it })
+	switch c := it.content.(type) {
+	case *issue:
+		c.items = slices.DeleteFunc(c.items, func(x *item) bool { return x == it })
+	case *pullRequest:
+		c.items = slices.DeleteFunc(c.items, func(x *item) bool { return x == it })
+	case *draft:
+		c.items = slices.DeleteFunc(c.items, func(x *item) bool { return x == it })
+	}
+	delete(w.nodes, it.nodeID)
+	p.updatedAt = w.clock()
+	w.emit("projects_v2_item", "deleted", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
+	return it, nil
+}
+
 func (w *world) addComment(by *actor, is *issue, body string) (*comment, error) {
 	if body == "" {
 		return nil, errInvalid("Body cannot be blank")
