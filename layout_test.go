@@ -72,7 +72,7 @@ var layering = map[string]layer{
 	// Command ralph-gate: the GitHub App and its tools (validate, evaluate, demo, bench…).
 	"cmd/ralph-gate": {
 		internal: []string{"app", "app/config", "bench", "enforce", "ghboard", "policy", "sandbox", "store"},
-		external: []string{goGitHub, mcpSDK, githubapp, zerolog},
+		external: []string{goGitHub, mcpSDK, githubapp, yaml, zerolog},
 	},
 	// The use cases: observe a Workflow State change, ask policy, act (revert, explain,
 	// record). Declares its ports; knows no GitHub client, no HTTP, no SQL.
@@ -137,7 +137,7 @@ var layering = map[string]layer{
 	// comments, reconciler cursors.
 	"store": {
 		internal: []string{"enforce"},
-		external: []string{pgx, moderncSQLite},
+		external: []string{pgx, moderncSQLite, zerolog},
 	},
 }
 

@@ -31,9 +31,13 @@ for values in "$chart"/ci/*.yaml; do
 	helm lint --strict "$chart" "${kube[@]}" -f "$values"
 	helm template ralph-gate "$chart" "${kube[@]}" -f "$values" --namespace ralph > "$work/$name.yaml"
 	"$work/k8scheck" --config-out "$work/$name.config.yml" "$work/$name.yaml"
-	# The rendered config.yml is what serve will load: it must validate (the Postgres DSN
-	# comes from the environment, as in the pod).
-	RALPH_GATE_STORE_DSN=postgres://ci@localhost:5432/ci "$work/ralph-gate" validate --config "$work/$name.config.yml"
+	# The rendered config.yml is what serve will load: it must validate (a Postgres DSN comes
+	# from the environment, as in the pod; an SQLite store's path is in the file).
+	if grep -Eq '^[[:space:]]*driver:[[:space:]]*"?postgres' "$work/$name.config.yml"; then
+		RALPH_GATE_STORE_DSN=postgres://ci@localhost:5432/ci "$work/ralph-gate" validate --config "$work/$name.config.yml"
+	else
+		"$work/ralph-gate" validate --config "$work/$name.config.yml"
+	fi
 done
 
 # Values that cannot work must fail to render, naming the key to change.

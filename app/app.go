@@ -65,6 +65,9 @@ type Options struct {
 	// NoPeriodic leaves the reconciler and the redelivery sweeper unscheduled (tests that count
 	// API calls run them by hand: ReconcileNow, SweepNow).
 	NoPeriodic bool
+	// GitHubWriteGap is the least time between two mutations of one installation; 0 keeps
+	// ghboard's default, GitHub's advice of a second. The sandbox sets a small one.
+	GitHubWriteGap time.Duration
 }
 
 // New builds the app: it authenticates as the GitHub App (to learn its own bot login), opens
@@ -110,7 +113,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			n, cfg.Enforcement.Workers, 2*cfg.Enforcement.Workers+8)
 	}
 	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx, hookWrap: opts.WebhookMiddleware}
-	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field())
+	boardOpts := []ghboard.Option{ghboard.WithLogger(riverLogger(ctx))}
+	if opts.GitHubWriteGap > 0 {
+		boardOpts = append(boardOpts, ghboard.WithMinWriteGap(opts.GitHubWriteGap))
+	}
+	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field(), boardOpts...)
 	a.maint = newMaintenance(a, gate)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
@@ -185,7 +192,7 @@ func (a *App) routes() http.Handler {
 		a.cfg.GitHub.App.WebhookSecret,
 		githubapp.WithErrorCallback(dispatchError),
 	)
-	hook := a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server.MaxBodyBytes, dispatcher))
+	hook := a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server, dispatcher))
 	if a.hookWrap != nil {
 		hook = a.hookWrap(hook)
 	}
@@ -228,6 +235,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           withLogger(*logger, a.handler),
 		ReadHeaderTimeout: 5 * time.Second,
+		MaxHeaderBytes:    64 << 10,         // headers are read before any check: GitHub's are a few KiB
 		ReadTimeout:       10 * time.Second, // GitHub gives up after 10 s anyway
 		WriteTimeout:      15 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -323,13 +331,14 @@ type boards struct {
 	v4URL   string
 	field   string
 	fields  *ghboard.FieldCache
+	opts    []ghboard.Option // each installation's client: write gap, logger
 	mu      sync.Mutex
 	byID    map[int64]*ghboard.Board
 	orgs    map[string]int64
 }
 
-func newBoards(creator githubapp.ClientCreator, v4URL, field string) *boards {
-	return &boards{creator: creator, v4URL: v4URL, field: field, fields: ghboard.NewFieldCache(),
+func newBoards(creator githubapp.ClientCreator, v4URL, field string, opts ...ghboard.Option) *boards {
+	return &boards{creator: creator, v4URL: v4URL, field: field, fields: ghboard.NewFieldCache(), opts: opts,
 		byID: map[int64]*ghboard.Board{}, orgs: map[string]int64{}}
 }
 
@@ -359,7 +368,7 @@ func (b *boards) get(ctx context.Context, installationID int64, owner string) (*
 	if err != nil {
 		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
 	}
-	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL), b.field, b.fields)
+	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL, b.opts...), b.field, b.fields)
 	b.byID[installationID] = board
 	return board, nil
 }

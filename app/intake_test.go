@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
+	"hash"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,10 +22,12 @@ import (
 	"github.com/ralph-gate/ralph-gate/sandbox"
 )
 
-func sign(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
+func sign(secret string, body []byte) string { return signWith(sha256.New, "sha256=", secret, body) }
+
+func signWith(newHash func() hash.Hash, scheme, secret string, body []byte) string {
+	mac := hmac.New(newHash, []byte(secret))
 	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	return scheme + hex.EncodeToString(mac.Sum(nil))
 }
 
 // TestWebhookIntake checks the answers GitHub gets, over real HTTP.
@@ -43,26 +49,43 @@ func TestWebhookIntake(t *testing.T) {
 	}
 	big := bytes.Repeat([]byte("x"), 70<<10)
 	tests := []struct {
-		name   string
-		event  string
-		body   []byte
-		sig    string
-		method string
-		want   int
+		name    string
+		event   string
+		body    []byte
+		sig     string
+		method  string
+		want    int
+		chunked bool        // sent without a Content-Length
+		more    http.Header // added to the request's headers
 	}{
-		{"valid but for another org's project: taken in and ignored", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusOK},
-		{"bad signature", "projects_v2_item", payload, sign("wrong", payload), "POST", http.StatusUnauthorized},
-		{"missing signature", "projects_v2_item", payload, "", "POST", http.StatusUnauthorized},
-		{"malformed body", "projects_v2_item", []byte(`{"action":`), sign(secret, []byte(`{"action":`)), "POST", http.StatusBadRequest},
-		{"wrong shape", "projects_v2_item", []byte(`{"action":"edited","projects_v2_item":"nope"}`), sign(secret, []byte(`{"action":"edited","projects_v2_item":"nope"}`)), "POST", http.StatusBadRequest},
-		{"oversized body", "projects_v2_item", big, sign(secret, big), "POST", http.StatusRequestEntityTooLarge},
-		{"unknown event is acknowledged", "star", []byte(`{"action":"created"}`), sign(secret, []byte(`{"action":"created"}`)), "POST", http.StatusAccepted},
-		{"missing event header", "", payload, sign(secret, payload), "POST", http.StatusBadRequest},
-		{"GET is not a webhook", "projects_v2_item", nil, "", "GET", http.StatusMethodNotAllowed},
+		{"valid but for another org's project: taken in and ignored", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusOK, false, nil},
+		{"bad signature", "projects_v2_item", payload, sign("wrong", payload), "POST", http.StatusUnauthorized, false, nil},
+		{"missing signature", "projects_v2_item", payload, "", "POST", http.StatusUnauthorized, false, nil},
+		{"malformed body", "projects_v2_item", []byte(`{"action":`), sign(secret, []byte(`{"action":`)), "POST", http.StatusBadRequest, false, nil},
+		{"wrong shape", "projects_v2_item", []byte(`{"action":"edited","projects_v2_item":"nope"}`), sign(secret, []byte(`{"action":"edited","projects_v2_item":"nope"}`)), "POST", http.StatusBadRequest, false, nil},
+		{"oversized body", "projects_v2_item", big, sign(secret, big), "POST", http.StatusRequestEntityTooLarge, false, nil},
+		{"unknown event is acknowledged", "star", []byte(`{"action":"created"}`), sign(secret, []byte(`{"action":"created"}`)), "POST", http.StatusAccepted, false, nil},
+		{"missing event header", "", payload, sign(secret, payload), "POST", http.StatusBadRequest, false, nil},
+		{"GET is not a webhook", "projects_v2_item", nil, "", "GET", http.StatusMethodNotAllowed, false, nil},
+		// X-Hub-Signature-256 is "sha256=" and 64 hex digits, nothing else (go-github would take these).
+		{"sha1 scheme in X-Hub-Signature-256", "projects_v2_item", payload, signWith(sha1.New, "sha1=", secret, payload), "POST", http.StatusUnauthorized, false, nil},
+		{"sha512 scheme in X-Hub-Signature-256", "projects_v2_item", payload, signWith(sha512.New, "sha512=", secret, payload), "POST", http.StatusUnauthorized, false, nil},
+		{"two X-Hub-Signature-256 headers", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusUnauthorized, false,
+			http.Header{"X-Hub-Signature-256": {sign("wrong", payload)}}},
+		{"only X-Hub-Signature (sha1)", "projects_v2_item", payload, "", "POST", http.StatusUnauthorized, false,
+			http.Header{"X-Hub-Signature": {signWith(sha1.New, "sha1=", secret, payload)}}},
+		{"truncated signature", "projects_v2_item", payload, sign(secret, payload)[:40], "POST", http.StatusUnauthorized, false, nil},
+		{"oversized and unsigned: refused for the signature, unread", "projects_v2_item", big, "", "POST", http.StatusUnauthorized, false, nil},
+		{"valid, sent chunked", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusOK, true, nil},
+		{"oversized, sent chunked", "projects_v2_item", big, sign(secret, big), "POST", http.StatusRequestEntityTooLarge, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(ctx, tt.method, sb.AppURL+app.WebhookRoute, bytes.NewReader(tt.body))
+			var body io.Reader = bytes.NewReader(tt.body)
+			if tt.chunked {
+				body = io.MultiReader(body) // not a type NewRequest can measure: no Content-Length
+			}
+			req, _ := http.NewRequestWithContext(ctx, tt.method, sb.AppURL+app.WebhookRoute, body)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-GitHub-Delivery", "test-"+strings.ReplaceAll(tt.name, " ", "-"))
 			if tt.event != "" {
@@ -70,6 +93,11 @@ func TestWebhookIntake(t *testing.T) {
 			}
 			if tt.sig != "" {
 				req.Header.Set("X-Hub-Signature-256", tt.sig)
+			}
+			for k, vs := range tt.more {
+				for _, v := range vs {
+					req.Header.Add(k, v)
+				}
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

@@ -121,5 +121,5 @@ func reconcileOnce(ctx context.Context, o Options, n int) (ReconcileRun, error) 
 }
 
 func userBoard(sb *sandbox.Sandbox, login string) *ghboard.Board {
-	return ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache())
+	return ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), sb.SimURL+"/api/graphql", ghboard.Unpaced()), sb.Config.Workflow.Field, ghboard.NewFieldCache())
 }

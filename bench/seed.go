@@ -10,7 +10,7 @@ import (
 const (
 	org        = "bench"
 	repo       = "app"
-	webhookKey = "bench-secret"
+	webhookKey = "bench-e728adab4a57aa11c77ffe9f"
 	field      = "Workflow State"
 )
 

@@ -54,7 +54,8 @@ func (h *harness) board(login string) *ghboard.Board {
 	if b, ok := h.boards[login]; ok {
 		return b
 	}
-	b := ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), h.sb.SimURL+"/api/graphql"), h.sb.Config.Workflow.Field, h.fields)
+	// A person in the web interface: not paced like the app (ghboard.Unpaced).
+	b := ghboard.New(ghboard.NewClient(sandbox.UserClient(token(login), userTransport), h.sb.SimURL+"/api/graphql", ghboard.Unpaced()), h.sb.Config.Workflow.Field, h.fields)
 	h.boards[login] = b
 	return b
 }

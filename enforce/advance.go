@@ -24,7 +24,8 @@ type AdvanceError struct {
 // AdvanceChildren moves every child of parent that is earlier on the pipeline than target to
 // target (policy.PlanCascade), for an agent. target may not be later than the parent's own
 // state (policy.CheckAdvance). Each child is written and recorded on its own, so one failure
-// does not stop the others; grandchildren follow as in the automatic cascade.
+// does not stop the others; grandchildren follow as in the automatic cascade. An archived
+// child is skipped: the app never moves an archived item.
 func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, target, agent string) (Advance, error) {
 	cur, err := b.Item(ctx, parent.ID)
 	if err != nil {
@@ -46,6 +47,10 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 	for _, c := range fam.Children {
 		if c.ItemID == "" {
 			res.Skipped = append(res.Skipped, policy.Skip{Number: c.Number, Reason: "not on this project"})
+			continue
+		}
+		if c.Archived {
+			res.Skipped = append(res.Skipped, policy.Skip{Number: c.Number, Reason: "archived on this project"})
 			continue
 		}
 		byNumber[c.Number] = c

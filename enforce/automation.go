@@ -51,18 +51,19 @@ func (a *Automation) run(ctx context.Context, b Board, it Item, why string) erro
 // relativeOf is an item as a relative (its issue and state).
 func relativeOf(it Item) Relative {
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, Open: it.Open,
-		ItemID: it.ID, State: it.State, SubIssues: it.SubIssues}
+		ItemID: it.ID, Archived: it.Archived, State: it.State, SubIssues: it.SubIssues}
 }
 
 // relativeItem is a related issue's item on the same project as base.
 func relativeItem(base Item, r Relative) Item {
 	return Item{ID: r.ItemID, ProjectID: base.ProjectID, ProjectNumber: base.ProjectNumber, Owner: base.Owner,
 		ContentType: ContentIssue, ContentID: r.IssueID, Number: r.Number, Repo: r.Repo, Title: r.Title,
-		Open: r.Open, State: r.State, SubIssues: r.SubIssues}
+		Open: r.Open, Archived: r.Archived, State: r.State, SubIssues: r.SubIssues}
 }
 
 // cascade moves the children of parent (now in parent.State) that are earlier on the
-// pipeline along with it (policy.PlanCascade), then theirs, down to max_cascade_depth.
+// pipeline along with it (policy.PlanCascade), then theirs, down to max_cascade_depth. An
+// archived child is never moved (nor, through it, its own children).
 func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, depth int) error {
 	fam, err := ch.board.Family(ctx, parent.IssueID, ch.base.ProjectID)
 	if err != nil {
@@ -71,7 +72,7 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 	byNumber := map[int]Relative{}
 	var members []policy.Member
 	for _, c := range fam.Children {
-		if c.ItemID == "" || ch.visited[c.ItemID] {
+		if c.ItemID == "" || c.Archived || ch.visited[c.ItemID] {
 			continue
 		}
 		byNumber[c.Number] = c
@@ -116,7 +117,9 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 	return nil
 }
 
-// convergeUp advances each ancestor whose children have all reached a parent gate.
+// convergeUp advances each ancestor whose children have all reached a parent gate. An archived
+// ancestor is never moved, and the ones above it stay too (their children did not move). An
+// archived child still counts: its state is still where its work stands.
 func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID string) error {
 	for depth := 0; parentIssueID != "" && depth < a.machine.Automation().MaxCascadeDepth; depth++ {
 		fam, err := ch.board.Family(ctx, parentIssueID, ch.base.ProjectID)
@@ -124,7 +127,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			return err
 		}
 		parent := fam.Self
-		if parent.ItemID == "" || ch.visited[parent.ItemID] {
+		if parent.ItemID == "" || parent.Archived || ch.visited[parent.ItemID] {
 			return nil
 		}
 		var children []policy.Member

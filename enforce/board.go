@@ -24,7 +24,7 @@ type Item struct {
 	Repo          string // "owner/name"
 	Title         string
 	Open          bool
-	Archived      bool
+	Archived      bool   // archived on its project: the app never moves it
 	State         string // current Workflow State option name; "" when unset
 	// Summaries read with the item, so a leaf needs no second call.
 	ParentID     string // parent issue node id; "" when none
@@ -54,6 +54,7 @@ type Relative struct {
 	Repo      string
 	Open      bool
 	ItemID    string
+	Archived  bool // the item is archived: automation never moves it
 	State     string
 	SubIssues int
 	Estimate  string // the Estimate field on the project ("" when unset or not read)

@@ -173,7 +173,11 @@ func (c *core) enforced(it Item) bool {
 // drop gives up the item's reports for good (audited as ignored, with why): the item is gone,
 // or GitHub shows it on a project that is not enforced, whatever the payload claimed.
 func (e *Enforcer) drop(ctx context.Context, w *walk, why string) (Result, error) {
-	zerolog.Ctx(ctx).Warn().Str("why", why).Int("reports", len(w.pending)).Msg("dropped an item's reports")
+	if len(w.pending) > 0 {
+		zerolog.Ctx(ctx).Warn().Str("why", why).Int("reports", len(w.pending)).Msg("dropped an item's reports")
+	} else {
+		zerolog.Ctx(ctx).Debug().Str("why", why).Msg("nothing to enforce on the item")
+	}
 	for len(w.pending) > 0 {
 		o := w.take(w.pending[0].DeliveryID)
 		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, why

@@ -67,7 +67,7 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 			return Result{}, err
 		}
 	}
-	moved := 0
+	moved, archived := 0, 0
 	for _, ref := range issues {
 		items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
 		if errors.Is(err, ErrNotFound) {
@@ -78,6 +78,12 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 		}
 		for _, it := range items {
 			if !a.enforced(it) {
+				continue
+			}
+			if it.Archived {
+				// An archived card stays as it was archived: the app never moves one.
+				archived++
+				zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("kind", ev.Kind).Msg("lifecycle sync skips an archived item")
 				continue
 			}
 			ok, err := a.syncItem(ctx, b, ev, it)
@@ -94,6 +100,9 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 		}
 	}
 	if moved == 0 {
+		if archived > 0 {
+			return Result{Verdict: VerdictIgnored, Reason: fmt.Sprintf("nothing to move (%d archived item(s) left as they are)", archived)}, nil
+		}
 		return Result{Verdict: VerdictIgnored, Reason: "nothing to move"}, nil
 	}
 	return Result{Verdict: VerdictAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}, nil
@@ -110,7 +119,8 @@ func (a *Automation) gone(ctx context.Context, ev Lifecycle, what string) Result
 }
 
 // syncItem moves one item under its lock, re-reading it first: a merge sync that runs after the
-// issue was closed finds it Done and leaves it there.
+// issue was closed finds it Done and leaves it there, and an item archived since it was listed
+// is left as it is.
 func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) (bool, error) {
 	unlock, err := a.items.lock(ctx, it.ID)
 	if err != nil {
@@ -120,6 +130,10 @@ func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Ite
 	cur, err := b.Item(ctx, it.ID)
 	if err != nil {
 		return false, fmt.Errorf("read item %s: %w", it.ID, err)
+	}
+	if cur.Archived {
+		zerolog.Ctx(ctx).Info().Str("item", cur.ID).Int("issue", cur.Number).Str("kind", ev.Kind).Msg("lifecycle sync skips an archived item")
+		return false, nil
 	}
 	to, ok := a.lifecycleTarget(ev, cur.State)
 	if !ok {

@@ -2,6 +2,7 @@ package ghboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -124,6 +125,11 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 		} `json:"node"`
 	}
 	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName}, &d); err != nil {
+		if _, other := skips(err, []any{"node"}); other == nil && !errors.Is(err, ErrNotFound) {
+			// Only FORBIDDEN in the item: its issue is in a repository the installation may
+			// not see, which the app cannot act on any more than on a deleted one.
+			err = fmt.Errorf("%w (not accessible to the installation): %w", ErrNotFound, err)
+		}
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, err)
 	}
 	n := d.Node

@@ -4,12 +4,39 @@ package ghboard
 // posting was interrupted.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
+
+// bigInt is GraphQL's BigInt, which GitHub sends as a string. A comment's database id is one:
+// comment ids are past 2^31, which IssueComment.databaseId (an Int, 32 bits) cannot hold, so
+// the app reads fullDatabaseId. A number is accepted too; null leaves 0.
+type bigInt int64
+
+func (n *bigInt) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("BigInt %s: %w", b, err)
+	}
+	*n = bigInt(v)
+	return nil
+}
 
 // AddComment comments on an issue or pull request.
 func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce.Comment, error) {
@@ -18,7 +45,7 @@ func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce
 			CommentEdge struct {
 				Node struct {
 					ID         string `json:"id"`
-					DatabaseID int64  `json:"databaseId"`
+					DatabaseID bigInt `json:"fullDatabaseId"`
 				} `json:"node"`
 			} `json:"commentEdge"`
 		} `json:"addComment"`
@@ -27,7 +54,7 @@ func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce
 		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, err)
 	}
 	n := d.AddComment.CommentEdge.Node
-	return enforce.Comment{ID: n.ID, DatabaseID: n.DatabaseID}, nil
+	return enforce.Comment{ID: n.ID, DatabaseID: int64(n.DatabaseID)}, nil
 }
 
 // UpdateComment replaces a comment's body.
@@ -43,8 +70,8 @@ func (b *Board) UpdateComment(ctx context.Context, commentID, body string) error
 const queryFindComment = `query RalphGateFindComment($id: ID!) {
   node(id: $id) {
     __typename
-    ... on Issue { comments(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
-    ... on PullRequest { comments(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
+    ... on Issue { comments(last: 100) { nodes { id fullDatabaseId body viewerDidAuthor } } }
+    ... on PullRequest { comments(last: 100) { nodes { id fullDatabaseId body viewerDidAuthor } } }
   }
 }`
 
@@ -56,7 +83,7 @@ func (b *Board) FindComment(ctx context.Context, subjectID, contains string) (en
 			Comments struct {
 				Nodes []struct {
 					ID              string `json:"id"`
-					DatabaseID      int64  `json:"databaseId"`
+					DatabaseID      bigInt `json:"fullDatabaseId"`
 					Body            string `json:"body"`
 					ViewerDidAuthor bool   `json:"viewerDidAuthor"`
 				} `json:"nodes"`
@@ -71,7 +98,7 @@ func (b *Board) FindComment(ctx context.Context, subjectID, contains string) (en
 	}
 	for _, c := range d.Node.Comments.Nodes {
 		if c.ViewerDidAuthor && strings.Contains(c.Body, contains) {
-			return enforce.Comment{ID: c.ID, DatabaseID: c.DatabaseID}, true, nil
+			return enforce.Comment{ID: c.ID, DatabaseID: int64(c.DatabaseID)}, true, nil
 		}
 	}
 	return enforce.Comment{}, false, nil

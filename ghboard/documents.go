@@ -60,7 +60,7 @@ const mutationClearState = `mutation RalphGateClearState($project: ID!, $item: I
 
 const mutationAddComment = `mutation RalphGateAddComment($subject: ID!, $body: String!) {
   addComment(input: {subjectId: $subject, body: $body}) {
-    commentEdge { node { id databaseId } }
+    commentEdge { node { id fullDatabaseId } }
   }
 }`
 
@@ -70,10 +70,12 @@ const mutationUpdateComment = `mutation RalphGateUpdateComment($id: ID!, $body: 
   }
 }`
 
-// familyFields is what the adapter reads of each related issue.
+// familyFields is what the adapter reads of each related issue. projectItems lists archived
+// items too (includeArchived defaults to true): a relative's archived item is known, and left
+// alone, rather than taken for an issue that is not on the project.
 const familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
-  projectItems(first: 20) { nodes { id project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+  projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
     estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
 
 const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate: String!, $after: String) {
@@ -141,6 +143,9 @@ func Documents() []Document {
 	}
 }
 
+// queryIssueItems reads an issue's items, one per project it is on. projectItems lists
+// archived items too (the schema's includeArchived defaults to true), so each says whether it
+// is archived: the app never moves an archived item.
 const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: String!, $number: Int!, $field: String!) {
   repository(owner: $owner, name: $repo) {
     issue(number: $number) {
@@ -151,6 +156,7 @@ const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: Strin
       projectItems(first: 20) {
         nodes {
           id
+          isArchived
           project { id number owner { __typename ... on Organization { login } } }
           fieldValueByName(name: $field) {
             __typename
@@ -164,6 +170,7 @@ const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: Strin
 
 // queryProjectItems pages through a project's items with every value the app reads: the
 // workflow state, estimate and priority (by field name), and the issue's relations summary.
+// Archived items are not listed (the schema's archivedStates defaults to [NOT_ARCHIVED]).
 const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number: Int!, $after: String, $field: String!, $estimate: String!, $priority: String!) {
   organization(login: $owner) {
     projectV2(number: $number) {

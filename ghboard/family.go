@@ -24,8 +24,9 @@ type relativeData struct {
 	} `json:"subIssuesSummary"`
 	ProjectItems struct {
 		Nodes []struct {
-			ID      string `json:"id"`
-			Project struct {
+			ID         string `json:"id"`
+			IsArchived bool   `json:"isArchived"`
+			Project    struct {
 				ID string `json:"id"`
 			} `json:"project"`
 			FieldValue *struct {
@@ -41,7 +42,7 @@ func (r relativeData) relative(projectID string) enforce.Relative {
 		Open: strings.EqualFold(r.State, "OPEN"), SubIssues: r.SubIssuesSummary.Total}
 	for _, n := range r.ProjectItems.Nodes {
 		if n.Project.ID == projectID {
-			rel.ItemID = n.ID
+			rel.ItemID, rel.Archived = n.ID, n.IsArchived
 			if n.FieldValue != nil {
 				rel.State = n.FieldValue.Name
 			}
@@ -56,10 +57,21 @@ type subIssuesPage struct {
 		HasNextPage bool   `json:"hasNextPage"`
 		EndCursor   string `json:"endCursor"`
 	} `json:"pageInfo"`
-	Nodes []relativeData `json:"nodes"`
+	Nodes []*relativeData `json:"nodes"` // null: GitHub did not return it (see Family)
 }
 
-// Family reads an issue's relatives: one call, plus one per further 100 sub-issues.
+// The places of a family read that GitHub may leave out: the parent, a sub-issue, a blocker.
+var familyPlaces = [][]any{
+	{"node", "parent"},
+	{"node", "subIssues", "nodes", anyIndex{}},
+	{"node", "blockedBy", "nodes", anyIndex{}},
+}
+
+// Family reads an issue's relatives: one call, plus one per further 100 sub-issues. GitHub
+// returns the relatives the installation may see along with an error for each it may not (a
+// repository the app is not installed on: FORBIDDEN) or that no longer exists (NOT_FOUND):
+// those are left out, and logged, and the family is what the app can see. Any other error
+// fails the read; the issue itself not found is ErrNotFound.
 func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.Family, error) {
 	var d struct {
 		Node *struct {
@@ -68,31 +80,42 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 			Parent    *relativeData `json:"parent"`
 			SubIssues subIssuesPage `json:"subIssues"`
 			BlockedBy struct {
-				Nodes []relativeData `json:"nodes"`
+				Nodes []*relativeData `json:"nodes"`
 			} `json:"blockedBy"`
 		} `json:"node"`
 	}
 	vars := map[string]any{"id": issueID, "field": b.fieldName, "estimate": EstimateField, "after": nil}
-	if err := b.gql.Do(ctx, queryFamily, vars, &d); err != nil {
+	skipped, err := skips(b.gql.Do(ctx, queryFamily, vars, &d), familyPlaces...)
+	if err != nil {
 		return enforce.Family{}, fmt.Errorf("read family of %s: %w", issueID, err)
 	}
 	if d.Node == nil || d.Node.Typename != "Issue" {
 		return enforce.Family{}, fmt.Errorf("issue %s: %w", issueID, ErrNotFound)
 	}
+	b.gql.logSkipped(ctx, "family of "+issueID, skipped)
+	seen := func(place string, r *relativeData) bool {
+		_, left := skipped[place]
+		return r != nil && !left
+	}
 	fam := enforce.Family{Self: d.Node.relativeData.relative(projectID)}
-	if d.Node.Parent != nil {
+	if seen("node.parent", d.Node.Parent) {
 		p := d.Node.Parent.relative(projectID)
 		fam.Parent = &p
 	}
-	for _, bl := range d.Node.BlockedBy.Nodes {
+	for i, bl := range d.Node.BlockedBy.Nodes {
+		if !seen(fmt.Sprintf("node.blockedBy.nodes.%d", i), bl) {
+			continue
+		}
 		if rel := bl.relative(projectID); rel.Open {
 			fam.OpenBlockers = append(fam.OpenBlockers, rel)
 		}
 	}
 	page := d.Node.SubIssues
 	for i := 0; ; i++ {
-		for _, c := range page.Nodes {
-			fam.Children = append(fam.Children, c.relative(projectID))
+		for j, c := range page.Nodes {
+			if seen(fmt.Sprintf("node.subIssues.nodes.%d", j), c) {
+				fam.Children = append(fam.Children, c.relative(projectID))
+			}
 		}
 		if !page.PageInfo.HasNextPage || page.PageInfo.EndCursor == "" {
 			break
@@ -106,9 +129,12 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 			} `json:"node"`
 		}
 		vars["after"] = page.PageInfo.EndCursor
-		if err := b.gql.Do(ctx, querySubIssuesPage, vars, &next); err != nil {
+		pageSkipped, err := skips(b.gql.Do(ctx, querySubIssuesPage, vars, &next), familyPlaces...)
+		if err != nil {
 			return fam, fmt.Errorf("read sub-issues of %s: %w", issueID, err)
 		}
+		b.gql.logSkipped(ctx, fmt.Sprintf("sub-issues of %s after %s", issueID, vars["after"]), pageSkipped)
+		skipped = pageSkipped
 		if next.Node == nil {
 			break
 		}

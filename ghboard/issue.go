@@ -8,8 +8,8 @@ import (
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
-// IssueItems returns the project items of an issue (one per project it is on), each with its
-// Workflow State.
+// IssueItems returns the project items of an issue (one per project it is on), archived ones
+// included and marked, each with its Workflow State.
 func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number int) ([]enforce.Item, error) {
 	var d struct {
 		Repository *struct {
@@ -21,6 +21,7 @@ func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number i
 				ProjectItems struct {
 					Nodes []struct {
 						ID         string       `json:"id"`
+						IsArchived bool         `json:"isArchived"`
 						Project    projectRef   `json:"project"`
 						FieldValue *selectValue `json:"fieldValueByName"`
 					} `json:"nodes"`
@@ -41,7 +42,7 @@ func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number i
 		it := enforce.Item{
 			ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
 			ContentType: enforce.ContentIssue, ContentID: is.ID, Number: is.Number, Repo: repoOwner + "/" + repo,
-			Title: is.Title, Open: strings.EqualFold(is.State, "OPEN"), State: n.FieldValue.name(),
+			Title: is.Title, Open: strings.EqualFold(is.State, "OPEN"), Archived: n.IsArchived, State: n.FieldValue.name(),
 		}
 		items = append(items, it)
 	}

@@ -28,7 +28,9 @@ func (v *selectValue) name() string {
 }
 
 // ProjectItems reads one page (up to 100) of a project's items with their values; after is the
-// cursor of the previous page ("" for the first). One GraphQL request per call.
+// cursor of the previous page ("" for the first). One GraphQL request per call. An item GitHub
+// answers with FORBIDDEN inside (its issue is in a repository the installation may not see) or
+// NOT_FOUND is left out of the page, and logged.
 func (b *Board) ProjectItems(ctx context.Context, owner string, number int, after string) (enforce.ItemsPage, error) {
 	var d struct {
 		Organization *struct {
@@ -57,7 +59,8 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 	if after != "" {
 		vars["after"] = after
 	}
-	if err := b.gql.Do(ctx, queryProjectItems, vars, &d); err != nil {
+	skipped, err := skips(b.gql.Do(ctx, queryProjectItems, vars, &d), []any{"organization", "projectV2", "items", "nodes", anyIndex{}})
+	if err != nil {
 		return enforce.ItemsPage{}, fmt.Errorf("read items of project %s/%d: %w", owner, number, err)
 	}
 	if d.Organization == nil || d.Organization.ProjectV2 == nil {
@@ -65,7 +68,11 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 	}
 	p := d.Organization.ProjectV2
 	page := enforce.ItemsPage{Total: p.Items.TotalCount, HasNext: p.Items.PageInfo.HasNextPage, EndCursor: p.Items.PageInfo.EndCursor}
-	for _, n := range p.Items.Nodes {
+	b.gql.logSkipped(ctx, fmt.Sprintf("items of project %s/%d", owner, number), skipped)
+	for i, n := range p.Items.Nodes {
+		if _, left := skipped[fmt.Sprintf("organization.projectV2.items.nodes.%d", i)]; left {
+			continue // an item whose issue the installation may not see: nothing the app can act on
+		}
 		it := enforce.Item{ID: n.ID, ProjectID: p.ID, ProjectNumber: number, Owner: owner, Archived: n.IsArchived,
 			State: n.State.name(), Estimate: n.Estimate.name(), Priority: n.Priority.name()}
 		if n.State != nil {

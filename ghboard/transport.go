@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,13 +78,19 @@ func (g *Gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	g.mu.Unlock()
 
 	resp, err := g.next.RoundTrip(r)
+	var t time.Time
+	var wait bool
+	if err == nil {
+		// Outside the lock: it may read the start of the body.
+		t, wait = waitUntil(r, resp, g.now())
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.inFlight[key]--
 	if err != nil {
 		return resp, err
 	}
-	if t, ok := waitUntil(resp, g.now()); ok {
+	if wait {
 		if t.After(g.notBefore[key]) {
 			g.notBefore[key] = t
 		}
@@ -112,19 +119,56 @@ func (g *Gate) Held() int64 {
 	return g.held
 }
 
-// waitUntil says until when GitHub wants this identity to wait: a retry-after on a 403/429,
-// or the reset of a spent primary budget (which GraphQL reports with HTTP 200).
-func waitUntil(resp *http.Response, now time.Time) (time.Time, bool) {
-	limited := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests
+// maxPeek bounds how much of a response Gate reads to tell a rate limit: GitHub's rate-limit
+// answers are a few hundred bytes; a larger body is handed on unread.
+const maxPeek = 64 << 10
+
+// waitUntil says until when GitHub wants this identity to wait, as payload decides it for
+// every shape GitHub documents: a secondary limit answered 403 or 429 (REST, GraphQL) or 200
+// with an error saying so (GraphQL), waited out by its retry-after, else until the primary reset
+// when x-ratelimit-remaining is 0, else at least a minute; a spent primary budget (GraphQL
+// answers it with 200 and a RATE_LIMITED error) until its reset. The body is read only for
+// those statuses (200 only from the GraphQL endpoint), and is handed on intact.
+func waitUntil(r *http.Request, resp *http.Response, now time.Time) (time.Time, bool) {
+	status := resp.StatusCode
+	limited := status == http.StatusForbidden || status == http.StatusTooManyRequests
+	graphql := status == http.StatusOK && strings.HasSuffix(r.URL.Path, "/graphql")
+	if (limited || graphql) && resp.Body != nil {
+		if body, whole := peek(resp, maxPeek); whole {
+			var err error
+			if graphql {
+				_, err = payload.GraphQL(status, resp.Header, body, now)
+			} else {
+				err = payload.Classify(status, resp.Header, body, now)
+			}
+			var rl *payload.RateLimitError
+			if errors.As(err, &rl) {
+				return now.Add(rl.RetryAfter), true
+			}
+		}
+	}
 	if limited {
 		if ra, ok := payload.RetryAfter(resp.Header, now); ok {
 			return now.Add(ra), true
 		}
 	}
-	if resp.Header.Get("X-Ratelimit-Remaining") == "0" && (limited || resp.StatusCode == http.StatusOK) {
+	if resp.Header.Get("X-Ratelimit-Remaining") == "0" && (limited || status == http.StatusOK) {
 		return now.Add(payload.UntilReset(resp.Header, now)), true
 	}
 	return time.Time{}, false
+}
+
+// peek reads up to n bytes of the response body and puts them back in front of the rest;
+// whole says the body ended within them.
+func peek(resp *http.Response, n int64) (body []byte, whole bool) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, n+1))
+	resp.Body = peeked{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), Closer: resp.Body}
+	return body, err == nil && int64(len(body)) <= n
+}
+
+type peeked struct {
+	io.Reader
+	io.Closer
 }
 
 // held is the answer for a request Gate did not send.

@@ -78,11 +78,11 @@ var adapterDocuments = []struct {
     closingIssuesReferences(first: 50) { nodes { id number state projectItems(first: 10) { nodes { id project { number } } } } } } }
 }`, func(docIDs) map[string]any { return map[string]any{"owner": "acme", "repo": "app", "number": 10} }},
 	{"list issue comments (newest)", `query Comments($id: ID!) {
-  node(id: $id) { ... on Issue { comments(last: 100) { totalCount nodes { id databaseId body author { login } createdAt } } } }
+  node(id: $id) { ... on Issue { comments(last: 100) { totalCount nodes { id fullDatabaseId body author { login } createdAt } } } }
 }`, func(ids docIDs) map[string]any { return map[string]any{"id": ids.issue1} }},
 	{"list issue comments (paged)", `query CommentsPage($owner: String!, $repo: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $repo) { issue(number: $number) {
-    comments(first: 100, after: $after) { pageInfo { hasNextPage endCursor } nodes { id databaseId body author { login } createdAt } } } }
+    comments(first: 100, after: $after) { pageInfo { hasNextPage endCursor } nodes { id fullDatabaseId body author { login } createdAt } } } }
 }`, func(docIDs) map[string]any {
 		return map[string]any{"owner": "acme", "repo": "app", "number": 1, "after": nil}
 	}},
@@ -105,12 +105,12 @@ var adapterDocuments = []struct {
 		return map[string]any{"project": ids.project, "item": ids.item6, "field": ids.field}
 	}},
 	{"add comment", `mutation AddComment($subject: ID!, $body: String!) {
-  addComment(input: {subjectId: $subject, body: $body}) { commentEdge { node { id databaseId body url } } subject { id } }
+  addComment(input: {subjectId: $subject, body: $body}) { commentEdge { node { id fullDatabaseId body url } } subject { id } }
 }`, func(ids docIDs) map[string]any {
 		return map[string]any{"subject": ids.issue1, "body": "<!-- ralph-transition: {\"from\":\"Backlog\",\"to\":\"Done\"} -->\nReverted."}
 	}},
 	{"update comment", `mutation UpdateComment($id: ID!, $body: String!) {
-  updateIssueComment(input: {id: $id, body: $body}) { issueComment { id databaseId body } }
+  updateIssueComment(input: {id: $id, body: $body}) { issueComment { id fullDatabaseId body } }
 }`, func(ids docIDs) map[string]any { return map[string]any{"id": ids.comment7, "body": "updated"} }},
 	{"add item to project", `mutation AddItem($project: ID!, $content: ID!) {
   addProjectV2ItemById(input: {projectId: $project, contentId: $content}) { item { id type } }

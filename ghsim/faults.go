@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,10 +19,21 @@ type Faults struct {
 	JitterMS  int `json:"jitter_ms"`
 	// ErrorRate answers that share of requests with a 502 and GitHub's "Server Error" body.
 	ErrorRate float64 `json:"error_rate"`
-	// SecondaryRateLimitRate answers that share with 403, retry-after and GitHub's secondary
-	// rate limit message. RetryAfterS is the retry-after given (default 1).
+	// SecondaryRateLimitRate answers that share with a secondary rate limit: GitHub's message
+	// and a retry-after of RetryAfterS (default 1). REST answers 403; GraphQL answers either of
+	// the shapes GitHub documents ("the response status will be 200 or 403"), drawn at random
+	// unless SecondaryRateLimitStatus pins one: 403 with {"message"}, or 200 with a
+	// RATE_LIMITED error. Either way the primary budget is not spent (x-ratelimit-remaining
+	// stays above 0).
 	SecondaryRateLimitRate float64 `json:"secondary_rate_limit_rate"`
 	RetryAfterS            int     `json:"retry_after_s"`
+	// SecondaryRateLimitStatus pins the status of GraphQL's secondary limits: 200 or 403 (0:
+	// either, at random).
+	SecondaryRateLimitStatus int `json:"secondary_rate_limit_status,omitempty"`
+	// NoRetryAfter answers secondary limits without retry-after, as GitHub may: the client must
+	// then wait "at least one minute", and ghsim refuses (and flags as early) any request of
+	// that identity within the minute.
+	NoRetryAfter bool `json:"no_retry_after,omitempty"`
 	// PrimaryExhausted answers as if the primary budget were spent: REST 403 with
 	// x-ratelimit-remaining 0, GraphQL 200 with a RATE_LIMITED error.
 	PrimaryExhausted bool `json:"primary_exhausted"`
@@ -60,6 +73,9 @@ func (f Faults) Validate() error {
 	if f.LatencyMS < 0 || f.JitterMS < 0 || f.RetryAfterS < 0 || f.Webhook.DelayMS < 0 {
 		errs = append(errs, errors.New("latency_ms, jitter_ms, retry_after_s and webhook.delay_ms must not be negative"))
 	}
+	if s := f.SecondaryRateLimitStatus; s != 0 && s != http.StatusOK && s != http.StatusForbidden {
+		errs = append(errs, errors.New("secondary_rate_limit_status: 200, 403 or 0 (either)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -89,8 +105,35 @@ const (
 type faultDecision struct {
 	latency    time.Duration
 	kind       faultKind
-	retryAfter int
+	retryAfter int // seconds; 0: the answer carries no retry-after
 	early      bool
+	// status is a secondary limit's HTTP status for GraphQL (200 or 403).
+	status int
+}
+
+// secondaryWithoutRetryAfter is how long an identity stays limited after a secondary limit
+// that named no retry-after: GitHub's "wait for at least one minute before retrying"
+// (docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api).
+const secondaryWithoutRetryAfter = time.Minute
+
+// secondaryMessage is GitHub's secondary rate limit message.
+const secondaryMessage = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID GHSIM."
+
+// writeSecondary answers a secondary rate limit: for REST 403 with GitHub's body, for GraphQL
+// 403 likewise or 200 with a RATE_LIMITED error (d.status), each with retry-after unless none
+// was drawn.
+func writeSecondary(w http.ResponseWriter, isGraphQL bool, d faultDecision) {
+	if d.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(d.retryAfter))
+	}
+	if isGraphQL && d.status == http.StatusOK {
+		writeJSON(w, http.StatusOK, map[string]any{"errors": []any{map[string]any{
+			"type": "RATE_LIMITED", "message": secondaryMessage}}})
+		return
+	}
+	writeJSON(w, http.StatusForbidden, map[string]any{
+		"message":           secondaryMessage,
+		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 }
 
 type faultState struct {
@@ -128,10 +171,14 @@ func (s *faultState) decide(ops []string, identity string, now time.Time) faultD
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var d faultDecision
+	graphql := len(ops) > 0 && ops[0] == "graphql:request"
 	if until, ok := s.secondaryUntil[identity]; ok && now.Before(until) {
 		d.early = true
 		d.kind = faultSecondary
-		d.retryAfter = int(math.Ceil(until.Sub(now).Seconds()))
+		d.status = s.secondaryStatus(graphql)
+		if !s.f.NoRetryAfter {
+			d.retryAfter = int(math.Ceil(until.Sub(now).Seconds()))
+		}
 		return d
 	}
 	f := s.f
@@ -149,13 +196,31 @@ func (s *faultState) decide(ops []string, identity string, now time.Time) faultD
 		d.kind = faultError
 	case f.SecondaryRateLimitRate > 0 && s.rng.Float64() < f.SecondaryRateLimitRate:
 		d.kind = faultSecondary
-		d.retryAfter = f.RetryAfterS
-		if d.retryAfter <= 0 {
-			d.retryAfter = 1
+		d.status = s.secondaryStatus(graphql)
+		wait := secondaryWithoutRetryAfter
+		if !f.NoRetryAfter {
+			d.retryAfter = max(f.RetryAfterS, 1)
+			wait = time.Duration(d.retryAfter) * time.Second
 		}
-		s.secondaryUntil[identity] = now.Add(time.Duration(d.retryAfter) * time.Second)
+		s.secondaryUntil[identity] = now.Add(wait)
 	}
 	return d
+}
+
+// secondaryStatus is the status of a secondary limit: for GraphQL the pinned one, or 200 or 403
+// at random (both are GitHub's); for REST 403. Callers hold mu.
+func (s *faultState) secondaryStatus(graphql bool) int {
+	if !graphql {
+		return http.StatusForbidden
+	}
+	switch s.f.SecondaryRateLimitStatus {
+	case http.StatusOK, http.StatusForbidden:
+		return s.f.SecondaryRateLimitStatus
+	}
+	if s.rng.IntN(2) == 0 {
+		return http.StatusOK
+	}
+	return http.StatusForbidden
 }
 
 // webhookDraw decides drop and duplicate for one delivery.

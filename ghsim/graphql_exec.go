@@ -304,6 +304,10 @@ func (ec *execCtx) complete(t *ast.Type, fields []*ast.Field, val any, path []an
 		}
 		def = concrete
 	}
+	if ec.hidden(val) {
+		ec.addErr(errForbidden(), fields[0], path)
+		return nil, !t.NonNull
+	}
 	var sets []ast.SelectionSet
 	for _, f := range fields {
 		sets = append(sets, f.SelectionSet)
@@ -313,6 +317,36 @@ func (ec *execCtx) complete(t *ast.Type, fields []*ast.Field, val any, path []an
 		return nil, !t.NonNull
 	}
 	return m, true
+}
+
+// errForbidden is GitHub's answer for what the installation may not see: a node in a repository
+// the app is not installed on.
+func errForbidden() error {
+	return &typedError{typ: "FORBIDDEN", msg: "Resource not accessible by integration"}
+}
+
+// hidden reports whether the requester may not see v: with its installation token the app sees
+// the issues, pull requests, comments and repositories of the repositories it is installed on
+// only (SeedApp.Repositories). GitHub then answers the field null, with a FORBIDDEN error at its
+// path, and the rest of the data. Users see everything.
+func (ec *execCtx) hidden(v any) bool {
+	if ec.who.kind != installationToken || ec.w.app.repos == nil {
+		return false
+	}
+	var r *repo
+	switch x := v.(type) {
+	case *issue:
+		r = x.repo
+	case *pullRequest:
+		r = x.repo
+	case *comment:
+		if x.issue != nil {
+			r = x.issue.repo
+		}
+	case *repo:
+		r = x
+	}
+	return r != nil && !ec.w.app.repos[r.name]
 }
 
 func (ec *execCtx) addErr(err error, f *ast.Field, path []any) {
@@ -326,6 +360,9 @@ func (ec *execCtx) addErr(err error, f *ast.Field, path []any) {
 	switch {
 	case errors.As(err, &te):
 		e.Type = te.typ
+		if te.typ == "FORBIDDEN" {
+			e.Extensions = map[string]any{"saml_failure": false}
+		}
 	case errors.As(err, &nf):
 		e.Type = "NOT_FOUND"
 	case errors.As(err, &inv):

@@ -1,9 +1,22 @@
 package ghsim
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
+
+// gqlInt serializes a database id as GraphQL's Int, a signed 32-bit integer: a larger one is a
+// field error (the GraphQL specification's result coercion of Int), as the field's null and an
+// entry in "errors". Comment ids are past 2^31 on GitHub (and in ghsim), which is why the schema
+// also has fullDatabaseId, a BigInt sent as a string.
+func gqlInt(id int64) (any, error) {
+	if id > math.MaxInt32 || id < math.MinInt32 {
+		return nil, fmt.Errorf("Int cannot represent non 32-bit signed integer value: %d; select fullDatabaseId (BigInt)", id)
+	}
+	return id, nil
+}
 
 func issueResolvers(rs resolverSet) {
 	fieldsOf(rs, "Issue", map[string]func(*execCtx, *issue, args) (any, error){
@@ -99,7 +112,7 @@ func issueResolvers(rs resolverSet) {
 
 	fieldsOf(rs, "IssueComment", map[string]func(*execCtx, *comment, args) (any, error){
 		"id":             func(_ *execCtx, c *comment, _ args) (any, error) { return c.nodeID, nil },
-		"databaseId":     func(_ *execCtx, c *comment, _ args) (any, error) { return c.id, nil },
+		"databaseId":     func(_ *execCtx, c *comment, _ args) (any, error) { return gqlInt(c.id) },
 		"fullDatabaseId": func(_ *execCtx, c *comment, _ args) (any, error) { return strconv.FormatInt(c.id, 10), nil },
 		"body":           func(_ *execCtx, c *comment, _ args) (any, error) { return c.body, nil },
 		"author":         func(_ *execCtx, c *comment, _ args) (any, error) { return c.author, nil },

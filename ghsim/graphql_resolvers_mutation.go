@@ -1,6 +1,7 @@
 package ghsim
 
 import (
+	"encoding/json"
 	"strings"
 )
 
@@ -9,16 +10,33 @@ func mutationResolvers(rs resolverSet) {
 		"updateProjectV2ItemFieldValue": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
 			val, _ := in["value"].(map[string]any)
-			for _, k := range []string{"text", "number", "date", "iterationId"} {
+			for _, k := range []string{"date", "iterationId"} {
 				if val[k] != nil {
-					return nil, errInvalid("ghsim models single-select fields only; value.%s is not supported", k)
+					return nil, errInvalid("ghsim models single-select, text and number fields only; value.%s is not supported", k)
 				}
 			}
-			opt, _ := val["singleSelectOptionId"].(string)
-			if opt == "" {
-				return nil, errInvalid("A value must be provided: singleSelectOptionId")
+			var fv fieldInput
+			fv.optionID, _ = val["singleSelectOptionId"].(string)
+			if t, ok := val["text"].(string); ok {
+				fv.text = &t
 			}
-			it, err := ec.w.setFieldValue(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), strArg(in, "fieldId"), opt)
+			switch n := val["number"].(type) {
+			case float64:
+				fv.number = &n
+			case int64:
+				f := float64(n)
+				fv.number = &f
+			case int:
+				f := float64(n)
+				fv.number = &f
+			case json.Number:
+				f, err := n.Float64()
+				if err != nil {
+					return nil, errInvalid("value.number: %v", err)
+				}
+				fv.number = &f
+			}
+			it, err := ec.w.setFieldValue(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), strArg(in, "fieldId"), fv)
 			if err != nil {
 				return nil, err
 			}
@@ -83,6 +101,9 @@ func mutationResolvers(rs resolverSet) {
 			c, ok := ec.w.nodes[strArg(in, "id")].(*comment)
 			if !ok {
 				return nil, errNotFound("Could not resolve to a node with the global id of '%s'", strArg(in, "id"))
+			}
+			if ec.hidden(c) {
+				return nil, errForbidden()
 			}
 			if _, err := ec.w.updateComment(ec.who.actor, c, strArg(in, "body")); err != nil {
 				return nil, err
@@ -180,6 +201,9 @@ func (ec *execCtx) issueByID(id string) (*issue, error) {
 	is, ok := ec.w.nodes[id].(*issue)
 	if !ok {
 		return nil, errNotFound("Could not resolve to a node with the global id of '%s'", id)
+	}
+	if ec.hidden(is) {
+		return nil, errForbidden()
 	}
 	return is, nil
 }

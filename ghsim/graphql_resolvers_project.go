@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"strconv"
+	"strings"
 )
 
 func projectResolvers(rs resolverSet) {
@@ -32,14 +33,13 @@ func projectResolvers(rs resolverSet) {
 			if strArg(a, "query") != "" {
 				return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED", msg: "ghsim does not implement argument ProjectV2.items(query)"}
 			}
-			states, _ := a["archivedStates"].([]any)
+			states, err := archivedStatesArg(a)
+			if err != nil {
+				return nil, err
+			}
 			out := make([]any, 0, len(p.items))
 			for _, it := range p.items {
-				st := "NOT_ARCHIVED"
-				if it.archived {
-					st = "ARCHIVED"
-				}
-				if len(states) == 0 || containsAny(states, st) {
+				if states[it.archivedState()] {
 					out = append(out, it)
 				}
 			}
@@ -65,6 +65,17 @@ func projectResolvers(rs resolverSet) {
 			}
 			return out, nil
 		},
+	})
+
+	// Text and number fields (field.dataType FieldText, FieldNumber).
+	fieldsOf(rs, "ProjectV2Field", map[string]func(*execCtx, *field, args) (any, error){
+		"id":         func(_ *execCtx, f *field, _ args) (any, error) { return f.nodeID, nil },
+		"databaseId": func(_ *execCtx, f *field, _ args) (any, error) { return f.id, nil },
+		"name":       func(_ *execCtx, f *field, _ args) (any, error) { return f.name, nil },
+		"dataType":   func(_ *execCtx, f *field, _ args) (any, error) { return strings.ToUpper(f.dataType), nil },
+		"project":    func(_ *execCtx, f *field, _ args) (any, error) { return f.project, nil },
+		"createdAt":  func(_ *execCtx, f *field, _ args) (any, error) { return ts(f.createdAt), nil },
+		"updatedAt":  func(_ *execCtx, f *field, _ args) (any, error) { return ts(f.createdAt), nil },
 	})
 
 	fieldsOf(rs, "ProjectV2SingleSelectFieldOption", map[string]func(*execCtx, *option, args) (any, error){
@@ -128,6 +139,21 @@ func projectResolvers(rs resolverSet) {
 		"updatedAt":       func(_ *execCtx, v *fieldValue, _ args) (any, error) { return ts(v.updatedAt), nil },
 	})
 
+	// The values of text and number fields: the fields every value has, and text or number.
+	valueFields := func(name string, value func(*fieldValue) any) map[string]func(*execCtx, *fieldValue, args) (any, error) {
+		return map[string]func(*execCtx, *fieldValue, args) (any, error){
+			name:        func(_ *execCtx, v *fieldValue, _ args) (any, error) { return value(v), nil },
+			"id":        func(_ *execCtx, v *fieldValue, _ args) (any, error) { return v.nodeID, nil },
+			"field":     func(_ *execCtx, v *fieldValue, _ args) (any, error) { return v.field, nil },
+			"item":      func(_ *execCtx, v *fieldValue, _ args) (any, error) { return v.item, nil },
+			"creator":   func(_ *execCtx, v *fieldValue, _ args) (any, error) { return v.creator, nil },
+			"createdAt": func(_ *execCtx, v *fieldValue, _ args) (any, error) { return ts(v.createdAt), nil },
+			"updatedAt": func(_ *execCtx, v *fieldValue, _ args) (any, error) { return ts(v.updatedAt), nil },
+		}
+	}
+	fieldsOf(rs, "ProjectV2ItemFieldTextValue", valueFields("text", func(v *fieldValue) any { return v.text }))
+	fieldsOf(rs, "ProjectV2ItemFieldNumberValue", valueFields("number", func(v *fieldValue) any { return v.number }))
+
 	fieldsOf(rs, "DraftIssue", map[string]func(*execCtx, *draft, args) (any, error){
 		"id":        func(_ *execCtx, d *draft, _ args) (any, error) { return d.nodeID, nil },
 		"title":     func(_ *execCtx, d *draft, _ args) (any, error) { return d.title, nil },
@@ -141,11 +167,53 @@ func projectResolvers(rs resolverSet) {
 	})
 }
 
-// projectItemsOf lists an issue's or pull request's items; archived ones only when asked.
+// archivedStatesArg reads ProjectV2.items(archivedStates:), the archived states to list. The
+// schema's default is [NOT_ARCHIVED] ("Defaults to only returning items that are not
+// archived"), which gqlparser fills in when the argument is omitted (or its variable is not
+// given); it is applied here too, so the default never depends on that. A single value is a list
+// of one (GraphQL's input coercion of lists). An explicit null or an empty list is refused:
+// GitHub does not document what it answers to either, and ghsim does not guess.
+func archivedStatesArg(a args) (map[string]bool, error) {
+	v, given := a["archivedStates"]
+	if !given {
+		return map[string]bool{archivedNot: true}, nil
+	}
+	var list []string
+	switch x := v.(type) {
+	case []any: // a literal list, or a variable's JSON list
+		for _, s := range x {
+			if st, ok := s.(string); ok {
+				list = append(list, st)
+			}
+		}
+	case []string: // a variable's single value, made a list of one by gqlparser
+		list = x
+	case string: // a literal single value
+		list = []string{x}
+	}
+	if len(list) == 0 {
+		return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED",
+			msg: "ghsim does not implement ProjectV2.items(archivedStates:) with null or an empty list (GitHub does not document the answer): omit it, or name ARCHIVED and/or NOT_ARCHIVED"}
+	}
+	states := map[string]bool{}
+	for _, st := range list {
+		states[st] = true
+	}
+	return states, nil
+}
+
+// projectItemsOf lists an issue's or pull request's items: archived ones too unless
+// includeArchived is false (the schema's default is true). An explicit null is refused: GitHub
+// does not document what it answers.
 func projectItemsOf(items []*item, a args) (*connection, error) {
-	include, ok := a["includeArchived"].(bool)
-	if !ok {
-		include = true
+	include := true
+	if v, given := a["includeArchived"]; given {
+		b, ok := v.(bool)
+		if !ok {
+			return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED",
+				msg: "ghsim does not implement projectItems(includeArchived: null) (GitHub does not document the answer): omit it, or pass true or false"}
+		}
+		include = b
 	}
 	var out []any
 	for _, it := range items {

@@ -51,7 +51,7 @@ func queryResolvers(rs resolverSet) {
 		},
 		"repository": func(ec *execCtx, _ root, a args) (any, error) {
 			r := ec.w.repoByName[strArg(a, "name")]
-			if strArg(a, "owner") != ec.w.org.login || r == nil {
+			if strArg(a, "owner") != ec.w.org.login || r == nil || ec.hidden(r) {
 				return nil, errNotFound("Could not resolve to a Repository with the name '%s/%s'.", strArg(a, "owner"), strArg(a, "name"))
 			}
 			return r, nil

@@ -1,8 +1,18 @@
 package ghsim
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 )
 
 // routes registers every REST route; the pattern (without /api/v3) names the operation in the
@@ -34,6 +44,18 @@ func (s *Server) routes() {
 	h("GET /repos/{owner}/{repo}/issues/{number}/dependencies/blocked_by", s.listBlockedBy)
 	h("GET /repos/{owner}/{repo}/issues/{number}/dependencies/blocking", s.listBlocking)
 	h("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
+	h("POST /app-manifests/{code}/conversions", s.convertManifest)
+}
+
+// anonymousRoute reports the REST routes GitHub serves without authentication.
+func anonymousRoute(route string) bool {
+	return route == "/app-manifests/{code}/conversions"
+}
+
+// webRoutes registers the github.com web pages ghsim models (outside /api/, so neither
+// authenticated, rate-limited, fault-injected nor logged).
+func (s *Server) webRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newAppFromManifest)
 }
 
 func cut(pattern string) (method, path string, ok bool) {
@@ -143,4 +165,189 @@ func (s *Server) getRateLimit(w http.ResponseWriter, r *http.Request) {
 	snap := rateFrom(r.Context())
 	res := map[string]any{"limit": snap.Limit, "remaining": snap.Remaining, "used": snap.Used, "reset": snap.Reset.Unix(), "resource": snap.Resource}
 	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": res}, "rate": res})
+}
+
+// The GitHub App manifest flow
+// (https://docs.github.com/en/apps/sharing-github-apps/registering-a-github-app-from-a-manifest):
+// a form POSTs a manifest to /organizations/{org}/settings/apps/new, GitHub redirects the
+// browser to the manifest's redirect_url with a temporary code (and the form's state), and
+// POST /app-manifests/{code}/conversions exchanges the code, once and within an hour, for the
+// App's id, keys and secrets.
+//
+// ghsim has exactly one App, the seed's, so registering "creates" that App: the conversion
+// answers the seed's id, slug, private key and webhook secret (valid for ghsim's JWT auth and
+// signed webhooks, and already installed on the organization), with the name, description,
+// URL, permissions and events the manifest asked for. The manifest changes nothing else: GET
+// /app, the webhook URL and the installation stay the seed's. ghsim skips GitHub's
+// confirmation page and does not model the signed-in organization owner.
+
+// manifestCodeTTL is how long a manifest code can be exchanged.
+const manifestCodeTTL = time.Hour
+
+// appManifest is a GitHub App manifest, decoded strictly: a key ghsim does not know is refused.
+type appManifest struct {
+	Name           string `json:"name"`
+	URL            string `json:"url"`
+	Description    string `json:"description"`
+	HookAttributes *struct {
+		URL    string `json:"url"`
+		Active *bool  `json:"active"`
+	} `json:"hook_attributes"`
+	RedirectURL           string            `json:"redirect_url"`
+	CallbackURLs          []string          `json:"callback_urls"`
+	SetupURL              string            `json:"setup_url"`
+	Public                bool              `json:"public"`
+	DefaultEvents         []string          `json:"default_events"`
+	DefaultPermissions    map[string]string `json:"default_permissions"`
+	RequestOAuthOnInstall bool              `json:"request_oauth_on_install"`
+	SetupOnUpdate         bool              `json:"setup_on_update"`
+}
+
+// manifestFlow holds the codes the manifest page issued and not yet exchanged.
+type manifestFlow struct {
+	mu    sync.Mutex
+	n     uint64
+	codes map[string]manifestGrant
+}
+
+type manifestGrant struct {
+	manifest appManifest
+	expires  time.Time
+}
+
+// derive hashes (seed, n, tag) into hex, for deterministic codes and client credentials.
+func derive(seed, n uint64, tag byte) string {
+	var in [17]byte
+	binary.BigEndian.PutUint64(in[:8], seed)
+	binary.BigEndian.PutUint64(in[8:16], n)
+	in[16] = tag
+	h := sha256.Sum256(in[:])
+	return hex.EncodeToString(h[:])
+}
+
+func (f *manifestFlow) issue(seed uint64, m appManifest, now time.Time) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.codes == nil {
+		f.codes = map[string]manifestGrant{}
+	}
+	f.n++
+	code := derive(seed, f.n, 'm')[:40]
+	f.codes[code] = manifestGrant{manifest: m, expires: now.Add(manifestCodeTTL)}
+	return code
+}
+
+// redeem consumes a code: it is valid once, until it expires.
+func (f *manifestFlow) redeem(code string, now time.Time) (appManifest, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.codes[code]
+	delete(f.codes, code)
+	if !ok || !now.Before(g.expires) {
+		return appManifest{}, false
+	}
+	return g.manifest, true
+}
+
+func absoluteHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// check validates a manifest as far as GitHub documents it; redirect_url is required by ghsim,
+// which has no settings page to land on without it.
+func (m appManifest) check() string {
+	switch {
+	case !absoluteHTTPURL(m.URL):
+		return "url is required: the homepage of your GitHub App (a full http(s) URL)"
+	case m.HookAttributes != nil && !absoluteHTTPURL(m.HookAttributes.URL):
+		return "hook_attributes.url is required: the URL of the server that will receive the webhook POST requests"
+	case !absoluteHTTPURL(m.RedirectURL):
+		return "redirect_url is required by ghsim: the full URL to send the browser back to with the code"
+	case len(m.CallbackURLs) > 10:
+		return "callback_urls: at most 10"
+	}
+	for name, level := range m.DefaultPermissions {
+		if level != "read" && level != "write" && level != "admin" {
+			return fmt.Sprintf("default_permissions.%s: must be read, write or admin, got %q", name, level)
+		}
+	}
+	return ""
+}
+
+// newAppFromManifest is github.com's "Create GitHub App" page for an organization, confirmed at
+// once: it registers the manifest and redirects to its redirect_url with a code and the state.
+func (s *Server) newAppFromManifest(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.PathValue("org"), s.seed.Org) {
+		http.Error(w, "Not Found", http.StatusNotFound)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "Invalid form: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	raw := r.PostForm.Get("manifest")
+	if raw == "" {
+		http.Error(w, "Invalid GitHub App configuration: the manifest form field is missing", http.StatusUnprocessableEntity)
+		return
+	}
+	var m appManifest
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		http.Error(w, "Invalid GitHub App configuration: the manifest is not valid JSON ghsim knows: "+err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	if msg := m.check(); msg != "" {
+		http.Error(w, "Invalid GitHub App configuration: "+msg, http.StatusUnprocessableEntity)
+		return
+	}
+	code := s.manifests.issue(s.opts.RandomSeed, m, s.now())
+	to, _ := url.Parse(m.RedirectURL)
+	q := to.Query()
+	q.Set("code", code)
+	if state := r.URL.Query().Get("state"); state != "" {
+		q.Set("state", state)
+	}
+	to.RawQuery = q.Encode()
+	http.Redirect(w, r, to.String(), http.StatusFound)
+}
+
+// convertManifest is POST /app-manifests/{code}/conversions: 201 with the App and its
+// credentials, 404 for a code ghsim did not issue, already exchanged or older than an hour.
+func (s *Server) convertManifest(w http.ResponseWriter, r *http.Request) {
+	m, ok := s.manifests.redeem(r.PathValue("code"), s.now())
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	app := s.appJSON()
+	if m.Name != "" {
+		app["name"] = m.Name
+	}
+	app["description"] = m.Description
+	app["external_url"] = m.URL
+	perms := map[string]string{"metadata": "read"}
+	for k, v := range m.DefaultPermissions {
+		perms[k] = v
+	}
+	events := m.DefaultEvents
+	if events == nil {
+		events = []string{}
+	}
+	now := ts(s.now())
+	app["permissions"], app["events"] = perms, events
+	app["created_at"], app["updated_at"] = now, now
+	app["installations_count"] = 1
+	id := s.seed.App.ID
+	app["client_id"] = "Iv1." + derive(s.opts.RandomSeed, uint64(id), 'c')[:16]
+	app["client_secret"] = derive(s.opts.RandomSeed, uint64(id), 's')[:40]
+	var secret any
+	if s.seed.App.WebhookSecret != "" {
+		secret = s.seed.App.WebhookSecret
+	}
+	app["webhook_secret"] = secret
+	app["pem"] = string(s.keyPEM)
+	writeJSON(w, http.StatusCreated, app)
 }

@@ -12,12 +12,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
 
 // Seed is the initial world of a simulator: one organization, its repositories, users, the GitHub
-// App installed on it, Projects V2 boards with single-select fields, issues and pull requests.
+// App installed on it, Projects V2 boards with single-select, text and number fields, issues and
+// pull requests.
 // It is decoded strictly from YAML (unknown keys are errors); tests may also build it in Go.
 type Seed struct {
 	Org          string        `yaml:"org"`
@@ -46,6 +48,11 @@ type SeedApp struct {
 	// Permissions and Events override what GET /app reports (defaults: what ralph-gate needs).
 	Permissions map[string]string `yaml:"permissions"`
 	Events      []string          `yaml:"events"`
+	// Repositories, when set, installs the app on these repositories only (GitHub's
+	// repository_selection "selected"): with its installation token it may not see the issues
+	// and pull requests of the others (GraphQL answers FORBIDDEN, "Resource not accessible by
+	// integration", with the rest of the data). Empty: every repository.
+	Repositories []string `yaml:"repositories"`
 }
 
 // SeedUser is a person or agent that calls the API with Token.
@@ -62,15 +69,25 @@ type SeedProject struct {
 	Fields SeedFields `yaml:"fields"`
 }
 
-// SeedFields is an ordered list of single-select fields; in YAML a mapping from field name to its
-// options (each a name, or {name, color, description}).
+// SeedFields is an ordered list of fields; in YAML a mapping from field name to its options
+// (each a name, or {name, color, description}) for a single-select field, or to the word `text`
+// or `number` for a text or number field.
 type SeedFields []SeedField
 
-// SeedField is one single-select field.
+// SeedField is one field: single-select (Type "" or FieldSingleSelect) with its options, or a
+// text or number field (no options).
 type SeedField struct {
 	Name    string
+	Type    string
 	Options []SeedOption
 }
+
+// Field types a seed may declare, as the projects_v2_item webhook's field_type names them.
+const (
+	FieldSingleSelect = "single_select"
+	FieldText         = "text"
+	FieldNumber       = "number"
+)
 
 // SeedOption is one single-select option. Color defaults to a GitHub color chosen by position.
 type SeedOption struct {
@@ -131,8 +148,12 @@ func (f *SeedFields) UnmarshalYAML(n *yaml.Node) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name := n.Content[i].Value
 		val := n.Content[i+1]
+		if val.Kind == yaml.ScalarNode && (val.Value == FieldText || val.Value == FieldNumber) {
+			out = append(out, SeedField{Name: name, Type: val.Value})
+			continue
+		}
 		if val.Kind != yaml.SequenceNode {
-			return fmt.Errorf("line %d: field %q: options must be a list", val.Line, name)
+			return fmt.Errorf("line %d: field %q: options must be a list (or the field `text` or `number`)", val.Line, name)
 		}
 		fld := SeedField{Name: name}
 		for _, o := range val.Content {
@@ -301,6 +322,11 @@ func (s *Seed) Validate() error {
 		}
 		repos[r] = true
 	}
+	for i, r := range s.App.Repositories {
+		if !repos[r] {
+			bad("app.repositories[%d]: %q is not in repos", i, r)
+		}
+	}
 	projects := map[int]SeedProject{}
 	for i, p := range s.Projects {
 		if p.Number <= 0 || projects[p.Number].Number != 0 {
@@ -313,6 +339,15 @@ func (s *Seed) Validate() error {
 				bad("projects[%d].fields: duplicate field %q", i, f.Name)
 			}
 			names[f.Name] = true
+			switch f.Type {
+			case "", FieldSingleSelect:
+			case FieldText, FieldNumber:
+				if len(f.Options) > 0 {
+					bad("projects[%d].fields.%s: a %s field has no options", i, f.Name, f.Type)
+				}
+			default:
+				bad("projects[%d].fields.%s: unknown field type %q", i, f.Name, f.Type)
+			}
 			opts := map[string]bool{}
 			for _, o := range f.Options {
 				if o.Name == "" || opts[o.Name] {
@@ -343,6 +378,15 @@ func (s *Seed) Validate() error {
 			}
 			if fld == nil {
 				bad("%s.fields: project %d has no field %q", where, proj, name)
+				continue
+			}
+			switch fld.Type {
+			case FieldText:
+				continue
+			case FieldNumber:
+				if _, err := strconv.ParseFloat(val, 64); err != nil {
+					bad("%s.fields.%s: %q is not a number", where, name, val)
+				}
 				continue
 			}
 			found := false

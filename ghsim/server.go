@@ -44,6 +44,7 @@ type Server struct {
 	faults    *faultState
 	hooks     *dispatcher
 	resolvers resolverSet
+	manifests manifestFlow // codes issued by the App manifest flow (rest_app.go)
 	rest      *http.ServeMux
 	handler   http.Handler
 
@@ -105,6 +106,7 @@ func New(seed Seed, opts Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	s.simRoutes(mux)
+	s.webRoutes(mux)
 	s.handler = mux
 	return s, nil
 }
@@ -338,7 +340,7 @@ func (s *Server) serveAPI(rw http.ResponseWriter, r *http.Request) {
 	case !appRoute && who.kind == appJWT:
 		writeError(rec, http.StatusUnauthorized, "A JSON web token cannot be used for this endpoint; use an installation token")
 		return
-	case who.kind == anonymous:
+	case who.kind == anonymous && !anonymousRoute(route):
 		if isGraphQL {
 			writeJSON(rec, http.StatusUnauthorized, map[string]any{"message": "This endpoint requires you to be authenticated.",
 				"documentation_url": "https://docs.github.com/graphql/guides/forming-calls-with-graphql#authenticating-with-graphql"})
@@ -388,10 +390,7 @@ func (s *Server) serveAPI(rw http.ResponseWriter, r *http.Request) {
 	case d.kind == faultSecondary:
 		entry.Fault = string(faultSecondary)
 		entry.RetryAfter = d.retryAfter
-		rec.Header().Set("Retry-After", strconv.Itoa(d.retryAfter))
-		writeJSON(rec, http.StatusForbidden, map[string]any{
-			"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID GHSIM.",
-			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
+		writeSecondary(rec, isGraphQL, d)
 		return
 	}
 

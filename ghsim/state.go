@@ -58,7 +58,7 @@ type DraftState struct {
 func itemFields(it *item) map[string]string {
 	out := map[string]string{}
 	for f, v := range it.values {
-		out[f.name] = v.opt.name
+		out[f.name] = v.display()
 	}
 	return out
 }

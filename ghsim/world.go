@@ -3,6 +3,7 @@ package ghsim
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -57,12 +58,18 @@ type field struct {
 	id        int64
 	nodeID    string
 	name      string
+	dataType  string // FieldSingleSelect, FieldText or FieldNumber
 	project   *project
 	options   []*option
 	createdAt time.Time
 }
 
-func (f *field) gqlType() string { return "ProjectV2SingleSelectField" }
+func (f *field) gqlType() string {
+	if f.dataType == FieldSingleSelect {
+		return "ProjectV2SingleSelectField"
+	}
+	return "ProjectV2Field"
+}
 
 func (f *field) option(id string) *option {
 	for _, o := range f.options {
@@ -104,6 +111,23 @@ type item struct {
 
 func (it *item) gqlType() string { return "ProjectV2Item" }
 
+// An item's archived state, as GitHub's ProjectV2ItemArchivedState names it.
+const (
+	archivedYes = "ARCHIVED"
+	archivedNot = "NOT_ARCHIVED"
+)
+
+// archivedState is the item's ProjectV2ItemArchivedState. Archived items keep their values and
+// stay readable by id; the project's items connection lists them only when asked
+// (archivedStates), an issue's or pull request's projectItems unless asked not to
+// (includeArchived: false).
+func (it *item) archivedState() string {
+	if it.archived {
+		return archivedYes
+	}
+	return archivedNot
+}
+
 func (it *item) contentType() string {
 	switch it.content.(type) {
 	case *issue:
@@ -127,17 +151,46 @@ func (it *item) contentNodeID() string {
 	return ""
 }
 
+// fieldValue is an item's value of one field: opt for a single-select field, text or number
+// for a text or number field.
 type fieldValue struct {
 	nodeID    string
 	item      *item
 	field     *field
 	opt       *option
+	text      string
+	number    float64
 	createdAt time.Time
 	updatedAt time.Time
 	creator   *actor
 }
 
-func (v *fieldValue) gqlType() string { return "ProjectV2ItemFieldSingleSelectValue" }
+func (v *fieldValue) gqlType() string {
+	switch v.field.dataType {
+	case FieldText:
+		return "ProjectV2ItemFieldTextValue"
+	case FieldNumber:
+		return "ProjectV2ItemFieldNumberValue"
+	}
+	return "ProjectV2ItemFieldSingleSelectValue"
+}
+
+// same reports whether two values of one field are equal (GitHub sends nothing for a write
+// that changes nothing).
+func (v *fieldValue) same(o *fieldValue) bool {
+	return v.opt == o.opt && v.text == o.text && v.number == o.number
+}
+
+// display is the value as /_sim/state shows it: the option's name, the text, the number.
+func (v *fieldValue) display() string {
+	switch v.field.dataType {
+	case FieldText:
+		return v.text
+	case FieldNumber:
+		return strconv.FormatFloat(v.number, 'f', -1, 64)
+	}
+	return v.opt.name
+}
 
 type issue struct {
 	id          int64
@@ -226,6 +279,8 @@ type appInfo struct {
 	bot            *actor
 	permissions    map[string]string
 	events         []string
+	// repos are the repositories the installation may see; nil: all (SeedApp.Repositories).
+	repos map[string]bool
 }
 
 type issueKey struct {
@@ -309,6 +364,12 @@ func (w *world) load(seed Seed) error {
 	if w.app.name == "" {
 		w.app.name = seed.App.Slug
 	}
+	if len(seed.App.Repositories) > 0 {
+		w.app.repos = map[string]bool{}
+		for _, r := range seed.App.Repositories {
+			w.app.repos[r] = true
+		}
+	}
 	if w.app.permissions == nil {
 		w.app.permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read"}
 	}
@@ -341,7 +402,11 @@ func (w *world) load(seed Seed) error {
 		p.updatedAt = p.createdAt
 		for _, sf := range sp.Fields {
 			fid := w.ids.take("field")
-			f := &field{id: fid, nodeID: nodeID("PVTSSF", fid), name: sf.Name, project: p, createdAt: p.createdAt}
+			f := &field{id: fid, nodeID: nodeID("PVTSSF", fid), name: sf.Name, dataType: FieldSingleSelect, project: p, createdAt: p.createdAt}
+			if sf.Type == FieldText || sf.Type == FieldNumber {
+				// GitHub's node ids: PVTSSF_ for single-select fields, PVTF_ for the others.
+				f.nodeID, f.dataType = nodeID("PVTF", fid), sf.Type
+			}
 			for i, so := range sf.Options {
 				color := so.Color
 				if color == "" {
@@ -447,8 +512,16 @@ func (w *world) seedItem(projectNumber int, content any, values map[string]strin
 	sort.Strings(names)
 	for _, n := range names {
 		f := p.fieldByName(n)
-		it.values[f] = &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, opt: f.optionByName(values[n]),
-			createdAt: t, updatedAt: t, creator: creator}
+		v := &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, createdAt: t, updatedAt: t, creator: creator}
+		switch f.dataType {
+		case FieldText:
+			v.text = values[n]
+		case FieldNumber:
+			v.number, _ = strconv.ParseFloat(values[n], 64) // checked by Seed.Validate
+		default:
+			v.opt = f.optionByName(values[n])
+		}
+		it.values[f] = v
 	}
 }
 

@@ -49,9 +49,17 @@ func (w *world) lookupField(p *project, fieldID string) (*field, error) {
 	return f, nil
 }
 
-// setFieldValue sets a single-select value. Writing the current value changes nothing and sends
-// nothing, as on GitHub.
-func (w *world) setFieldValue(by *actor, projectID, itemID, fieldID, optionID string) (*item, error) {
+// fieldInput is the value a mutation writes (ProjectV2FieldValue): an option id for a
+// single-select field, text for a text field, a number for a number field.
+type fieldInput struct {
+	optionID string
+	text     *string
+	number   *float64
+}
+
+// setFieldValue sets an item's value of a field; the input must be of the field's type.
+// Writing the current value changes nothing and sends nothing, as on GitHub.
+func (w *world) setFieldValue(by *actor, projectID, itemID, fieldID string, in fieldInput) (*item, error) {
 	p, it, err := w.lookupItem(projectID, itemID)
 	if err != nil {
 		return nil, err
@@ -60,29 +68,42 @@ func (w *world) setFieldValue(by *actor, projectID, itemID, fieldID, optionID st
 	if err != nil {
 		return nil, err
 	}
-	opt := f.option(optionID)
-	if opt == nil {
-		return nil, errInvalid("The single select option Id does not belong to the field")
+	nv := &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, creator: by}
+	switch f.dataType {
+	case FieldText:
+		if in.text == nil || in.number != nil || in.optionID != "" {
+			return nil, errInvalid("The field %s is a text field: provide value.text", f.name)
+		}
+		nv.text = *in.text
+	case FieldNumber:
+		if in.number == nil || in.text != nil || in.optionID != "" {
+			return nil, errInvalid("The field %s is a number field: provide value.number", f.name)
+		}
+		nv.number = *in.number
+	default:
+		if in.text != nil || in.number != nil {
+			return nil, errInvalid("The field %s is a single select field: provide value.singleSelectOptionId", f.name)
+		}
+		if in.optionID == "" {
+			return nil, errInvalid("A value must be provided: singleSelectOptionId")
+		}
+		if nv.opt = f.option(in.optionID); nv.opt == nil {
+			return nil, errInvalid("The single select option Id does not belong to the field")
+		}
 	}
 	old := it.values[f]
-	if old != nil && old.opt == opt {
+	if old != nil && old.same(nv) {
 		return it, nil
 	}
 	t := w.clock()
-	if old == nil {
-		it.values[f] = &fieldValue{nodeID: fieldValueNodeID(it, f), item: it, field: f, opt: opt, createdAt: t, updatedAt: t, creator: by}
-	} else {
-		nv := *old
-		nv.opt, nv.updatedAt = opt, t
-		it.values[f] = &nv
+	nv.createdAt, nv.updatedAt = t, t
+	if old != nil {
+		nv.nodeID, nv.createdAt, nv.creator = old.nodeID, old.createdAt, old.creator
 	}
+	it.values[f] = nv
 	it.updatedAt = t
 	p.updatedAt = t
-	var from *option
-	if old != nil {
-		from = old.opt
-	}
-	w.emitFieldChange(it, f, from, opt, by)
+	w.emitFieldChange(it, f, old, nv, by)
 	return it, nil
 }
 
@@ -101,23 +122,40 @@ func (w *world) clearFieldValue(by *actor, projectID, itemID, fieldID string) (*
 	}
 	delete(it.values, f)
 	it.updatedAt = w.clock()
-	w.emitFieldChange(it, f, old.opt, nil, by)
+	w.emitFieldChange(it, f, old, nil, by)
 	return it, nil
 }
 
-func (w *world) emitFieldChange(it *item, f *field, from, to *option, by *actor) {
+// emitFieldChange sends projects_v2_item.edited with the change's field_value as GitHub's
+// published schema describes it: the field's node id, type, name and project number, and
+// from/to as the field's type holds them — a single-select option {id, name, color,
+// description}, a text field's string, a number field's number — or null for no value.
+func (w *world) emitFieldChange(it *item, f *field, from, to *fieldValue, by *actor) {
 	w.emit("projects_v2_item", "edited", map[string]any{
 		"projects_v2_item": w.itemJSON(it),
 		"changes": map[string]any{"field_value": map[string]any{
 			"field_node_id":  f.nodeID,
-			"field_type":     "single_select",
+			"field_type":     f.dataType,
 			"field_name":     f.name,
 			"project_number": it.project.number,
-			"from":           optionJSON(from),
-			"to":             optionJSON(to),
+			"from":           valueJSON(from),
+			"to":             valueJSON(to),
 		}},
 		"sender": w.userJSON(by),
 	})
+}
+
+// valueJSON is a field value as a projects_v2_item payload's from/to carries it.
+func valueJSON(v *fieldValue) any {
+	switch {
+	case v == nil:
+		return nil
+	case v.field.dataType == FieldText:
+		return v.text
+	case v.field.dataType == FieldNumber:
+		return v.number
+	}
+	return optionJSON(v.opt)
 }
 
 func (w *world) addItem(by *actor, projectID, contentID string) (*item, error) {

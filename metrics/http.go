@@ -39,6 +39,8 @@ func webhookOutcome(status int) string {
 		return "bad_method"
 	case status == http.StatusRequestEntityTooLarge:
 		return "too_large"
+	case status == http.StatusServiceUnavailable:
+		return "busy" // every unauthenticated read slot was taken: GitHub redelivers later
 	case status >= 500:
 		return "error"
 	}

@@ -8,9 +8,14 @@
 package payload
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v89/github"
@@ -26,89 +31,270 @@ const (
 	ActionReopened = "reopened"
 )
 
-// FieldChange is a projects_v2_item event, reduced to what enforcement reads. Ignore says why
-// the event is not a field value change at all ("" when it is one).
+// FieldChange is a projects_v2_item event, reduced to what routing and enforcement read.
+// Ignore says why the event is not a field value change at all ("" when it is one).
+//
+// GitHub's published schema (@octokit/openapi-webhooks, webhook-projects-v2-item-edited)
+// marks every member of changes.field_value optional, and from/to may be a string (text,
+// date), a number, a single-select option, an iteration, null, or an object that is none of
+// these. Only the members routing needs are decoded, and a value of any kind decodes: what
+// it is says which fields it can belong to (Kind), never whether the payload is malformed.
 type FieldChange struct {
-	Action         string
-	Ignore         string
-	ItemID         string
-	ProjectID      string
+	Action    string
+	Ignore    string
+	ItemID    string
+	ProjectID string // the project's node id (projects_v2_item.project_node_id)
+	// ProjectNumber is 0 when the payload does not say (project_number is optional).
 	ProjectNumber  int
 	Owner          string
 	InstallationID int64
 	ContentType    string
-	Field          string
-	// FromKnown is false when the payload carried no from value at all (GitHub marks it
-	// optional); From "" with FromKnown means the item had no value.
+	// Field is the changed field's name, "" when the payload does not say (field_name is
+	// optional: GitHub's published example carries only field_node_id and field_type).
+	Field string
+	// FieldNodeID and FieldType are as sent ("" when absent); FieldType is "single_select",
+	// "text", "number", "date" or "iteration".
+	FieldNodeID string
+	FieldType   string
+	// Kind is what from and to say of the field (see SingleSelect).
+	Kind ValueKind
+	// FromKnown is false when the payload carried no readable single-select from value (absent,
+	// or not an option); From "" with FromKnown means the item had no value (null). ToKnown
+	// and To likewise.
 	FromKnown bool
 	From      string
+	ToKnown   bool
 	To        string
 	Sender    string
-	At        time.Time // the item's updated_at; zero when absent
+	At        time.Time // the item's updated_at; zero when absent or unreadable
 }
 
-// singleSelectValue is the from/to shape of a single-select field change.
-type singleSelectValue struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+// ValueKind is what the from and to values of a field value change say of the field's type.
+type ValueKind int
+
+const (
+	// KindUnknown: from and to are absent, null, or objects that are neither an option nor an
+	// iteration; they say nothing of the field's type.
+	KindUnknown ValueKind = iota
+	// KindOption: a single-select option on one side at least, and nothing that is not one.
+	KindOption
+	// KindOther: a string (text, date), a number, an iteration or any other value that no
+	// single-select field holds, on one side at least.
+	KindOther
+)
+
+// FieldTypeSingleSelect is field_type for a single-select field.
+const FieldTypeSingleSelect = "single_select"
+
+// SingleSelect says whether the changed field is a single-select field, as far as the payload
+// tells: a value no single-select field holds, or another field_type, says it is not; an
+// option, or field_type single_select, says it is. known is false when nothing tells.
+func (fc FieldChange) SingleSelect() (yes, known bool) {
+	switch {
+	case fc.Kind == KindOther:
+		return false, true
+	case fc.FieldType != "" && !strings.EqualFold(fc.FieldType, FieldTypeSingleSelect):
+		return false, true
+	case fc.FieldType != "" || fc.Kind == KindOption:
+		return true, true
+	}
+	return false, false
 }
 
-// ProjectsV2Item decodes a projects_v2_item payload. An event that is well formed but not a
-// field value edit comes back with Ignore set and no error.
+// ProjectsV2Item decodes a projects_v2_item payload. Only the members routing and enforcement
+// read are decoded, by their exact names (encoding/json would match struct fields case-
+// insensitively, so a stray "Action" could shadow "action"). An event that is well formed but
+// not a field value edit, or names no item, comes back with Ignore set and no error; a payload
+// that is not a JSON object, lacks projects_v2_item, or has a member read here of the wrong
+// JSON type (an item that is not an object, an action that is not a string, …) is
+// ErrMalformed. Members that only refine routing (project_number, updated_at,
+// installation.id, from, to) are read leniently: a value that cannot be used is unknown.
 func ProjectsV2Item(data []byte) (FieldChange, error) {
-	var ev github.ProjectV2ItemEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	fc, err := projectsV2Item(data)
+	if err != nil {
 		return FieldChange{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	item := ev.GetProjectV2Item()
-	if item == nil || item.GetNodeID() == "" {
-		return FieldChange{}, fmt.Errorf("%w: no projects_v2_item.node_id", ErrMalformed)
-	}
-	fc := FieldChange{
-		Action:         ev.GetAction(),
-		ItemID:         item.GetNodeID(),
-		ProjectID:      item.GetProjectNodeID(),
-		Owner:          ev.GetOrg().GetLogin(),
-		InstallationID: ev.GetInstallation().GetID(),
-		Sender:         ev.GetSender().GetLogin(),
-		At:             item.GetUpdatedAt().Time,
-	}
-	if ct := item.GetContentType(); ct != nil {
-		fc.ContentType = string(*ct)
-	}
-	if fc.Action != ActionEdited {
-		fc.Ignore = "only edits change the workflow field"
-		return fc, nil
-	}
-	fv := ev.GetChanges().GetFieldValue()
-	if fv == nil {
-		fc.Ignore = "not a field value change"
-		return fc, nil
-	}
-	fc.Field, fc.ProjectNumber = fv.GetFieldName(), int(fv.GetProjectNumber())
-	var err error
-	if fc.From, fc.FromKnown, err = option(fv.From); err != nil {
-		return FieldChange{}, err
-	}
-	if fc.To, _, err = option(fv.To); err != nil {
-		return FieldChange{}, err
 	}
 	return fc, nil
 }
 
-// option reads a from/to value: absent means unknown, null means no value.
-func option(raw json.RawMessage) (name string, known bool, err error) {
-	if len(raw) == 0 {
-		return "", false, nil
+func projectsV2Item(data []byte) (FieldChange, error) {
+	ev, ok, err := object(data, "the payload")
+	if err != nil || !ok {
+		return FieldChange{}, cmp.Or(err, errors.New("the payload is null"))
 	}
-	if string(raw) == "null" {
-		return "", true, nil
+	item, ok, err := ev.object("projects_v2_item")
+	if err != nil || !ok {
+		return FieldChange{}, cmp.Or(err, errors.New("no projects_v2_item"))
 	}
-	var v singleSelectValue
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", false, fmt.Errorf("%w: field value: %v", ErrMalformed, err)
+	var fc FieldChange
+	var errs []error
+	readString := func(o members, key string, dst *string) { errs = append(errs, o.str(key, dst)) }
+	readString(ev, "action", &fc.Action)
+	readString(item, "node_id", &fc.ItemID)
+	readString(item, "project_node_id", &fc.ProjectID)
+	readString(item, "content_type", &fc.ContentType)
+	fc.At = timestamp(item["updated_at"])
+	org, _, err := ev.object("organization")
+	errs = append(errs, err)
+	readString(org, "login", &fc.Owner)
+	sender, _, err := ev.object("sender")
+	errs = append(errs, err)
+	readString(sender, "login", &fc.Sender)
+	inst, _, err := ev.object("installation")
+	errs = append(errs, err)
+	fc.InstallationID, _ = integer(inst["id"])
+	changes, _, err := ev.object("changes")
+	errs = append(errs, err)
+	fv, hasFieldValue, err := changes.object("field_value")
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return FieldChange{}, err
 	}
-	return v.Name, true, nil
+	switch {
+	case fc.Action != ActionEdited:
+		fc.Ignore = "only edits change the workflow field"
+		return fc, nil
+	case fc.ItemID == "":
+		// GitHub's schema does not require projects_v2_item.node_id; without it there is
+		// nothing to read back or enforce, and refusing would only have it redelivered.
+		fc.Ignore = "the payload names no item (projects_v2_item.node_id)"
+		return fc, nil
+	case !hasFieldValue:
+		fc.Ignore = "not a field value change"
+		return fc, nil
+	}
+	readString(fv, "field_name", &fc.Field)
+	readString(fv, "field_node_id", &fc.FieldNodeID)
+	readString(fv, "field_type", &fc.FieldType)
+	if err := errors.Join(errs...); err != nil {
+		return FieldChange{}, err
+	}
+	if n, ok := integer(fv["project_number"]); ok && n > 0 && n <= math.MaxInt32 {
+		fc.ProjectNumber = int(n)
+	}
+	from, to := readValue(fv["from"]), readValue(fv["to"])
+	fc.From, fc.FromKnown = from.name, from.known
+	fc.To, fc.ToKnown = to.name, to.known
+	switch {
+	case from.kind == KindOther || to.kind == KindOther:
+		fc.Kind = KindOther
+		fc.From, fc.FromKnown, fc.To, fc.ToKnown = "", false, "", false
+	case from.kind == KindOption || to.kind == KindOption:
+		fc.Kind = KindOption
+	}
+	return fc, nil
+}
+
+// members is a JSON object's members by exact name.
+type members map[string]json.RawMessage
+
+// object decodes raw as a JSON object; ok is false for absent or null.
+func object(raw json.RawMessage, what string) (members, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, false, nil
+	}
+	var m members
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, false, fmt.Errorf("%s is not a JSON object", what)
+	}
+	return m, true, nil
+}
+
+// object is member key as an object (ok false when absent or null).
+func (m members) object(key string) (members, bool, error) { return object(m[key], key) }
+
+// str reads member key as a string into dst ("" when absent or null).
+func (m members) str(key string, dst *string) error {
+	raw := m[key]
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	s, ok := unquote(raw)
+	if !ok {
+		return fmt.Errorf("%s is not a string", key)
+	}
+	*dst = s
+	return nil
+}
+
+// unquote reads a JSON string (ok false for any other value).
+func unquote(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true // no escapes: the common case, without a decoder
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// fieldValue is one side (from or to) of a field value change, as far as routing reads it.
+type fieldValue struct {
+	name  string    // the option's name ("" for null)
+	known bool      // an option, or null (no value)
+	kind  ValueKind // KindUnknown for absent, null and unreadable objects
+}
+
+// readValue reads a from/to value. Absent means unknown and null means no value; an object
+// with a string "name" is a single-select option; an object with neither "name" nor "title"
+// (GitHub's schema allows {}) tells nothing; anything else — a string, a number, an
+// iteration ({id, title, …}), a boolean, an array — is a value of a field that is not a
+// single-select field. Nothing here is an error: the outer decoding has checked the JSON.
+func readValue(raw json.RawMessage) fieldValue {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return fieldValue{}
+	case string(raw) == "null":
+		return fieldValue{known: true}
+	}
+	obj, _, err := object(raw, "the value")
+	if err != nil {
+		return fieldValue{kind: KindOther}
+	}
+	name, hasName := obj["name"]
+	if _, hasTitle := obj["title"]; !hasName && !hasTitle {
+		return fieldValue{}
+	}
+	s, ok := unquote(name)
+	if !ok {
+		return fieldValue{kind: KindOther}
+	}
+	return fieldValue{name: s, known: true, kind: KindOption}
+}
+
+// integer reads a JSON number that holds an integer (1, 1.0, 1e3); ok is false for anything
+// else, including absent and null.
+func integer(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// timestamp reads updated_at: an RFC 3339 string (or, as go-github accepts, Unix seconds);
+// the zero time when it is absent or unreadable (the receipt time dates the change then).
+func timestamp(raw json.RawMessage) time.Time {
+	if s, ok := unquote(raw); ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+		return time.Time{}
+	}
+	if n, ok := integer(raw); ok && n > 0 {
+		return time.Unix(n, 0)
+	}
+	return time.Time{}
 }
 
 // IssueEvent is an issues event, reduced to what lifecycle sync reads.

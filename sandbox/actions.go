@@ -40,7 +40,8 @@ func (sb *Sandbox) UserBoard(login string) (*ghboard.Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ghboard.New(ghboard.NewClient(UserClient(token, nil), sb.SimURL+"/api/graphql"), sb.Config.Workflow.Field, ghboard.NewFieldCache()), nil
+	// A person in the web interface: not paced like the app (ghboard.Unpaced).
+	return ghboard.New(ghboard.NewClient(UserClient(token, nil), sb.SimURL+"/api/graphql", ghboard.Unpaced()), sb.Config.Workflow.Field, ghboard.NewFieldCache()), nil
 }
 
 // Move sets an issue's Workflow State as login, through the simulator's GraphQL API.

@@ -15,7 +15,7 @@ import (
 func automationSeed() []byte {
 	var b strings.Builder
 	b.WriteString(`org: acme
-app: {id: 1001, slug: ralph-gate, installation_id: 2002, webhook_secret: s3cret}
+app: {id: 1001, slug: ralph-gate, installation_id: 2002, webhook_secret: sandbox-c4f5601eebadb3454e70cbd7}
 users:
   - {login: alice, token: alice-token}
   - {login: agent-1, token: agent-1-token}

@@ -27,6 +27,11 @@ var demoSeed []byte
 // DemoSeed returns the embedded seed (a copy).
 func DemoSeed() []byte { return append([]byte(nil), demoSeed...) }
 
+// WriteGap is the app's pause between two mutations of the installation in the sandbox. GitHub
+// asks for a second (ghboard.DefaultMinWriteGap, what production uses); the simulator is not
+// GitHub, and the suites would crawl. Mutations stay one at a time.
+const WriteGap = 2 * time.Millisecond
+
 // Options configure a sandbox.
 type Options struct {
 	// Seed is the simulator's YAML seed; empty means the demo seed.
@@ -124,7 +129,8 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	sb.Config = cfg
 
-	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic})
+	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic,
+		GitHubWriteGap: WriteGap})
 	if err != nil {
 		sb.cleanup()
 		return nil, fmt.Errorf("start ralph-gate: %w", err)

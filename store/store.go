@@ -7,12 +7,14 @@
 // Two drivers sit behind the one Store type and share every query:
 //
 //   - "sqlite" (the embedded default): modernc.org/sqlite, pure Go. The DSN is
-//     a file path (or a "file:" URI). The database runs in WAL mode with a busy
-//     timeout, foreign keys on and IMMEDIATE transactions; the pool holds a
-//     single connection, as River recommends for SQLite.
-//   - "postgres": pgx v5. The DSN is anything pgx accepts (URL or key=value).
-//     A pgxpool.Pool backs a database/sql handle, so the Store and River (via
-//     riverpgxv5) can share one pool of connections.
+//     a file path (or a "file:" URI), never a URL or libpq settings. The file
+//     is created with mode 0600, or restricted to it (its -wal and -shm files
+//     follow it). The database runs in WAL mode with a busy timeout, foreign
+//     keys on and IMMEDIATE transactions; the pool holds a single connection,
+//     as River recommends for SQLite.
+//   - "postgres": pgx v5. The DSN is anything pgx accepts (URL or key=value),
+//     not a file path. A pgxpool.Pool backs a database/sql handle, so the Store
+//     and River (via riverpgxv5) can share one pool of connections.
 //
 // Open runs the versioned migrations; several replicas may start at once (an
 // advisory lock on Postgres, an IMMEDIATE transaction on SQLite serialise
@@ -24,10 +26,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +41,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -74,8 +81,14 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	)
 	switch strings.ToLower(strings.TrimSpace(driver)) {
 	case "", DriverSQLite, "sqlite3":
+		if err := checkDSN(DriverSQLite, dsn); err != nil {
+			return nil, err
+		}
 		s, err = openSQLite(ctx, dsn)
 	case DriverPostgres, "postgresql", "pgx":
+		if err := checkDSN(DriverPostgres, dsn); err != nil {
+			return nil, err
+		}
 		s, err = openPostgres(ctx, dsn)
 	default:
 		return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", driver, DriverSQLite, DriverPostgres)
@@ -93,6 +106,9 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 	full, err := sqliteDSN(dsn)
 	if err != nil {
+		return nil, err
+	}
+	if err := secureSQLiteFile(ctx, dsn); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", full)
@@ -183,6 +199,196 @@ func sqliteDSN(dsn string) (string, error) {
 		q.Set("_txlock", "immediate")
 	}
 	return base + "?" + q.Encode(), nil
+}
+
+// checkDSN refuses a DSN that does not suit the driver, before anything is created: given to
+// SQLite, a postgres:// URL or libpq key=value settings would become the name of a new file
+// (password included); given to Postgres, a file path is a mistake too. app/config refuses
+// both at validation; this is the last line of defence for callers that skip it. The DSN is
+// never echoed whole: a URL without its user information and query, key=value settings as
+// their keys.
+func checkDSN(driver, dsn string) error {
+	dsn = strings.TrimSpace(dsn)
+	if dsn == "" {
+		return nil
+	}
+	scheme := dsnURLScheme(dsn)
+	switch driver {
+	case DriverSQLite:
+		switch {
+		case scheme != "" && scheme != "file":
+			return fmt.Errorf("store: driver sqlite, but the dsn is a %s: URL (%s), not a file path or file: URI; refusing to create a file named after it (use driver postgres for PostgreSQL)",
+				scheme, redactDSNURL(dsn))
+		case scheme == "" && !strings.HasPrefix(strings.ToLower(dsn), "file:"):
+			if keys := libpqKeysOf(dsn); len(keys) > 0 {
+				return fmt.Errorf("store: driver sqlite, but the dsn is PostgreSQL key=value settings (%s=…), not a file path; refusing to create a file named after them (use driver postgres)",
+					strings.Join(keys, "=…, "))
+			}
+		}
+	case DriverPostgres:
+		switch {
+		case scheme == "postgres" || scheme == "postgresql":
+			if !strings.HasPrefix(dsn[len(scheme):], "://") {
+				return fmt.Errorf("store: postgres dsn must start with %s:// (got %s)", scheme, redactDSNURL(dsn))
+			}
+		case scheme != "":
+			return fmt.Errorf("store: driver postgres, but the dsn is a %s: URL (%s), not a postgres:// URL or key=value settings", scheme, redactDSNURL(dsn))
+		case !keyValueStart.MatchString(dsn):
+			return fmt.Errorf("store: driver postgres, but the dsn looks like a file path, not a postgres:// URL or key=value settings (use driver sqlite for a file)")
+		}
+	}
+	return nil
+}
+
+var (
+	// dsnScheme matches a URL's scheme, and the "//" after it when there is one.
+	dsnScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]*):(//)?`)
+	// keyValueStart matches the first setting of libpq's key=value form.
+	keyValueStart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\s*=`)
+	// keyValueKey matches every key of libpq's key=value form.
+	keyValueKey = regexp.MustCompile(`(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)\s*=`)
+	// libpqKeys are libpq's and pgx's connection keywords.
+	libpqKeys = map[string]bool{
+		"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true, "password": true,
+		"passfile": true, "sslmode": true, "sslcert": true, "sslkey": true, "sslrootcert": true,
+		"sslpassword": true, "connect_timeout": true, "application_name": true, "options": true,
+		"service": true, "target_session_attrs": true, "pool_max_conns": true, "search_path": true,
+	}
+)
+
+// dsnURLScheme returns the lower-case scheme of a DSN that looks like a URL ("scheme://…", or
+// "postgres:…" even without the slashes), "" otherwise (a path, a Windows drive letter).
+func dsnURLScheme(dsn string) string {
+	m := dsnScheme.FindStringSubmatch(dsn)
+	if m == nil {
+		return ""
+	}
+	scheme := strings.ToLower(m[1])
+	if m[2] == "" && scheme != "postgres" && scheme != "postgresql" {
+		return ""
+	}
+	return scheme
+}
+
+// libpqKeysOf returns the libpq keywords of a key=value DSN (keys only: values may be
+// secrets), nil when dsn is not in that form.
+func libpqKeysOf(dsn string) []string {
+	if !keyValueStart.MatchString(dsn) {
+		return nil
+	}
+	var keys []string
+	for _, m := range keyValueKey.FindAllStringSubmatch(dsn, -1) {
+		if k := strings.ToLower(m[1]); libpqKeys[k] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// redactDSNURL shows a URL DSN without its user information (everything up to the last '@',
+// where a password sits, even one with unescaped '/' or '@') and without its query.
+func redactDSNURL(dsn string) string {
+	scheme := dsnURLScheme(dsn)
+	rest, sep := dsn[len(scheme)+1:], ":"
+	if strings.HasPrefix(rest, "//") {
+		rest, sep = rest[2:], "://"
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = "xxxxx@" + rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i] + "?…"
+	}
+	return dsn[:len(scheme)] + sep + rest
+}
+
+// sqliteFileMode is the mode of the SQLite database file and, since SQLite gives its -wal,
+// -shm and -journal files the database file's mode on unix, of those too: the store holds
+// the audit log and the app's state, readable by the service's user only.
+const sqliteFileMode fs.FileMode = 0o600
+
+// logInfo logs at info level with the context's logger (a variable so tests can watch it);
+// args are key-value pairs.
+var logInfo = func(ctx context.Context, msg string, args ...any) {
+	zerolog.Ctx(ctx).Info().Fields(args).Msg(msg)
+}
+
+// secureSQLiteFile creates the database file of dsn with mode 0600 when it does not exist
+// (explicitly, so that neither SQLite's default 0644 nor the umask decides), and restricts an
+// existing database file, and its -wal, -shm and -journal files, that the group or others may
+// read or write to 0600, logging once that it did. Skipped on Windows, which has no such modes.
+func secureSQLiteFile(ctx context.Context, dsn string) error {
+	path, readOnly := sqliteFilePath(dsn)
+	if path == "" {
+		return nil
+	}
+	if !readOnly {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, sqliteFileMode)
+		switch {
+		case err == nil:
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("store: create sqlite file: %w", err)
+			}
+		case errors.Is(err, fs.ErrExist):
+		default:
+			return fmt.Errorf("store: create sqlite file: %w", err)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	var restricted []string
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: sqlite file: %w", err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, sqliteFileMode); err != nil {
+			return fmt.Errorf("store: %s is readable by others (mode %#o) and could not be restricted to %#o: %w",
+				p, fi.Mode().Perm(), sqliteFileMode, err)
+		}
+		restricted = append(restricted, fmt.Sprintf("%s (was %#o)", filepath.Base(p), fi.Mode().Perm()))
+	}
+	if len(restricted) > 0 {
+		logInfo(ctx, "store: restricted the SQLite files to mode 0600 (owner only)",
+			"dir", filepath.Dir(path), "files", strings.Join(restricted, ", "))
+	}
+	return nil
+}
+
+// sqliteFilePath returns the file an SQLite DSN opens (a path, or a file: URI's path,
+// percent-decoded), and whether the URI opens it read-only (mode=ro); "" when it names no
+// local file.
+func sqliteFilePath(dsn string) (path string, readOnly bool) {
+	dsn = strings.TrimSpace(dsn)
+	base, query, _ := strings.Cut(dsn, "?")
+	if !strings.HasPrefix(base, "file:") {
+		return base, false
+	}
+	q, _ := url.ParseQuery(query)
+	readOnly = q.Get("mode") == "ro"
+	rest, _, _ := strings.Cut(strings.TrimPrefix(base, "file:"), "#")
+	if strings.HasPrefix(rest, "//") {
+		// file://AUTHORITY/path: SQLite accepts only an empty authority or "localhost".
+		authority, p, _ := strings.Cut(rest[2:], "/")
+		if authority != "" && authority != "localhost" {
+			return "", readOnly
+		}
+		rest = "/" + p
+	}
+	if p, err := url.PathUnescape(rest); err == nil {
+		rest = p
+	}
+	if rest == "" || rest == ":memory:" || q.Get("mode") == "memory" {
+		return "", readOnly
+	}
+	return rest, readOnly
 }
 
 // defaultPostgresConns is the pool size unless the DSN sets pool_max_conns.

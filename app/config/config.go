@@ -38,8 +38,12 @@ type Config struct {
 type Server struct {
 	Address string `yaml:"address"`
 	Port    int    `yaml:"port"`
-	// MaxBodyBytes bounds a webhook body; larger ones are refused with 413.
+	// MaxBodyBytes bounds a webhook body; larger ones are refused with 413. The default
+	// (DefaultMaxBodyBytes) and its reasoning are in config.yml's comments.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxConcurrentWebhooks bounds the webhook bodies read at once, before their signature
+	// can be checked; a delivery that finds no free slot within a short wait is answered 503.
+	MaxConcurrentWebhooks int `yaml:"max_concurrent_webhooks"`
 }
 
 // GitHub is go-githubapp's configuration (same keys), secrets overridable from the

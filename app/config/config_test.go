@@ -166,7 +166,7 @@ func TestServeNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "s", EnvPrivateKey: "-----BEGIN RSA PRIVATE KEY-----"}
+	env := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "Zq4v8tN1xK7mR2pW9cL5", EnvPrivateKey: "-----BEGIN RSA PRIVATE KEY-----"}
 	if ps := ok.ApplyEnv(func(k string) (string, bool) { v, found := env[k]; return v, found }); len(ps) > 0 {
 		t.Fatal(ps)
 	}

@@ -18,6 +18,19 @@ const (
 	EnvStoreDSN = "RALPH_GATE_STORE_DSN"
 )
 
+// Webhook intake limits (config.yml's server section documents the reasoning).
+const (
+	// DefaultMaxBodyBytes is server.max_body_bytes's default: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+	// MaxWebhookPayloadBytes is the largest server.max_body_bytes accepted: GitHub caps
+	// webhook payloads at 25 MB, read generously as 25 MiB.
+	MaxWebhookPayloadBytes = 25 << 20
+	// DefaultMaxConcurrentWebhooks is server.max_concurrent_webhooks's default.
+	DefaultMaxConcurrentWebhooks = 16
+	// MaxConcurrentWebhooksLimit is the largest server.max_concurrent_webhooks accepted.
+	MaxConcurrentWebhooksLimit = 1024
+)
+
 // applyDefaults fills what the file left empty; it is the one place defaults live.
 func (c *Config) applyDefaults() {
 	if c.Server.Address == "" {
@@ -27,7 +40,10 @@ func (c *Config) applyDefaults() {
 		c.Server.Port = 8080
 	}
 	if c.Server.MaxBodyBytes == 0 {
-		c.Server.MaxBodyBytes = 5 << 20 // GitHub caps payloads at 25 MB; ours are small
+		c.Server.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Server.MaxConcurrentWebhooks == 0 {
+		c.Server.MaxConcurrentWebhooks = DefaultMaxConcurrentWebhooks
 	}
 	if c.GitHub.WebURL == "" {
 		c.GitHub.WebURL = "https://github.com"
@@ -98,7 +114,7 @@ func LoadForServe(file string) (Config, error) {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
 	cfg, problems := parseWithEnv(data, os.LookupEnv)
-	problems = append(problems, cfg.ValidateServe()...)
+	problems = appendNew(problems, cfg.ValidateServe()...)
 	if len(problems) > 0 {
 		return Config{}, problems
 	}
@@ -143,8 +159,11 @@ func (c Config) validateService() Problems {
 	if c.Server.Port < 0 || c.Server.Port > 65535 {
 		add("server.port", "must be between 0 and 65535, got %d", c.Server.Port)
 	}
-	if c.Server.MaxBodyBytes < 1024 {
-		add("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	if c.Server.MaxBodyBytes < 1024 || c.Server.MaxBodyBytes > MaxWebhookPayloadBytes {
+		add("server.max_body_bytes", "must be between 1024 and %d (GitHub sends no webhook payload over 25 MB), got %d", MaxWebhookPayloadBytes, c.Server.MaxBodyBytes)
+	}
+	if c.Server.MaxConcurrentWebhooks < 1 || c.Server.MaxConcurrentWebhooks > MaxConcurrentWebhooksLimit {
+		add("server.max_concurrent_webhooks", "must be between 1 and %d, got %d", MaxConcurrentWebhooksLimit, c.Server.MaxConcurrentWebhooks)
 	}
 	for key, v := range map[string]string{"github.web_url": c.GitHub.WebURL, "github.v3_api_url": c.GitHub.V3APIURL, "github.v4_api_url": c.GitHub.V4APIURL} {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -160,6 +179,9 @@ func (c Config) validateService() Problems {
 	default:
 		add("store.driver", "must be sqlite or postgres, got %q", c.Store.Driver)
 	}
+	problems = append(problems, storeDSNProblems(c.Store.Driver, c.Store.DSN)...)
+	// An empty secret is serve's concern (ValidateServe); a weak one is refused everywhere.
+	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, false)...)
 	seen := map[string]bool{}
 	for i, p := range c.Projects {
 		at := fmt.Sprintf("projects[%d]", i)
@@ -208,9 +230,7 @@ func (c Config) ValidateServe() Problems {
 	if c.GitHub.App.IntegrationID <= 0 {
 		problems = append(problems, Problem{Path: "github.app.integration_id", Message: "is required (or set " + EnvIntegrationID + ")"})
 	}
-	if strings.TrimSpace(c.GitHub.App.WebhookSecret) == "" {
-		problems = append(problems, Problem{Path: "github.app.webhook_secret", Message: "is required: ralph-gate refuses unsigned webhooks (or set " + EnvWebhookSecret + ")"})
-	}
+	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
 	if !strings.Contains(c.GitHub.App.PrivateKey, "PRIVATE KEY") {
 		problems = append(problems, Problem{Path: "github.app.private_key", Message: "is required as a PEM private key (or set " + EnvPrivateKey + ")"})
 	}

@@ -46,6 +46,8 @@ Usage:
   ralph-gate audit [--item N] [--since T] [--limit N] [--json] [--config FILE | --driver D --dsn DSN]
                                            print recorded decisions
   ralph-gate validate [--config FILE]      check a configuration, reporting every problem
+  ralph-gate register --org ORG [--webhook-url URL] [--out FILE | --k8s-secret NAME] [--github-url URL]
+                                           create the GitHub App from app.yml and save its credentials
   ralph-gate doctor --config FILE          check the App registration, installation and project boards
   ralph-gate policy check --from A --to B [--actor human|agent|bypass|app] [--config FILE]
   ralph-gate policy resolve --command C (--intent I | --state S) [--config FILE]
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, s streams) int {
 		return runMCP(ctx, args[1:], s)
 	case "audit":
 		return runAudit(ctx, args[1:], s)
+	case "register":
+		return runRegister(ctx, args[1:], s)
 	case "doctor":
 		return runDoctor(ctx, args[1:], s)
 	case "validate":

@@ -72,7 +72,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $cfg := .Values.config | default dict }}
 {{- range $key := list "server" "store" }}
 {{- if hasKey $cfg $key }}
-{{- fail (printf "config.%s: the chart renders this section itself; use %s" $key (ternary "containerPort" "store.driver, store.dsn and store.existingSecret" (eq $key "server"))) }}
+{{- fail (printf "config.%s: the chart renders this section itself; use %s" $key (ternary "containerPort, webhooks.maxBodyBytes and webhooks.maxConcurrent" "store.driver, store.dsn and store.existingSecret" (eq $key "server"))) }}
 {{- end }}
 {{- end }}
 {{- if hasKey (get $cfg "github" | default dict) "app" }}
@@ -84,12 +84,67 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
 {{- fail "ingress.host: the public host name GitHub delivers webhooks to is required when ingress.enabled=true" }}
 {{- end }}
+{{- if .Values.goMemLimit.enabled }}
+{{- range .Values.extraEnv }}
+{{- if eq .name "GOMEMLIMIT" }}
+{{- fail "goMemLimit.enabled: extraEnv sets GOMEMLIMIT as well; set goMemLimit.enabled=false to give your own" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $limit := include "ralph-gate.memoryLimitBytes" . }}
+{{- if $limit }}
+{{- /* ralph-gate's defaults when unset: server.max_body_bytes 1 MiB, server.max_concurrent_webhooks 16. */}}
+{{- $held := mul (int64 (.Values.webhooks.maxConcurrent | default 16)) (int64 (.Values.webhooks.maxBodyBytes | default 1048576)) }}
+{{- if gt (mul $held 2) (int64 $limit) }}
+{{- fail (printf "webhooks.maxConcurrent x webhooks.maxBodyBytes: %d bytes of unauthenticated webhook bodies may be held at once, more than half of resources.limits.memory (%d bytes); lower webhooks.maxConcurrent or webhooks.maxBodyBytes, or raise resources.limits.memory" $held (int64 $limit)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* resources.limits.memory in bytes ("" when unset). Kubernetes quantities: a number with an
+     optional binary (Ki, Mi, Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E) suffix. */}}
+{{- define "ralph-gate.memoryLimitBytes" -}}
+{{- $q := (.Values.resources | default dict).limits | default dict | dig "memory" "" }}
+{{- if $q }}
+{{- if or (kindIs "float64" $q) (kindIs "int64" $q) (kindIs "int" $q) }}
+{{- $q = printf "%.0f" (float64 $q) }}
+{{- end }}
+{{- $q = trim (toString $q) }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$" $q) }}
+{{- fail (printf "resources.limits.memory: %q is not a quantity the chart can read (use e.g. 256Mi or 1Gi)" $q) }}
+{{- end }}
+{{- $units := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $q }}
+{{- $unit := trimPrefix $number $q }}
+{{- printf "%.0f" (floor (mulf (float64 $number) (get $units $unit))) }}
+{{- end }}
+{{- end }}
+
+{{/* GOMEMLIMIT: goMemLimit.percent of resources.limits.memory, in MiB ("" when off or no limit). */}}
+{{- define "ralph-gate.goMemLimit" -}}
+{{- if .Values.goMemLimit.enabled }}
+{{- $limit := include "ralph-gate.memoryLimitBytes" . }}
+{{- if $limit }}
+{{- $mib := floor (divf (mulf (float64 $limit) (float64 .Values.goMemLimit.percent)) (mulf 100.0 1048576.0)) }}
+{{- if lt $mib 1.0 }}
+{{- fail (printf "goMemLimit.percent: %v%% of resources.limits.memory is under 1 MiB" .Values.goMemLimit.percent) }}
+{{- end }}
+{{- printf "%.0fMiB" $mib }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* config.yml: the values' config, plus the server and store sections the chart owns. */}}
 {{- define "ralph-gate.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) }}
-{{- $_ := set $cfg "server" (dict "address" "0.0.0.0" "port" (int .Values.containerPort)) }}
+{{- $server := dict "address" "0.0.0.0" "port" (int .Values.containerPort) }}
+{{- with .Values.webhooks.maxBodyBytes }}
+{{- $_ := set $server "max_body_bytes" (int64 .) }}
+{{- end }}
+{{- with .Values.webhooks.maxConcurrent }}
+{{- $_ := set $server "max_concurrent_webhooks" (int64 .) }}
+{{- end }}
+{{- $_ := set $cfg "server" $server }}
 {{- if eq .Values.store.driver "postgres" }}
 {{- $_ := set $cfg "store" (dict "driver" "postgres") }}
 {{- else }}
