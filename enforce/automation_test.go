@@ -592,10 +592,9 @@ func unreportedChangeThenCascade(t *testing.T) *harness {
 	return h
 }
 
-// The walk that follows should judge the unreported change (Research Needed → Ready for Plan,
-// legal) and take the app's write, whose report it has, as the app's legal move. It does not:
-// see the report of this test's session (policy.Sequence ignores an own report that nothing
-// chains to, while Automation.record left it to that report).
+// The walk that follows judges the unreported change (Research Needed → Ready for Plan, legal)
+// first, then takes the app's write, whose report it has, as the app's legal move: never the
+// app's own cascade reverted as an unknown author's drift.
 func TestAutomationOntoAnUnreportedChangeIsNotRevertedByTheApp(t *testing.T) {
 	h := unreportedChangeThenCascade(t)
 	own := Change{DeliveryID: "own-C", ItemID: "C", FromKnown: true, From: "Ready for Plan", To: "In Progress",
