@@ -58,7 +58,7 @@ var layering = map[string]layer{
 	},
 	// Decodes, defaults and validates the configuration file.
 	"app/config": {
-		internal: []string{".", "policy"},
+		internal: []string{".", "internal/dsn", "policy"},
 		external: []string{yaml},
 	},
 	// Benchmarks against the built-in GitHub simulator, in one process.
@@ -95,6 +95,8 @@ var layering = map[string]layer{
 		external: []string{zerolog},
 	},
 	// The reference judge of a true history of moves, for the history suites.
+	// Tells a file path from a PostgreSQL connection string and redacts one (config, store).
+	"internal/dsn": {},
 	"internal/oracle": {
 		internal: []string{"policy"},
 	},
@@ -136,7 +138,7 @@ var layering = map[string]layer{
 	// Persistence (Postgres or SQLite): item records, audit log, observations, violation
 	// comments, reconciler cursors.
 	"store": {
-		internal: []string{"enforce"},
+		internal: []string{"enforce", "internal/dsn"},
 		external: []string{pgx, moderncSQLite, zerolog},
 	},
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,8 +80,8 @@ func TestRedactDSNURL(t *testing.T) {
 		"postgres://host/db?password=p":             "postgres://host/db?…",
 		"postgres:u:p@host/db":                      "postgres:xxxxx@host/db",
 	} {
-		if got := redactDSNURL(dsn); got != want {
-			t.Errorf("redactDSNURL(%q) = %q, want %q", dsn, got, want)
+		if got := dsninfo.RedactURL(dsn); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", dsn, got, want)
 		}
 	}
 }

@@ -28,11 +28,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -212,15 +212,15 @@ func checkDSN(driver, dsn string) error {
 	if dsn == "" {
 		return nil
 	}
-	scheme := dsnURLScheme(dsn)
+	scheme := dsninfo.Scheme(dsn)
 	switch driver {
 	case DriverSQLite:
 		switch {
 		case scheme != "" && scheme != "file":
 			return fmt.Errorf("store: driver sqlite, but the dsn is a %s: URL (%s), not a file path or file: URI; refusing to create a file named after it (use driver postgres for PostgreSQL)",
-				scheme, redactDSNURL(dsn))
+				scheme, dsninfo.RedactURL(dsn))
 		case scheme == "" && !strings.HasPrefix(strings.ToLower(dsn), "file:"):
-			if keys := libpqKeysOf(dsn); len(keys) > 0 {
+			if keys := dsninfo.LibpqKeys(dsn); len(keys) > 0 {
 				return fmt.Errorf("store: driver sqlite, but the dsn is PostgreSQL key=value settings (%s=…), not a file path; refusing to create a file named after them (use driver postgres)",
 					strings.Join(keys, "=…, "))
 			}
@@ -229,77 +229,15 @@ func checkDSN(driver, dsn string) error {
 		switch {
 		case scheme == "postgres" || scheme == "postgresql":
 			if !strings.HasPrefix(dsn[len(scheme):], "://") {
-				return fmt.Errorf("store: postgres dsn must start with %s:// (got %s)", scheme, redactDSNURL(dsn))
+				return fmt.Errorf("store: postgres dsn must start with %s:// (got %s)", scheme, dsninfo.RedactURL(dsn))
 			}
 		case scheme != "":
-			return fmt.Errorf("store: driver postgres, but the dsn is a %s: URL (%s), not a postgres:// URL or key=value settings", scheme, redactDSNURL(dsn))
-		case !keyValueStart.MatchString(dsn):
+			return fmt.Errorf("store: driver postgres, but the dsn is a %s: URL (%s), not a postgres:// URL or key=value settings", scheme, dsninfo.RedactURL(dsn))
+		case !dsninfo.IsKeyValue(dsn):
 			return fmt.Errorf("store: driver postgres, but the dsn looks like a file path, not a postgres:// URL or key=value settings (use driver sqlite for a file)")
 		}
 	}
 	return nil
-}
-
-var (
-	// dsnScheme matches a URL's scheme, and the "//" after it when there is one.
-	dsnScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]*):(//)?`)
-	// keyValueStart matches the first setting of libpq's key=value form.
-	keyValueStart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\s*=`)
-	// keyValueKey matches every key of libpq's key=value form.
-	keyValueKey = regexp.MustCompile(`(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)\s*=`)
-	// libpqKeys are libpq's and pgx's connection keywords.
-	libpqKeys = map[string]bool{
-		"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true, "password": true,
-		"passfile": true, "sslmode": true, "sslcert": true, "sslkey": true, "sslrootcert": true,
-		"sslpassword": true, "connect_timeout": true, "application_name": true, "options": true,
-		"service": true, "target_session_attrs": true, "pool_max_conns": true, "search_path": true,
-	}
-)
-
-// dsnURLScheme returns the lower-case scheme of a DSN that looks like a URL ("scheme://…", or
-// "postgres:…" even without the slashes), "" otherwise (a path, a Windows drive letter).
-func dsnURLScheme(dsn string) string {
-	m := dsnScheme.FindStringSubmatch(dsn)
-	if m == nil {
-		return ""
-	}
-	scheme := strings.ToLower(m[1])
-	if m[2] == "" && scheme != "postgres" && scheme != "postgresql" {
-		return ""
-	}
-	return scheme
-}
-
-// libpqKeysOf returns the libpq keywords of a key=value DSN (keys only: values may be
-// secrets), nil when dsn is not in that form.
-func libpqKeysOf(dsn string) []string {
-	if !keyValueStart.MatchString(dsn) {
-		return nil
-	}
-	var keys []string
-	for _, m := range keyValueKey.FindAllStringSubmatch(dsn, -1) {
-		if k := strings.ToLower(m[1]); libpqKeys[k] {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// redactDSNURL shows a URL DSN without its user information (everything up to the last '@',
-// where a password sits, even one with unescaped '/' or '@') and without its query.
-func redactDSNURL(dsn string) string {
-	scheme := dsnURLScheme(dsn)
-	rest, sep := dsn[len(scheme)+1:], ":"
-	if strings.HasPrefix(rest, "//") {
-		rest, sep = rest[2:], "://"
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = "xxxxx@" + rest[i+1:]
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i] + "?…"
-	}
-	return dsn[:len(scheme)] + sep + rest
 }
 
 // sqliteFileMode is the mode of the SQLite database file and, since SQLite gives its -wal,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,8 +128,8 @@ func TestRedactDSN(t *testing.T) {
 		"POSTGRESQL://u@host/db#frag":               "POSTGRESQL://xxxxx@host/db?…",
 		"postgres:u:p@host/db":                      "postgres:xxxxx@host/db",
 	} {
-		if got := redactDSN(dsn); got != want {
-			t.Errorf("redactDSN(%q) = %q, want %q", dsn, got, want)
+		if got := dsninfo.RedactURL(dsn); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", dsn, got, want)
 		}
 	}
 }
