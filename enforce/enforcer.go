@@ -179,11 +179,8 @@ func (e *Enforcer) drop(ctx context.Context, w *walk, why string) (Result, error
 		zerolog.Ctx(ctx).Debug().Str("why", why).Msg("nothing to enforce on the item")
 	}
 	for len(w.pending) > 0 {
-		o := w.take(w.pending[0].DeliveryID)
-		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, why
-		o.ActorKind = e.actors.Classify(o.Actor).String()
-		audit := e.rec.step(w.rec, o, o.From)
-		if err := e.commit(ctx, w, Step{Record: w.rec, Observation: &o, Audit: &audit}); err != nil {
+		a := policy.Action{Kind: policy.ActIgnore, Obs: policy.Observation{Delivery: w.pending[0].DeliveryID}, Why: why, GapSince: w.rec.GapSince}
+		if err := e.ignore(ctx, w, a); err != nil {
 			return Result{}, err
 		}
 	}
