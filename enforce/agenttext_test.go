@@ -103,6 +103,9 @@ func FuzzAgentText(f *testing.F) {
 	for _, r := range hostileReasons {
 		f.Add(r)
 	}
+	// Found by fuzzing: openers near the bound, once defused after the cut, pushed the text past it.
+	f.Add(strings.Repeat("x", maxAgentText-3) + strings.Repeat("<!--", 3))
+	f.Add(strings.Repeat("<!--", maxAgentText))
 	f.Fuzz(func(t *testing.T, text string) {
 		out := agentText(text)
 		first, rest, _ := strings.Cut(out, "\n")

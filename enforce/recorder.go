@@ -178,7 +178,9 @@ func cleanAgentText(text string) string {
 		}
 		return r
 	}, text)
-	return strings.ReplaceAll(truncateRunes(strings.TrimSpace(text), maxAgentText), "<!--", "< !--")
+	// Defused before the bound, so the bound holds for what is shown; a cut cannot make an
+	// opener again (no prefix of "< !--" contains "<!--").
+	return truncateRunes(strings.ReplaceAll(strings.TrimSpace(text), "<!--", "< !--"), maxAgentText)
 }
 
 // inlineCode makes a short value safe inside a `code span`: no backtick, no line break.
