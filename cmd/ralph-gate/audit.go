@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"text/tabwriter"
@@ -14,8 +13,7 @@ import (
 )
 
 func runAudit(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("audit", s)
 	file := fs.String("config", "", "configuration file naming the store (default: the embedded config.yml)")
 	item := fs.Int("item", 0, "only this issue number")
 	repo := fs.String("repo", "", "with --item: only this repository (owner/name)")
@@ -24,8 +22,8 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
 	driver := fs.String("driver", "", "store driver, overriding the config (sqlite or postgres)")
 	dsn := fs.String("dsn", "", "store DSN, overriding the config (an SQLite file or a postgres:// URL)")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	filter := store.AuditFilter{IssueNumber: *item, Repo: *repo, Limit: *limit}
 	if *since != "" {

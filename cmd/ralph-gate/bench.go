@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -17,8 +16,7 @@ import (
 
 // runBench measures ralph-gate against the built-in GitHub simulator (docs/BENCHMARKS.md).
 func runBench(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("bench", s)
 	quick := fs.Bool("quick", false, "smaller counts: a smoke run well under a minute (CI)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	rtt := fs.Duration("rtt", 0, "latency the simulator adds to every GitHub API request (default 50ms)")
@@ -31,8 +29,8 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	workers := fs.Int("workers", 0, "enforcement.workers (default: the configuration's, 8)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	verbose := fs.Bool("verbose", false, "show the app's warnings on stderr too (errors are always shown)")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if *rtt < 0 {
 		fmt.Fprintln(s.err, "bench: --rtt must not be negative")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -22,12 +21,11 @@ type demo struct {
 }
 
 func runDemo(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("demo", s)
 	keep := fs.Bool("keep", false, "leave the simulator and the app running for exploration (Ctrl-C stops)")
 	verbose := fs.Bool("verbose", false, "show the app's logs on stderr")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	level := "error"
 	if *verbose {

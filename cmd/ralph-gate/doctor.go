@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -80,12 +79,11 @@ func (d *doctor) fail(msg, fix string) {
 }
 
 func runDoctor(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("doctor", s)
 	file := fs.String("config", "", "the configuration file serve uses (secrets may come from GITHUB_APP_* variables)")
 	timeout := fs.Duration("timeout", time.Minute, "give up on GitHub after this long")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	cfg, err := config.LoadForServe(*file)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -18,13 +17,12 @@ import (
 // /mcp does; it serves no HTTP and processes no webhooks. Logs go to stderr: stdout is the
 // protocol.
 func runMCP(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("mcp", s)
 	stdio := fs.Bool("stdio", false, "serve the MCP façade on stdin/stdout (the only mode; HTTP is /mcp on serve)")
 	file := fs.String("config", "", "configuration file (as for serve)")
 	agent := fs.String("agent", "", "the mcp.agents name to act as (default: the only configured agent)")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if !*stdio {
 		fmt.Fprintln(s.err, "mcp: give --stdio (over HTTP the façade is served by `ralph-gate serve` at /mcp)")

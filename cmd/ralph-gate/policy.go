@@ -20,6 +20,9 @@ func runPolicy(args []string, s streams) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintf(s.out, "Usage:\n%s", synopsis("policy"))
+		return exitOK
 	case "check":
 		return policyCheck(args[1:], s)
 	case "resolve":
@@ -36,22 +39,9 @@ func runPolicy(args []string, s streams) int {
 
 // policyFlags declares the flags every policy subcommand shares.
 func policyFlags(name string, s streams) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("policy "+name, flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("policy "+name, s)
 	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
 	return fs, file
-}
-
-// parseFlags parses and rejects positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string, s streams) bool {
-	if err := fs.Parse(args); err != nil {
-		return false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(s.err, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return false
-	}
-	return true
 }
 
 func loadMachine(file string, s streams) (*policy.Machine, bool) {
@@ -71,8 +61,8 @@ func policyCheck(args []string, s streams) int {
 	from := fs.String("from", "", `current state ("" for an item with no value yet)`)
 	to := fs.String("to", "", "requested state")
 	actor := fs.String("actor", "human", "actor kind: human, agent, bypass or app")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if *to == "" {
 		fmt.Fprint(s.err, "policy check: --to is required\n")
@@ -98,8 +88,8 @@ func policyResolve(args []string, s streams) int {
 	command := fs.String("command", "", "agent command, bare (research) or prefixed (ralph_research)")
 	intent := fs.String("intent", "", "semantic intent, as a word (lock) or marker (__LOCK__)")
 	state := fs.String("state", "", "direct state name")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if *command == "" || (*intent == "") == (*state == "") {
 		fmt.Fprint(s.err, "policy resolve: --command and exactly one of --intent or --state are required\n")
@@ -126,8 +116,8 @@ func policyResolve(args []string, s streams) int {
 
 func policyPipeline(args []string, s streams) int {
 	fs, file := policyFlags("pipeline", s)
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if _, ok := loadMachine(*file, s); !ok {
 		return exitError
@@ -154,8 +144,8 @@ func decodePipelineInput(r io.Reader) (policy.PipelineInput, error) {
 func policyGraph(args []string, s streams) int {
 	fs, file := policyFlags("graph", s)
 	format := fs.String("format", "mermaid", "diagram format: mermaid or dot")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	if *format != "mermaid" && *format != "dot" {
 		fmt.Fprintf(s.err, "policy graph: unknown --format %q (mermaid or dot)\n", *format)

@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"html/template"
 	"io"
@@ -61,8 +60,7 @@ var (
 )
 
 func runRegister(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("register", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("register", s)
 	org := fs.String("org", "", "the organization that will own the App (required)")
 	manifestFile := fs.String("manifest", "app.yml", "the App manifest")
 	webhookURL := fs.String("webhook-url", "", "where GitHub sends webhooks, https://YOUR-HOST/api/github/hook (default: the manifest's hook_attributes.url)")
@@ -74,8 +72,8 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 	k8sSecret := fs.String("k8s-secret", "", "write a Kubernetes Secret with this name (the chart's github.existingSecret) instead of an env file")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
 	timeout := fs.Duration("timeout", manifestCodeTTL, "give up waiting for GitHub after this long")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(s.err, "register: "+format+"\n", a...)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,11 +14,10 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, s streams) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("serve", s)
 	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
-	if !parseFlags(fs, args, s) {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	cfg, err := config.LoadForServe(*file)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -10,15 +9,10 @@ import (
 )
 
 func runValidate(args []string, s streams) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlags("validate", s)
 	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(s.err, "validate: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
 	}
 	// The environment counts as it does for serve (RALPH_GATE_STORE_DSN, GITHUB_APP_*).
 	cfg, err := config.LoadWithEnv(*file, os.LookupEnv)
