@@ -58,6 +58,11 @@ func (v *validator) run() {
 	if len(s.States) == 0 {
 		v.add("workflow.states", "must list at least one state")
 	}
+	switch s.ReviewMode {
+	case "", ReviewSkip, ReviewAuto, ReviewInteractive:
+	default:
+		v.add("workflow.review_mode", "must be %s, %s or %s, got %q", ReviewSkip, ReviewAuto, ReviewInteractive, s.ReviewMode)
+	}
 	// Index first so that forward references in next lists resolve.
 	for i, st := range s.States {
 		p := fmt.Sprintf("workflow.states[%d].name", i)

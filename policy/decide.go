@@ -19,7 +19,9 @@ const (
 	RuleConvergence   Rule = "convergence"
 	RuleWIP           Rule = "wip_limit"
 	RuleBypass        Rule = "bypass"
-	RuleLegal         Rule = "legal"
+	// RuleRole: an agent with a worker role moved an item out of a state its role does not own.
+	RuleRole  Rule = "role"
+	RuleLegal Rule = "legal"
 	// RuleApp: the change was made by ralph-gate itself and is never checked (docs/ENFORCEMENT.md, step 1).
 	RuleApp Rule = "app"
 )
@@ -57,6 +59,9 @@ type Change struct {
 	Group []Member `json:"group,omitempty"`
 	// WIPCount is the number of items already in To, excluding this one.
 	WIPCount int `json:"wip_count"`
+	// Role is the worker role an agent acts in when it declares one (an MCP agent's role:);
+	// empty: the role its login matches under actors.roles, if any.
+	Role string `json:"role,omitempty"`
 }
 
 // Decision is the verdict on a Change.
@@ -101,6 +106,11 @@ func (m *Machine) Decide(c Change) Decision {
 	ok, reason, rule := m.checkMove(from, c.To, c.ActorKind)
 	if !ok {
 		return revert(d, rule, reason)
+	}
+	if role := m.roleOf(c); role != "" {
+		if d.Allowed = m.allowedForRole(from, d.Allowed, role); m.checkRole(c, from, role) != "" {
+			return revert(d, RuleRole, m.checkRole(c, from, role))
+		}
 	}
 	g := m.spec.Gates
 	if g.LockOwnership && m.IsLock(from) && c.LockHolder != "" && !strings.EqualFold(c.LockHolder, c.Actor) && c.ActorKind.restricted() {
@@ -195,6 +205,13 @@ func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 	case RuleWIP:
 		r.Recovery = fmt.Sprintf("finish or move an item out of %s, then retry", c.To)
 		r.Options = []string{c.To}
+	case RuleRole:
+		state := c.From
+		if !m.IsState(state) {
+			state = c.To
+		}
+		r.Recovery = m.roleRecovery(state)
+		r.Options = slices.Clone(d.Allowed)
 	default:
 		r.Options = slices.Clone(d.Allowed)
 		if len(d.Allowed) == 0 {

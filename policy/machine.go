@@ -23,6 +23,9 @@ type Machine struct {
 
 	// The convergence gate (docs/ENFORCEMENT.md) guards entering convLock until the group reaches convReady.
 	convLock, convReady string
+
+	// roles is the state ownership map (nil: no roles, agents keep the agent rules alone).
+	roles *Roles
 }
 
 // StateInfo describes one state.
@@ -128,6 +131,14 @@ func (m *Machine) isCanceledLike(name string) bool {
 // isEscalated: off the pipeline and waiting for a human (Human Needed).
 func (m *Machine) isEscalated(name string) bool {
 	return m.IsHumanGate(name) && m.PipelineIndex(name) < 0
+}
+
+// ReviewMode is workflow.review_mode, skip when unset.
+func (m *Machine) ReviewMode() string {
+	if m.spec.ReviewMode == "" {
+		return ReviewSkip
+	}
+	return m.spec.ReviewMode
 }
 
 // Field is the name of the project field holding the state.

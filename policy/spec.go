@@ -31,6 +31,9 @@ type Spec struct {
 	Gates GatesSpec `yaml:"gates" json:"gates"`
 	// Automation switches the automation rules of docs/AUTOMATION.md on and off.
 	Automation AutomationSpec `yaml:"automation" json:"automation"`
+	// ReviewMode settles who takes a plan out of review when roles are configured:
+	// skip (the default), auto or interactive (docs/ENFORCEMENT.md, Worker roles).
+	ReviewMode string `yaml:"review_mode" json:"review_mode,omitempty"`
 }
 
 // StateSpec is one state of the machine.
