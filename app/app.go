@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,11 @@ type App struct {
 	appLogin string
 	handler  http.Handler
 	ready    atomic.Bool
+	// preflight holds /readyz until the enforced boards have what the workflow needs
+	// (Options.CheckBoards; preflight.go).
+	preflight *boardGate
+	// stdio: built for `mcp --stdio` only (Options.StdioMCP): no routes, Serve refuses.
+	stdio    bool
 	metrics  *metrics.Metrics
 	hookWrap func(http.Handler) http.Handler
 	maint    *maintenance // reconciler and redelivery sweeper (reliability.go)
@@ -68,12 +74,24 @@ type Options struct {
 	// GitHubWriteGap is the least time between two mutations of one installation; 0 keeps
 	// ghboard's default, GitHub's advice of a second. The sandbox sets a small one.
 	GitHubWriteGap time.Duration
+	// CheckBoards makes Serve check every enforced project's board before /readyz answers
+	// ready: the project, its workflow field and an option for every state (CheckBoards).
+	// serve sets it; the sandbox, whose boards are seeded, leaves it off.
+	CheckBoards bool
+	// StdioMCP builds the app for `mcp --stdio`: one local agent, no webhooks and no HTTP,
+	// so the webhook secret and the agents' tokens are not needed (config.ForMCP). Serve
+	// refuses such an app.
+	StdioMCP bool
 }
 
 // New builds the app: it authenticates as the GitHub App (to learn its own bot login), opens
 // the store (running migrations) and prepares the queue. Nothing runs until Serve.
 func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
-	if problems := cfg.ValidateServe(); len(problems) > 0 {
+	mode := config.ForServe
+	if opts.StdioMCP {
+		mode = config.ForMCP
+	}
+	if problems := cfg.Check(mode, os.LookupEnv); len(problems) > 0 {
 		return nil, problems
 	}
 	m, err := cfg.Machine()
@@ -144,6 +162,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("prepare queue: %w", err)
 	}
 	a.version = opts.Version
+	a.preflight, a.stdio = newBoardGate(opts.CheckBoards), opts.StdioMCP
+	if a.stdio {
+		return a, nil // no routes: the façade is served on stdio (MCPServer)
+	}
 	if a.mcp, err = a.mcpHandler(); err != nil {
 		st.Close()
 		return nil, err
@@ -213,6 +235,10 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return
 	}
+	if reason, pending := a.preflight.pending(); pending {
+		http.Error(w, reason, http.StatusServiceUnavailable)
+		return
+	}
 	if err := a.store.Ping(ctx); err != nil {
 		http.Error(w, "store unreachable", http.StatusServiceUnavailable)
 		return
@@ -224,6 +250,9 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 // it stops taking webhooks, lets running jobs finish and closes the store.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	logger := zerolog.Ctx(ctx)
+	if a.stdio {
+		return errors.New("this app was built for the MCP façade on stdio (Options.StdioMCP): it serves no HTTP")
+	}
 	if err := a.recoverInterrupted(ctx); err != nil {
 		return err
 	}
@@ -243,10 +272,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	gapCtx, stopGaps := context.WithCancel(ctx)
 	defer stopGaps()
 	go a.maint.gaps.run(gapCtx)
+	if _, pending := a.preflight.pending(); pending {
+		go a.runPreflight(gapCtx)
+	}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(ln) }()
 	a.ready.Store(true)
-	logger.Info().Str("address", ln.Addr().String()).Str("app", a.appLogin).Msg("ralph-gate is serving")
+	logger.Info().Fields(startupFields(a.cfg, a.version, a.appLogin, ln.Addr().String())).Msg("ralph-gate is serving")
 
 	var serveErr error
 	select {

@@ -26,7 +26,7 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
 	}
 	for _, ag := range a.cfg.MCP.Agents {
-		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Commands: ag.Commands})
+		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Role: ag.Role, Commands: ag.Commands})
 	}
 	return mcpserver.New(opts)
 }

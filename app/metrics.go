@@ -34,9 +34,11 @@ func newMetrics(version string, queue func() jobs.Queue) *metrics.Metrics {
 // Metrics exposes the registry (tests gather from it).
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 
-// observed wraps the processor: every processed change is counted and timed, and logged as
-// one decision line carrying delivery, org, project, item and actor (the worker adds delivery
-// and item; org, project and actor are added here, for enforce's own lines too).
+// observed wraps the processor: every processed change is counted and timed. Its logger adds
+// org and project to the worker's delivery and item, for enforce's lines; enforce writes each
+// change's decision line (with the issue, the move, its actor and the verdict). The logger
+// carries no `actor`: each decision line names the actor of its own move, which need not be
+// the sender of the webhook the job is for (a walk judges every report it finds pending).
 type observed struct {
 	next    jobs.Processor
 	metrics *metrics.Metrics
@@ -56,28 +58,19 @@ func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce
 	logger := zerolog.Ctx(ctx).With().
 		Str(handlers.LogKeyOrg, ch.Owner).
 		Int(handlers.LogKeyProject, ch.ProjectNumber).
-		Str(handlers.LogKeyActor, ch.Actor).
 		Logger()
-	ctx = logger.WithContext(ctx)
-	res, err := p.next.ProcessChange(ctx, ch)
+	res, err := p.next.ProcessChange(logger.WithContext(ctx), ch)
 	if err != nil {
 		p.metrics.ProcessingFailed()
 		return res, err
 	}
 	p.metrics.Decided(string(res.Verdict), time.Since(start))
-	logger.Info().
-		Str("verdict", string(res.Verdict)).
-		Str("from", ch.From).
-		Str("to", ch.To).
-		Str("reason", res.Reason).
-		Msg("decision")
 	return res, nil
 }
 
 func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {
 	logger := zerolog.Ctx(ctx).With().
 		Str(handlers.LogKeyOrg, ev.Owner).
-		Str(handlers.LogKeyActor, ev.Actor).
 		Logger()
 	res, err := p.next.ProcessLifecycle(logger.WithContext(ctx), ev)
 	if err != nil {

@@ -70,7 +70,7 @@ func (s *sweeps) run(ctx context.Context) {
 		var ra *redeliver.RetryAfterError
 		switch {
 		case errors.As(err, &ra):
-			log.Warn().Dur("retry_after", ra.Wait).Msg("github asked the gap sweep to wait")
+			log.Warn().Int64("retry_after_ms", ra.Wait.Milliseconds()).Msg("github asked the gap sweep to wait")
 			s.RequestSweep(ctx) // the next sweep waits out the retry-after itself
 			select {
 			case <-ctx.Done():

@@ -78,7 +78,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 		child.State = mv.To
 		if err := f.auto.cascade(ctx, ch, child, 2); err != nil {
 			res.Errors = append(res.Errors, AdvanceError{Number: mv.Number,
-				Error: fmt.Sprintf("Moved #%d, but its own children could not follow: %v. Recovery: retry advance_children on #%d", mv.Number, err, mv.Number)})
+				Error: fmt.Sprintf("Moved #%d, but its own children could not follow: %v. Recovery: retry advance_children with number %d", mv.Number, err, mv.Number)})
 		}
 	}
 	return res, nil

@@ -174,8 +174,8 @@ func (a *Automation) record(ctx context.Context, mv appMove) error {
 				// The item's history is still being judged (the value moved from is not its
 				// record's): our write takes its place in that history through its own
 				// report, recorded at intake, when the item's walk reaches it.
-				zerolog.Ctx(ctx).Info().Int("issue", it.Number).Str("from", mv.From).Str("to", mv.To).Str("cause", mv.Why).
-					Msg("automation moved an item whose history is being judged: recorded when its walk reaches it")
+				// (The move's decision line follows, as for any automated move.)
+				a.logMove(zerolog.Ctx(ctx).Debug(), mv).Msg("automation moved an item whose history is being judged: recorded when its walk reaches it")
 				return Step{}, false, nil
 			}
 		}
@@ -192,9 +192,16 @@ func (a *Automation) record(ctx context.Context, mv appMove) error {
 	if err != nil {
 		return fmt.Errorf("record automation on %s: %w", it.ID, err)
 	}
-	zerolog.Ctx(ctx).Info().Int("issue", it.Number).Str("from", mv.From).Str("to", mv.To).Str("cause", mv.Why).Msg("automation moved an item")
+	a.logMove(zerolog.Ctx(ctx).Info(), mv).Msg("automation moved an item")
 	a.observeAutomation(mv.Kind)
 	return nil
+}
+
+// logMove adds an automated move's fields to ev. The item moved is `moved_item`: the caller's
+// logger may carry the item whose move set the automation off as `item`.
+func (a *Automation) logMove(ev *zerolog.Event, mv appMove) *zerolog.Event {
+	return moveLine{Issue: mv.Item.Number, From: mv.From, To: mv.To, Actor: a.rec.app, Verdict: VerdictAutomated}.
+		on(ev).Str("moved_item", mv.Item.ID).Str("cause", mv.Why)
 }
 
 // comment explains an automated move on the issue when automation.comment_automation is on.

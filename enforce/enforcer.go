@@ -37,14 +37,34 @@ const maxStepsPerRun = 200
 // ProcessChange enforces one reported change: it records the report, then walks the item's
 // history. Errors are infrastructure failures (retry); an illegal move is a Result, not an
 // error.
+//
+// It ends with the change's decision line (at debug while the change waits for its place in
+// the history). The caller's logger carries the item (the job's worker adds it).
 func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Result, error) {
+	line := moveLine{From: ch.From, To: ch.To, Actor: ch.Actor}
+	if ch.Actor == "" {
+		line.Actor = NoSender
+	}
 	if e.actors.Classify(ch.Actor) == policy.ActorApp {
+		line.Verdict = VerdictIgnored
+		line.on(zerolog.Ctx(ctx).Debug()).Str("reason", "our own write").Msg("decision")
 		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
 	}
 	if err := e.Observe(ctx, ch); err != nil {
 		return Result{}, err
 	}
-	return e.walk(ctx, b, ch.ItemID, ch.DeliveryID)
+	w := &walk{board: b, delivery: ch.DeliveryID}
+	res, err := e.walkOn(ctx, w, ch.ItemID)
+	if err != nil {
+		return res, err
+	}
+	ev := zerolog.Ctx(ctx).Info()
+	if res.Verdict == VerdictWait {
+		ev = zerolog.Ctx(ctx).Debug()
+	}
+	line.Issue, line.Verdict = w.rec.IssueNumber, res.Verdict
+	line.on(ev).Str("reason", res.Reason).Msg("decision")
+	return res, nil
 }
 
 // Observe records a reported change of an item before GitHub is answered, so that a
@@ -90,17 +110,23 @@ type walk struct {
 	// adoptedAt is set when this run adopted the board's value: reports without a previous
 	// value up to then are part of the adoption.
 	adoptedAt time.Time
+	// refused is the newest step this run refused (whose revert it may write next).
+	refused Observation
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence
 // decides each step) and carries each step out, under the item's lock.
 func (e *Enforcer) walk(ctx context.Context, b Board, itemID, delivery string) (Result, error) {
+	return e.walkOn(ctx, &walk{board: b, delivery: delivery}, itemID)
+}
+
+// walkOn is walk on w, which the caller keeps (ProcessChange logs the item's issue from it).
+func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, error) {
 	unlock, err := e.items.lock(ctx, itemID)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
-	w := &walk{board: b, delivery: delivery}
 	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil {
 		return Result{}, err
 	}

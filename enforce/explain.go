@@ -25,26 +25,22 @@ type violation struct {
 }
 
 // explain posts the explanation of a refused step (o, judged), or folds it into a recent
-// violation comment on the same issue.
+// violation comment of the same actor on the same issue. Each actor's violations have their own
+// comment: GitHub notifies on a new comment, never on an edit, so a second actor's violation
+// folded into someone else's comment would reach nobody.
 func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 	now, it := e.now(), w.it
 	v := violation{marker: violationMarker(o), line: violationLine(o, w.rec.LastLegalState)}
-	prev, err := e.store().GetViolationComment(ctx, it.Repo, it.Number)
-	found := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("load violation comment: %w", err)
-	}
-	if found && prev.NodeID == "" {
-		// An earlier attempt recorded a comment it was about to post, then failed or died:
-		// ask GitHub whether the comment exists before posting anything.
-		if prev, err = e.settlePending(ctx, w, prev); err != nil {
-			return err
-		}
+	prev, found, err := e.violationComment(ctx, w, o.Actor, v)
+	if err != nil {
+		return err
 	}
 	if found && strings.Contains(prev.Body, v.marker.String()) && prev.NodeID != "" {
 		return nil // already explained (a retry after a crash or a failed call)
 	}
-	if found && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < e.opts.CoalesceWindow {
+	// A comment recorded before comments were kept per actor (settled above) is not the actor's.
+	own := found && prev.Actor == o.Actor
+	if own && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < e.opts.CoalesceWindow {
 		body := coalesce(prev.Body, v, prev.Count+1)
 		if err := w.board.UpdateComment(ctx, prev.NodeID, body); err != nil {
 			return fmt.Errorf("update violation comment: %w", err)
@@ -53,7 +49,7 @@ func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 		return e.store().PutViolationComment(ctx, it.Repo, it.Number, prev)
 	}
 	vs, count := []violation{v}, 1
-	if found && prev.NodeID == "" {
+	if own && prev.NodeID == "" {
 		// The interrupted comment was never posted: this one carries its violations too.
 		vs = parseViolations(prev.Body)
 		count = prev.Count
@@ -64,7 +60,7 @@ func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 	body := renderViolations(vs, count)
 	// Write-ahead: remember the comment before posting it, so that a crash between GitHub
 	// creating it and the store recording it cannot lead to a second comment (settlePending).
-	pending := ViolationComment{Count: count, UpdatedAt: now, Body: body}
+	pending := ViolationComment{Actor: o.Actor, Count: count, UpdatedAt: now, Body: body}
 	if err := e.store().PutViolationComment(ctx, it.Repo, it.Number, pending); err != nil {
 		return fmt.Errorf("record the violation comment to post: %w", err)
 	}
@@ -73,8 +69,34 @@ func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 		return fmt.Errorf("add violation comment: %w", err)
 	}
 	return e.store().PutViolationComment(ctx, it.Repo, it.Number, ViolationComment{
-		CommentID: c.DatabaseID, NodeID: c.ID, Count: count, UpdatedAt: now, Body: body,
+		Actor: o.Actor, CommentID: c.DatabaseID, NodeID: c.ID, Count: count, UpdatedAt: now, Body: body,
 	})
+}
+
+// violationComment loads the violation comment kept for the issue and the actor, after settling
+// one whose posting was interrupted (settlePending). When the actor has none, a comment
+// recorded before comments were kept per actor ("" actor) is taken only if its posting of this
+// very violation was interrupted: GitHub may have it, and it must not be posted twice.
+func (e *Enforcer) violationComment(ctx context.Context, w *walk, actor string, v violation) (ViolationComment, bool, error) {
+	c, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, actor)
+	if errors.Is(err, ErrNotFound) && actor != "" {
+		c, err = e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, "")
+		if err == nil && (c.NodeID != "" || !strings.Contains(c.Body, v.marker.String())) {
+			return ViolationComment{}, false, nil
+		}
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ViolationComment{}, false, nil
+	case err != nil:
+		return ViolationComment{}, false, fmt.Errorf("load violation comment: %w", err)
+	case c.NodeID == "":
+		// An earlier attempt recorded a comment it was about to post, then failed or died:
+		// ask GitHub whether the comment exists before posting anything.
+		c, err = e.settlePending(ctx, w, c)
+		return c, err == nil, err
+	}
+	return c, true, nil
 }
 
 // settlePending resolves a violation comment recorded as about to be posted (NodeID ""): when
@@ -98,7 +120,8 @@ func (e *Enforcer) settlePending(ctx context.Context, w *walk, prev ViolationCom
 	if err := e.store().PutViolationComment(ctx, w.it.Repo, w.it.Number, prev); err != nil {
 		return prev, fmt.Errorf("record the violation comment: %w", err)
 	}
-	zerolog.Ctx(ctx).Info().Str("comment", c.ID).Msg("found an interrupted violation comment on GitHub")
+	zerolog.Ctx(ctx).Info().Int("issue", w.it.Number).Str("comment", c.ID).Str("actor", prev.Actor).
+		Msg("found an interrupted violation comment on GitHub")
 	return prev, nil
 }
 

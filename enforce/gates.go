@@ -23,7 +23,7 @@ type gateQuery struct {
 var errGroupUnsettled = errors.New("a group member's history is still being judged")
 
 // gateInputs gathers what the gates need for a move that the table allows: open blockers,
-// the group's states and the WIP count. Each is read only when its gate can apply, so a plain
+// the group's states, the WIP count and the repository's integration under way. Each is read only when its gate can apply, so a plain
 // legal move costs no extra call.
 //
 // A move is judged once its place in the history is certain, seconds after it was made: the
@@ -54,6 +54,11 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 		}
 		pc.WIPCount = n
 	}
+	in, err := c.integrating(ctx, it, pc)
+	if err != nil {
+		return pc, fmt.Errorf("read the repository's integration: %w", err)
+	}
+	pc.Integrating = in
 	return pc, nil
 }
 

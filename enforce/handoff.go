@@ -33,7 +33,11 @@ const lockIntent = "lock"
 // Handoff is an agent's request to move an item with a command, by intent or by state.
 type Handoff struct {
 	Agent string
-	// Commands are the commands the agent may use (config mcp.agents[].commands); empty = all.
+	// Role is the worker role the agent acts in (mcp.agents[].role, or the one its name
+	// matches); empty: none. policy holds it to the states its role owns.
+	Role string
+	// Commands are the commands the agent may use (config mcp.agents[].commands, else its
+	// role's); empty = all.
 	Commands []string
 	Command  string
 	Intent   string // exactly one of Intent and ToState
@@ -81,12 +85,10 @@ func (f *Facade) permit(h Handoff) error {
 			allowed = append(allowed, got)
 		}
 	}
-	return &policy.Refusal{
-		Tried:    fmt.Sprintf("Agent %s used command %s", h.Agent, cmd),
-		Why:      fmt.Sprintf("%s may only use the commands %s (config mcp.agents)", h.Agent, strings.Join(allowed, ", ")),
-		Recovery: "retry with command set to one of: " + strings.Join(allowed, ", ") + ", or leave this issue to an agent that runs " + cmd,
-		Options:  allowed,
-	}
+	return policy.NewRetryRefusal(fmt.Sprintf("Agent %s used command %s", h.Agent, cmd),
+		fmt.Sprintf("%s may only use the commands %s (config mcp.agents)", h.Agent, strings.Join(allowed, ", ")),
+		policy.Retry{With: []policy.Suggestion{{Arg: policy.ArgCommand, Kind: policy.Word, Values: allowed}},
+			Tail: ", or leave this issue to an agent that runs " + cmd})
 }
 
 // target resolves the handoff's intent or state for its command.
@@ -97,19 +99,13 @@ func (f *Facade) target(h Handoff) (string, error) {
 		if hasIntent {
 			what = "Both intent and to_state were given"
 		}
-		var intents []string
-		for _, it := range f.machine.Intents() {
-			if st, err := f.machine.ResolveIntent(h.Command, it); err == nil {
-				intents = append(intents, it+" (→ "+st+")")
-			}
+		why := "a handoff names exactly one: a semantic intent, or a direct state"
+		rt, ok := f.machine.Retries(h.Command)
+		if !ok {
+			return "", &policy.Refusal{Tried: what, Why: why, Options: []string{},
+				Recovery: h.Command + " has no intents and no direct states; ask a human to move the issue"}
 		}
-		direct, _ := f.machine.DirectStates(h.Command)
-		return "", &policy.Refusal{
-			Tried:    what,
-			Why:      "a handoff names exactly one: a semantic intent, or a direct state",
-			Recovery: fmt.Sprintf("retry with only intent (for %s: %s) or only to_state (%s)", h.Command, strings.Join(intents, ", "), strings.Join(direct, ", ")),
-			Options:  append(f.machine.Intents(), direct...),
-		}
+		return "", policy.NewRetryRefusal(what, why, rt)
 	}
 	if hasIntent {
 		return f.machine.ResolveIntent(h.Command, h.Intent)
@@ -227,7 +223,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	if a.from == a.to {
 		return f.unchanged(a, res)
 	}
-	pc := policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder}
+	pc := policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {
 		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc}); err != nil {
@@ -253,7 +249,8 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	}
 	res.Guidance = f.Guide(a.to, holder)
 	f.audit(ctx, f.rec.handoffAudit(a, VerdictHandoff, handoffReason(a)))
-	zerolog.Ctx(ctx).Info().Int("issue", cur.Number).Str("from", a.from).Str("to", a.to).Str("agent", h.Agent).Str("command", a.cmd).Msg("handoff")
+	moveLine{Issue: cur.Number, From: a.from, To: a.to, Actor: h.Agent, Verdict: VerdictHandoff}.on(zerolog.Ctx(ctx).Info()).
+		Str("item", cur.ID).Str("command", a.cmd).Msg("handoff")
 	if _, err := b.AddComment(ctx, cur.ContentID, f.rec.handoffComment(a, res.Guidance)); err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("could not comment on the handoff")
 		res.Warnings = append(res.Warnings, "the audit comment could not be posted: "+err.Error())

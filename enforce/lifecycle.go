@@ -112,7 +112,7 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 // nothing to move, ever, so the job ends rather than being retried.
 func (a *Automation) gone(ctx context.Context, ev Lifecycle, what string) Result {
 	why := what + " no longer exists on GitHub"
-	zerolog.Ctx(ctx).Warn().Str("kind", ev.Kind).Str("why", why).Msg("lifecycle event dropped")
+	zerolog.Ctx(ctx).Warn().Str("kind", ev.Kind).Str("actor", ev.Actor).Str("why", why).Msg("lifecycle event dropped")
 	a.audit(ctx, AuditEntry{At: a.now(), DeliveryID: ev.DeliveryID, Repo: ev.Owner + "/" + ev.Repo, IssueNumber: ev.Number,
 		Actor: ev.Actor, Verdict: VerdictIgnored, Rule: "lifecycle", Reason: why, Cause: ev.Kind})
 	return Result{Verdict: VerdictIgnored, Reason: why}
@@ -153,7 +153,8 @@ func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Ite
 		return false, err
 	}
 	a.comment(ctx, b, mv)
-	zerolog.Ctx(ctx).Info().Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
+	// The move's decision line is record's ("automation moved an item").
+	zerolog.Ctx(ctx).Debug().Str("moved_item", cur.ID).Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
 	moved := cur
 	moved.State = to
 	if err := a.run(ctx, b, moved, why); err != nil {

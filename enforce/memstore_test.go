@@ -23,13 +23,44 @@ type memStore struct {
 	audit    []AuditEntry
 	comments map[string]ViolationComment
 	cursors  map[string]string
+	slots    map[string]Slot
 	fail     func(op string) error
 	broken   map[string]error // method name -> the error it returns
 }
 
 func newMemStore() *memStore {
 	return &memStore{items: map[string]Record{}, obs: map[string]Observation{}, comments: map[string]ViolationComment{},
-		cursors: map[string]string{}, broken: map[string]error{}}
+		cursors: map[string]string{}, slots: map[string]Slot{}, broken: map[string]error{}}
+}
+
+func (m *memStore) ClaimSlot(_ context.Context, sl Slot) (Slot, bool, error) {
+	if err := m.call("ClaimSlot"); err != nil {
+		return Slot{}, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held, ok := m.slots[sl.Key]
+	if !ok {
+		m.slots[sl.Key], held = sl, sl
+	}
+	return held, held.ItemID == sl.ItemID && held.Holder == sl.Holder, nil
+}
+
+func (m *memStore) GetSlot(_ context.Context, key string) (Slot, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sl, ok := m.slots[key]
+	return sl, ok, nil
+}
+
+func (m *memStore) ReleaseSlot(_ context.Context, key, itemID string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sl, ok := m.slots[key]; ok && sl.ItemID == itemID {
+		delete(m.slots, key)
+		return true, nil
+	}
+	return false, nil
 }
 
 var errInjected = errors.New("injected failure")
@@ -125,13 +156,31 @@ func (m *memStore) CountInState(_ context.Context, projectID, state string) (int
 	return n, nil
 }
 
+// GetViolationComment is the most recently updated violation comment, whoever's (the
+// tests' view of "the" comment when one actor is involved).
 func (m *memStore) GetViolationComment(_ context.Context, repo string, number int) (ViolationComment, error) {
-	if err := m.call("GetViolationComment"); err != nil {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var newest ViolationComment
+	found := false
+	for k, c := range m.comments {
+		if strings.HasPrefix(k, fmt.Sprintf("%s#%d#", repo, number)) && (!found || c.UpdatedAt.After(newest.UpdatedAt)) {
+			newest, found = c, true
+		}
+	}
+	if !found {
+		return ViolationComment{}, ErrNotFound
+	}
+	return newest, nil
+}
+
+func (m *memStore) GetActorViolationComment(_ context.Context, repo string, number int, actor string) (ViolationComment, error) {
+	if err := m.call("GetActorViolationComment"); err != nil {
 		return ViolationComment{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.comments[fmt.Sprintf("%s#%d", repo, number)]
+	c, ok := m.comments[fmt.Sprintf("%s#%d#%s", repo, number, actor)]
 	if !ok {
 		return ViolationComment{}, ErrNotFound
 	}
@@ -147,7 +196,7 @@ func (m *memStore) PutViolationComment(_ context.Context, repo string, number in
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.comments[fmt.Sprintf("%s#%d", repo, number)] = c
+	m.comments[fmt.Sprintf("%s#%d#%s", repo, number, c.Actor)] = c
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -54,28 +55,32 @@ const maxClaimRounds = 3
 // Pick ranks the open, unlocked, unblocked issues in a state (policy.Pick) and, with Claim,
 // locks the best one it can for the caller: concurrent claimers never get the same issue.
 func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult, error) {
-	if !f.machine.IsState(req.State) {
-		states := f.machine.States()
-		return PickResult{}, &policy.Refusal{
-			Tried:    fmt.Sprintf("Unknown workflow state %q", req.State),
-			Why:      "Valid states are " + strings.Join(states, ", ") + " (case-sensitive)",
-			Recovery: "retry with workflowState set to one of: " + strings.Join(states, ", "),
-			Options:  states,
+	if err := f.machine.RequireState(ArgPickState, req.State); err != nil {
+		var r *policy.Refusal
+		if errors.As(err, &r) {
+			r.Tried = fmt.Sprintf("Unknown workflow state %q", req.State)
 		}
+		return PickResult{}, err
 	}
 	if _, _, err := policy.Pick(nil, req.State, req.MaxEstimate); err != nil {
 		return PickResult{}, err
 	}
+	if err := f.roleMayPick(req); err != nil {
+		return PickResult{}, err
+	}
 	var lockState string
+	inPlace := req.Claim && f.claimsInPlace(req)
 	if req.Claim {
 		if err := f.permit(req.Handoff); err != nil {
 			return PickResult{}, err
 		}
-		st, err := f.machine.ResolveIntent(req.Handoff.Command, lockIntent)
-		if err != nil {
-			return PickResult{}, err
+		if !inPlace {
+			st, err := f.claimState(req)
+			if err != nil {
+				return PickResult{}, err
+			}
+			lockState = st
 		}
-		lockState = st
 	}
 	ranked, err := f.rank(ctx, b, req, nil)
 	if err != nil {
@@ -95,7 +100,11 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		lost := false
 		for i, p := range ranked {
 			tried[p.Item.ID] = true
-			hr, err := f.claim(ctx, b, p.Item, req.Handoff, lockState)
+			claim := func() (HandoffResult, error) { return f.claim(ctx, b, p.Item, req.Handoff, lockState) }
+			if inPlace {
+				claim = func() (HandoffResult, error) { return f.claimIntegration(ctx, b, p.Item, req.Handoff) }
+			}
+			hr, err := claim()
 			var refusal *policy.Refusal
 			switch {
 			case err == nil:
@@ -119,6 +128,44 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		}
 	}
 	return res, nil
+}
+
+// claimState is the lock state a claim hands the picked issue off to: the lock intent of the
+// caller's command, which an agent must be able to enter from req.State.
+func (f *Facade) claimState(req PickRequest) (string, error) {
+	m := f.machine
+	cmd, _ := f.CanonicalCommand(req.Handoff.Command)
+	st, err := m.ResolveIntent(cmd, lockIntent)
+	if err != nil {
+		var lockers []string
+		for _, c := range m.Commands() {
+			if _, err := m.ResolveIntent(c, lockIntent); err == nil {
+				lockers = append(lockers, c)
+			}
+		}
+		why := fmt.Sprintf("a claim locks the issue with %s's lock intent, and %s has none", cmd, cmd)
+		retry := policy.Retry{With: []policy.Suggestion{{Arg: ArgClaim, Kind: policy.Literal, Values: []string{"false"}}}}
+		if len(lockers) > 0 {
+			retry.With = append([]policy.Suggestion{{Arg: policy.ArgCommand, Kind: policy.Word, Values: lockers}}, retry.With...)
+		}
+		return "", policy.NewRetryRefusal(fmt.Sprintf("Claiming an issue for command %s", cmd), why, retry)
+	}
+	if slices.Contains(m.AllowedNext(req.State, policy.ActorAgent), st) {
+		return st, nil
+	}
+	var from []string
+	for _, s := range m.States() {
+		if s != st && slices.Contains(m.AllowedNext(s, policy.ActorAgent), st) {
+			from = append(from, s)
+		}
+	}
+	tried := fmt.Sprintf("Claiming an issue in %s for command %s", req.State, cmd)
+	why := fmt.Sprintf("a claim moves the issue to %s, and an agent may not move an issue from %s to %s", st, req.State, st)
+	retry := policy.Retry{With: []policy.Suggestion{{Arg: ArgClaim, Kind: policy.Literal, Values: []string{"false"}}}}
+	if len(from) > 0 {
+		retry.With = append([]policy.Suggestion{{Arg: ArgPickState, Kind: policy.Text, Values: from}}, retry.With...)
+	}
+	return "", policy.NewRetryRefusal(tried, why, retry)
 }
 
 // rank reads the projects' open, unlocked items in req.State and ranks them (policy.Pick),
@@ -164,4 +211,31 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[st
 		}
 	}
 	return ranked, nil
+}
+
+// roleMayPick refuses to look for work in a state the agent's role does not own: a worker
+// polls its own states (docs/ENFORCEMENT.md, Worker roles).
+func (f *Facade) roleMayPick(req PickRequest) error {
+	role, roles := req.Handoff.Role, f.machine.Roles()
+	if role == "" || !roles.Has(role) {
+		return nil
+	}
+	owns := roles.Owns(role)
+	if slices.Contains(owns, req.State) {
+		return nil
+	}
+	return policy.NewRetryRefusal(fmt.Sprintf("%s (%s) looked for work in %s", req.Handoff.Agent, role, req.State),
+		fmt.Sprintf("the %s role works on %s; %s", role, strings.Join(owns, ", "), ownedByText(roles.Owners(req.State))),
+		policy.Retry{With: []policy.Suggestion{{Arg: ArgPickState, Kind: policy.Text, Values: owns}}})
+}
+
+// ownedByText says which roles own a state: "the analyst role owns it".
+func ownedByText(owners []string) string {
+	switch len(owners) {
+	case 0:
+		return "no agent role owns it"
+	case 1:
+		return "the " + owners[0] + " role owns it"
+	}
+	return "the " + strings.Join(owners, " and ") + " roles own it"
 }

@@ -44,7 +44,7 @@ type Board interface {
 }
 
 // Store is the persistence enforcement needs. GetItem, GetObservation and
-// GetViolationComment return an error wrapping ErrNotFound for what was never recorded.
+// GetActorViolationComment return an error wrapping ErrNotFound for what was never recorded.
 type Store interface {
 	// LockItem serializes work on one item across replicas (a no-op where there is one).
 	LockItem(ctx context.Context, itemID string) (unlock func(), err error)
@@ -79,10 +79,18 @@ type Store interface {
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
 
-	// GetViolationComment loads the violation comment kept for an issue.
-	GetViolationComment(ctx context.Context, repo string, issueNumber int) (ViolationComment, error)
-	// PutViolationComment replaces the violation comment kept for an issue.
+	// GetActorViolationComment loads the violation comment kept for an issue and an actor.
+	GetActorViolationComment(ctx context.Context, repo string, issueNumber int, actor string) (ViolationComment, error)
+	// PutViolationComment replaces the violation comment kept for an issue and c.Actor.
 	PutViolationComment(ctx context.Context, repo string, issueNumber int, c ViolationComment) error
+
+	// ClaimSlot takes a serialization slot for sl.ItemID and sl.Holder when it is free (or
+	// already theirs) and returns it as it stands; won is false when another holds it. One of
+	// several concurrent claimers wins. GetSlot reads a slot (found false: free); ReleaseSlot
+	// frees it if itemID holds it.
+	ClaimSlot(ctx context.Context, sl Slot) (held Slot, won bool, err error)
+	GetSlot(ctx context.Context, key string) (sl Slot, found bool, err error)
+	ReleaseSlot(ctx context.Context, key, itemID string) (bool, error)
 }
 
 // ReconcileStore is what the reconciler needs of the store besides Store: the known items of

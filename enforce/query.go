@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,6 +14,17 @@ import (
 // The read-only use cases of the MCP façade: find an issue's item, describe its state, its
 // group, its pipeline position and convergence, and rank actionable issues. Every verdict comes
 // from policy; this file only gathers the inputs.
+
+// The façade's own arguments a Recovery may name, beside the workflow's (policy.Arg); the MCP
+// tools spell them their own way.
+const (
+	// ArgProject is a project number.
+	ArgProject policy.Arg = "project"
+	// ArgPickState is the state pick_actionable_issue looks in.
+	ArgPickState policy.Arg = "pick_state"
+	// ArgClaim says whether to claim the picked issue.
+	ArgClaim policy.Arg = "claim"
+)
 
 // maxGroup bounds a group (siblings plus the closure over blockers): groups are issue trees,
 // and an unbounded walk over blockedBy links could read a whole organization.
@@ -29,6 +41,8 @@ func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int)
 	if err != nil {
 		return Item{}, err
 	}
+	// Projects in numeric order, so a Recovery lists them the same way every time.
+	slices.SortStableFunc(items, func(x, y Item) int { return cmp.Compare(x.ProjectNumber, y.ProjectNumber) })
 	var found []Item
 	var numbers []string
 	for _, it := range items {
@@ -51,12 +65,9 @@ func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int)
 		}
 		return it, nil
 	case len(found) == 0 && len(numbers) > 0:
-		return Item{}, &policy.Refusal{
-			Tried:    fmt.Sprintf("Issue %s is not on project %d", name, project),
-			Why:      "it is on the enforced project(s) " + strings.Join(numbers, ", "),
-			Recovery: "retry with project set to one of: " + strings.Join(numbers, ", "),
-			Options:  numbers,
-		}
+		return Item{}, policy.NewRetryRefusal(fmt.Sprintf("Issue %s is not on project %d", name, project),
+			"it is on the enforced project(s) "+strings.Join(numbers, ", "),
+			policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}})
 	case len(found) == 0:
 		return Item{}, &policy.Refusal{
 			Tried:    fmt.Sprintf("Issue %s is not on any project ralph-gate enforces", name),
@@ -68,12 +79,9 @@ func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int)
 	for _, it := range found {
 		numbers = append(numbers, fmt.Sprint(it.ProjectNumber))
 	}
-	return Item{}, &policy.Refusal{
-		Tried:    fmt.Sprintf("Issue %s is on several enforced projects", name),
-		Why:      "it is on projects " + strings.Join(numbers, ", "),
-		Recovery: "retry with project set to one of: " + strings.Join(numbers, ", "),
-		Options:  numbers,
-	}
+	return Item{}, policy.NewRetryRefusal(fmt.Sprintf("Issue %s is on several enforced projects", name),
+		"it is on projects "+strings.Join(numbers, ", "),
+		policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}})
 }
 
 // Guidance is what an agent may do next from a state.
@@ -265,11 +273,17 @@ type PipelinePosition struct {
 	Result policy.PipelineResult
 }
 
-// Position detects the pipeline phase of an issue's group.
+// Position detects the pipeline phase of an issue's group. A member in a state pipeline
+// detection does not know is refused rather than guessed at.
 func (f *Facade) Position(ctx context.Context, b Board, it Item, opts policy.PipelineOptions) (PipelinePosition, error) {
 	g, err := f.Group(ctx, b, it)
 	if err != nil {
 		return PipelinePosition{}, err
+	}
+	for _, m := range g.Members {
+		if !policy.IsPipelineState(m.State) {
+			return PipelinePosition{}, f.unknownPipelineState(it, m.Relative)
+		}
 	}
 	in := policy.PipelineInput{IsGroup: len(g.Members) > 1, Options: opts}
 	for _, m := range g.Members {
@@ -280,6 +294,20 @@ func (f *Facade) Position(ctx context.Context, b Board, it Item, opts policy.Pip
 		in.GroupPrimary = g.Members[0].Number
 	}
 	return PipelinePosition{Group: g, Result: policy.DetectPipeline(in)}, nil
+}
+
+// unknownPipelineState refuses to place the group of it while member m is in a state pipeline
+// detection does not know.
+func (f *Facade) unknownPipelineState(it Item, m Relative) *policy.Refusal {
+	r := &policy.Refusal{Tried: fmt.Sprintf("Finding the pipeline phase of #%d's group", it.Number), Options: []string{}}
+	if !f.machine.IsState(m.State) {
+		r.Why = fmt.Sprintf("#%d of the group is in %q, which is not a state of the workflow", m.Number, m.State)
+		r.Recovery = fmt.Sprintf("wait a few seconds for ralph-gate to put #%d back in its last legal state, then retry; if it stays, ask a human to set its Workflow State", m.Number)
+		return r
+	}
+	r.Why = fmt.Sprintf("#%d of the group is in %s, and pipeline detection knows only %s", m.Number, m.State, strings.Join(policy.PipelineStates(), ", "))
+	r.Recovery = fmt.Sprintf("ask a human to move #%d to one of those states, then retry", m.Number)
+	return r
 }
 
 // Convergence is check_convergence over the issue's group (the issue included).

@@ -119,14 +119,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, b Board, st ReconcileStore, 
 	}
 	p.rep.Duration = r.now().Sub(start)
 	rep := p.rep
-	ev := log.Info()
-	if rep.Paused != "" {
+	// A pass that found everything in sync logs at debug: an idle board costs no info line
+	// (the metrics count every pass).
+	ev := log.Debug()
+	switch {
+	case rep.Paused != "":
 		ev = log.Warn().Str("paused", rep.Paused)
+	case rep.Adopted+rep.Drifted > 0:
+		ev = log.Info()
 	}
 	ev.Int("pages", rep.Pages).Int("items", rep.Items).Int("in_sync", rep.InSync).Int("adopted", rep.Adopted).
 		Int("drifted", rep.Drifted).Int("reverted", rep.Reverted).Int("deferred", rep.Deferred).
 		Int("requests", rep.Requests).Int("budget_spent", p.budget.spent).Int("budget", p.budget.allowance).
-		Bool("complete", rep.Complete).Dur("took", rep.Duration).Msg("reconciliation")
+		Bool("complete", rep.Complete).Int64("took_ms", rep.Duration.Milliseconds()).Msg("reconciliation")
 	return rep, err
 }
 
@@ -152,7 +157,7 @@ func (r *Reconciler) pages(ctx context.Context, p *pass) error {
 		}
 		p.rep.Pages++
 		if p.rep.Pages%20 == 0 {
-			zerolog.Ctx(ctx).Info().Int("pages", p.rep.Pages).Int("items", p.rep.Items).Int("of", page.Total).
+			zerolog.Ctx(ctx).Debug().Int("pages", p.rep.Pages).Int("items", p.rep.Items).Int("of", page.Total).
 				Int("drifted", p.rep.Drifted).Int("requests", p.board.calls()).Msg("reconciling")
 		}
 		if p.known == nil && len(page.Items) > 0 {
@@ -265,7 +270,8 @@ func (r *Reconciler) item(ctx context.Context, p *pass, it Item) error {
 	}
 	p.rep.Drifted++
 	// The board shows a value no report explains: the item's history decides (a missing
-	// webhook is asked for first; see policy.Sequence).
+	// webhook is asked for first; see policy.Sequence). Its lines name the item.
+	ctx = zerolog.Ctx(ctx).With().Str("item", it.ID).Logger().WithContext(ctx)
 	res, err := r.enf.walk(ctx, p.board, it.ID, "")
 	if err != nil {
 		return err
@@ -282,8 +288,8 @@ func (r *Reconciler) item(ctx context.Context, p *pass, it Item) error {
 			r.opts.Redeliveries.RequestSweep(ctx)
 		}
 	}
-	zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("board", it.State).
-		Str("last_legal", rec.LastLegalState).Str("verdict", string(res.Verdict)).Msg("drift")
+	moveLine{Issue: it.Number, From: rec.LastLegalState, To: it.State, Actor: DriftActor, Verdict: res.Verdict}.
+		on(zerolog.Ctx(ctx).Info()).Msg("drift")
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
@@ -45,6 +47,22 @@ func (r recorder) step(rec Record, o Observation, from string) AuditEntry {
 		IssueNumber: rec.IssueNumber, Repo: rec.Repo, Actor: o.Actor, ActorKind: o.ActorKind,
 		FromState: from, ToState: o.To, Verdict: o.Verdict, Rule: o.Rule, Reason: o.Reason,
 	}
+}
+
+// moveLine is what every decision line of the log says: the issue, the move, who made it and
+// what became of it. The item's id is the caller's logger's `item` (the job's or the
+// reconciliation's item), or `moved_item` for an item the app moved by itself. The caller's
+// logger must not carry `actor`: it is the move's own, not necessarily the job's sender.
+type moveLine struct {
+	Issue    int
+	From, To string
+	Actor    string
+	Verdict  Verdict
+}
+
+// on adds the line's fields to a log event.
+func (m moveLine) on(ev *zerolog.Event) *zerolog.Event {
+	return ev.Int("issue", m.Issue).Str("from", m.From).Str("to", m.To).Str("actor", m.Actor).Str("verdict", string(m.Verdict))
 }
 
 // appMove is a move the app made by itself or for an agent.

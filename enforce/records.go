@@ -132,10 +132,15 @@ type Step struct {
 	Audit           *AuditEntry  // nil when there is nothing to audit
 }
 
-// ViolationComment is the explanatory comment kept per issue, so that a burst of violations
-// updates one comment instead of adding many. NodeID "" marks a comment recorded as about to
-// be posted (write-ahead) whose posting has not been confirmed.
+// ViolationComment is the explanatory comment kept per issue and actor, so that a burst of one
+// actor's violations updates one comment instead of adding many, while another actor's
+// violation gets a comment of its own (GitHub notifies on a new comment, never on an edit).
+// NodeID "" marks a comment recorded as about to be posted (write-ahead) whose posting has not
+// been confirmed.
 type ViolationComment struct {
+	// Actor is whose violations the comment lists (with the issue, its key). "" is a comment
+	// recorded before comments were kept per actor.
+	Actor     string
 	CommentID int64  // REST id
 	NodeID    string // GraphQL node id
 	Count     int    // violations explained by this comment

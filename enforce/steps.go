@@ -18,18 +18,25 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		return e.adopt(ctx, w, a)
 	case policy.ActJudge:
 		o := w.take(a.Obs.Delivery)
+		kind := e.actors.Classify(o.Actor)
 		if o.Actor == "" {
 			// A payload without a sender: an unknown actor, judged with the least privilege
 			// (policy.Actors.Classify), and named so in the audit and the comment.
 			o.Actor = NoSender
-			return e.judge(ctx, w, o, e.actors.Classify(""))
 		}
-		return e.judge(ctx, w, o, e.actors.Classify(o.Actor))
+		_, err := e.judge(ctx, w, o, kind)
+		return err
 	case policy.ActJudgeUnobserved:
 		o := Observation{DeliveryID: "unobserved:" + w.rec.ItemID + ":" + strconv.FormatInt(a.At.UnixNano(), 36) + ":" + a.To,
 			ItemID: w.rec.ItemID, FromKnown: true, From: a.From, To: a.To, Actor: DriftActor, At: a.At, ReceivedAt: e.now()}
-		zerolog.Ctx(ctx).Info().Str("from", a.From).Str("to", a.To).Str("why", a.Why).Msg("judging a change no webhook reported")
-		return e.judge(ctx, w, o, driftKind)
+		o, err := e.judge(ctx, w, o, driftKind)
+		if err != nil {
+			return err
+		}
+		// No job logs a decision for it: this line is its decision.
+		moveLine{Issue: w.it.Number, From: o.LegalFrom, To: o.To, Actor: o.Actor, Verdict: o.Verdict}.on(zerolog.Ctx(ctx).Info()).
+			Str("rule", o.Rule).Str("why", a.Why).Msg("judged a change no webhook reported")
+		return nil
 	case policy.ActIgnore:
 		return e.ignore(ctx, w, a)
 	case policy.ActRevert:
@@ -97,7 +104,14 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	if err := w.board.SetState(ctx, w.it, a.To); err != nil {
 		return fmt.Errorf("revert item %s to %q: %w", w.it.ID, a.To, err)
 	}
-	zerolog.Ctx(ctx).Info().Str("from", w.it.State).Str("to", a.To).Msg("reverted an illegal move")
+	// The actor is the refused step's when this run judged it ("" after a crash between the
+	// judgement and the revert: the earlier run's decision line named it).
+	var refused Observation
+	if w.refused.To == w.it.State {
+		refused = w.refused
+	}
+	moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: refused.Actor, Verdict: VerdictReverted}.
+		on(zerolog.Ctx(ctx).Info()).Str("rule", refused.Rule).Msg("reverted an illegal move")
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
@@ -132,13 +146,13 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 }
 
 // judge decides one step of the item's history with policy, from the last legal state and
-// with the step's own actor, and commits it with its report.
-func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind policy.ActorKind) error {
+// with the step's own actor, and commits it with its report; it returns the step as judged.
+func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind policy.ActorKind) (Observation, error) {
 	rec := w.rec
 	pc := policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
 	dec, pc, err := e.decide(ctx, w, pc, o.At)
 	if err != nil {
-		return err
+		return o, err
 	}
 	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
 	o.Verdict, o.Rule, o.Reason = verdictOf(dec), string(dec.Rule), dec.Reason
@@ -159,16 +173,17 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	}
 	audit := e.rec.step(rec, o, o.LegalFrom)
 	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
-		return err
+		return o, err
 	}
-	zerolog.Ctx(ctx).Debug().Str("from", o.LegalFrom).Str("to", o.To).Str("actor", o.Actor).Str("verdict", string(o.Verdict)).
-		Str("rule", o.Rule).Msg("judged a step")
+	moveLine{Issue: w.it.Number, From: o.LegalFrom, To: o.To, Actor: o.Actor, Verdict: o.Verdict}.on(zerolog.Ctx(ctx).Debug()).
+		Str("rule", o.Rule).Str("report", o.DeliveryID).Msg("judged a step")
 	res := Result{Verdict: VerdictAllowed, Reason: dec.Reason}
 	if o.Verdict == VerdictReverted {
 		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
+		w.refused = o
 	}
 	w.settle(o, res)
-	return nil
+	return o, nil
 }
 
 // decide is policy's decision on a step, with the gates' inputs read only when the table

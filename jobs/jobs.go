@@ -234,7 +234,7 @@ func outcome(logger zerolog.Logger, res enforce.Result, err error) error {
 		var ra RetryAfterError
 		if errors.As(err, &ra) {
 			d := snoozeFor(ra.RetryAfterDuration())
-			logger.Warn().Err(err).Dur("retry_after", d).Msg("github asked us to wait")
+			logger.Warn().Err(err).Int64("retry_after_ms", d.Milliseconds()).Msg("github asked us to wait")
 			return river.JobSnooze(d)
 		}
 		logger.Error().Err(err).Msg("processing failed; will retry")

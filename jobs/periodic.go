@@ -61,7 +61,7 @@ func (w *periodicWorker) Work(ctx context.Context, job *river.Job[PeriodicArgs])
 	var ra RetryAfterError
 	if errors.As(err, &ra) {
 		d := snoozeFor(ra.RetryAfterDuration())
-		logger.Warn().Err(err).Dur("retry_after", d).Msg("github asked us to wait")
+		logger.Warn().Err(err).Int64("retry_after_ms", d.Milliseconds()).Msg("github asked us to wait")
 		return river.JobSnooze(d)
 	}
 	if err != nil {

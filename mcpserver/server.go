@@ -24,9 +24,11 @@ import (
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
-// Agent is an agent the façade knows: its name and the commands it may use (empty: all).
+// Agent is an agent the façade knows: its name, its worker role (empty: the one its name
+// matches, if any) and the commands it may use (empty: its role's, else all).
 type Agent struct {
 	Name     string
+	Role     string
 	Commands []string
 }
 
@@ -64,6 +66,7 @@ func New(opts Options) *mcp.Server {
 	for _, sp := range toolspec.Tools() {
 		specs[sp.Name] = sp
 	}
+	srv.AddReceivingMiddleware(s.checkArguments(specs))
 	addTool(srv, s, specs[toolspec.HandoffTicket], s.handoff)
 	addTool(srv, s, specs[toolspec.GetWorkflowState], s.state)
 	addTool(srv, s, specs[toolspec.DetectPipelinePosition], s.pipeline)
@@ -83,7 +86,8 @@ func New(opts Options) *mcp.Server {
 type normalizer interface{ Normalize() error }
 
 // addTool registers a typed tool: the input is normalized first (a problem is a tool error),
-// and errors are sorted into tool errors (refusals) and protocol errors (infrastructure).
+// and errors are sorted into tool errors (refusals, their Recovery in the tool's own argument
+// names) and protocol errors (infrastructure).
 func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h func(context.Context, string, In) (Out, error)) {
 	destructive := sp.Destructive
 	openWorld := false
@@ -96,7 +100,7 @@ func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h fu
 		var zero Out
 		if n, ok := any(&in).(normalizer); ok {
 			if err := n.Normalize(); err != nil {
-				return nil, zero, err
+				return nil, zero, spell(err, sp.Name)
 			}
 		}
 		agent := s.callerOf(req)
@@ -111,12 +115,22 @@ func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h fu
 		}
 		var refusal *policy.Refusal
 		if errors.As(err, &refusal) {
+			refusal = refusal.Spell(spelling(sp.Name))
 			log.Debug().Str("refusal", refusal.Error()).Msg("tool refused")
 			return nil, zero, refusal
 		}
 		log.Error().Err(err).Msg("tool failed")
 		return nil, zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "ralph-gate could not complete " + sp.Name + ": " + err.Error()}
 	})
+}
+
+// spell renders a refusal's Recovery in tool's argument names; other errors pass as they are.
+func spell(err error, tool string) error {
+	var refusal *policy.Refusal
+	if errors.As(err, &refusal) {
+		return refusal.Spell(spelling(tool))
+	}
+	return err
 }
 
 // callerOf is the agent making a request: the configured local agent (stdio), or the agent
@@ -132,12 +146,27 @@ func (s *server) callerOf(req mcp.Request) string {
 }
 
 func (s *server) agent(name string) Agent {
-	for _, a := range s.opts.Agents {
-		if strings.EqualFold(a.Name, name) {
-			return a
+	a := Agent{Name: name}
+	for _, c := range s.opts.Agents {
+		if strings.EqualFold(c.Name, name) {
+			a = c
+			break
 		}
 	}
-	return Agent{Name: name}
+	roles := s.opts.Facade.Machine().Roles()
+	if a.Role == "" {
+		a.Role = roles.Of(a.Name)
+	}
+	if len(a.Commands) == 0 && a.Role != "" {
+		a.Commands = roles.Commands(a.Role)
+	}
+	return a
+}
+
+// handoffBy is the part of a handoff that says who makes it.
+func (s *server) handoffBy(name string) enforce.Handoff {
+	a := s.agent(name)
+	return enforce.Handoff{Agent: name, Role: a.Role, Commands: a.Commands}
 }
 
 // owners lists the organizations of the enforced projects.
@@ -158,19 +187,21 @@ func (s *server) resolveOwner(owner string) (string, error) {
 		if len(owners) == 1 {
 			return owners[0], nil
 		}
-		return "", &policy.Refusal{Tried: "No owner was given", Why: "ralph-gate enforces projects of several organizations: " + strings.Join(owners, ", "),
-			Recovery: "retry with owner set to one of: " + strings.Join(owners, ", "), Options: owners}
+		return "", policy.NewRetryRefusal("No owner was given", "ralph-gate enforces projects of several organizations: "+strings.Join(owners, ", "),
+			policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners}}})
 	}
 	for _, o := range owners {
 		if strings.EqualFold(o, owner) {
 			return o, nil
 		}
 	}
+	tried := fmt.Sprintf("Organization %q has no project ralph-gate enforces", owner)
 	if len(owners) == 0 {
-		owners = []string{}
+		return "", &policy.Refusal{Tried: tried, Why: "no project is configured", Options: []string{},
+			Recovery: "ask a human to list the organization's projects under projects in the config"}
 	}
-	return "", &policy.Refusal{Tried: fmt.Sprintf("Organization %q has no project ralph-gate enforces", owner),
-		Why: "the façade acts only on the configured projects", Recovery: "retry with owner set to one of: " + strings.Join(owners, ", "), Options: owners}
+	return "", policy.NewRetryRefusal(tried, "the façade acts only on the configured projects",
+		policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners, Optional: len(owners) == 1}}})
 }
 
 // locate finds the issue's board and item.
@@ -185,8 +216,9 @@ func (s *server) locate(ctx context.Context, in toolspec.Issue) (enforce.Board, 
 			def = name
 		}
 		if def == "" {
-			return nil, enforce.Item{}, &policy.Refusal{Tried: fmt.Sprintf("No repo was given for issue #%d", in.Number),
-				Why: "ralph-gate has no default repository (config mcp.default_repo)", Recovery: "retry with repo set to the issue's repository name", Options: []string{}}
+			return nil, enforce.Item{}, policy.NewRetryRefusal(fmt.Sprintf("No repo was given for issue #%d", in.Number),
+				"ralph-gate has no default repository (config mcp.default_repo)",
+				policy.Retry{With: []policy.Suggestion{{Arg: "repo", Kind: policy.Text, Hint: "the issue's repository name"}}})
 		}
 		repo = def
 	}
@@ -212,8 +244,9 @@ func (s *server) handoff(ctx context.Context, agent string, in toolspec.HandoffI
 	if err != nil {
 		return toolspec.HandoffOutput{}, err
 	}
-	res, err := s.opts.Facade.Handoff(ctx, b, it, enforce.Handoff{Agent: agent, Commands: s.agent(agent).Commands,
-		Command: in.Command, Intent: in.Intent, ToState: in.ToState, Reason: in.Reason})
+	h := s.handoffBy(agent)
+	h.Command, h.Intent, h.ToState, h.Reason = in.Command, in.Intent, in.ToState, in.Reason
+	res, err := s.opts.Facade.Handoff(ctx, b, it, h)
 	if err != nil {
 		return toolspec.HandoffOutput{}, err
 	}
@@ -356,15 +389,18 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 		}
 	}
 	if len(projects) == 0 {
-		return toolspec.PickOutput{}, &policy.Refusal{Tried: fmt.Sprintf("Project %s/%d is not enforced", owner, in.Project),
-			Why: "the façade acts only on the configured projects", Recovery: "retry with project set to one of: " + strings.Join(numbers, ", ") + ", or omit it", Options: numbers}
+		return toolspec.PickOutput{}, policy.NewRetryRefusal(fmt.Sprintf("Project %s/%d is not enforced", owner, in.Project),
+			"the façade acts only on the configured projects",
+			policy.Retry{With: []policy.Suggestion{{Arg: enforce.ArgProject, Kind: policy.Literal, Values: numbers, Optional: true}}})
 	}
 	b, err := s.opts.Board(ctx, owner)
 	if err != nil {
 		return toolspec.PickOutput{}, err
 	}
+	h := s.handoffBy(agent)
+	h.Command, h.Reason = in.Command, in.Reason
 	res, err := s.opts.Facade.Pick(ctx, b, enforce.PickRequest{Projects: projects, State: in.WorkflowState, MaxEstimate: in.MaxEstimate,
-		Claim: in.Claim, Handoff: enforce.Handoff{Agent: agent, Commands: s.agent(agent).Commands, Command: in.Command, Reason: in.Reason}})
+		Claim: in.Claim, Handoff: h})
 	if err != nil {
 		return toolspec.PickOutput{}, err
 	}
@@ -419,7 +455,7 @@ func (s *server) workflowResource(_ context.Context, req *mcp.ReadResourceReques
 // Describe renders the machine for agents (describe_workflow and the workflow resource).
 func Describe(m *policy.Machine, agent Agent) toolspec.DescribeOutput {
 	spec := m.Spec()
-	out := toolspec.DescribeOutput{Field: m.Field(), Pipeline: m.Pipeline(), Agent: agent.Name, YourCommands: m.Commands(),
+	out := toolspec.DescribeOutput{Field: m.Field(), Pipeline: m.Pipeline(), Agent: agent.Name, YourCommands: m.Commands(), YourRole: agent.Role,
 		States: []toolspec.StateDescription{}, Transitions: []toolspec.TransitionDescription{},
 		Intents: []toolspec.IntentDescription{}, Commands: []toolspec.CommandDescription{}}
 	if len(agent.Commands) > 0 {
@@ -437,7 +473,14 @@ func Describe(m *policy.Machine, agent Agent) toolspec.DescribeOutput {
 		out.States = append(out.States, toolspec.StateDescription{Name: name, Kind: info.Kind.String(), Description: info.Description,
 			PipelineIndex: info.PipelineIndex, HumansOnly: info.HumansOnly, AgentNext: m.AllowedNext(name, policy.ActorAgent),
 			HumanNext: m.AllowedNext(name, policy.ActorHuman), ExpectedBy: m.CommandsExpecting(name),
-			IsInitial: slices.Contains(initial, name), IsParentGateOf: slices.Contains(gates, name)})
+			IsInitial: slices.Contains(initial, name), IsParentGateOf: slices.Contains(gates, name), Owners: m.Roles().Owners(name)})
+	}
+	if roles := m.Roles(); roles != nil {
+		out.ReviewMode = m.ReviewMode()
+		for _, name := range roles.Names() {
+			out.Roles = append(out.Roles, toolspec.RoleDescription{Name: name, Agents: roles.Agents(name), Owns: roles.Owns(name),
+				Commands: roles.Commands(name), Serialize: roles.Serialize(name)})
+		}
 	}
 	for _, t := range m.Transitions() {
 		out.Transitions = append(out.Transitions, toolspec.TransitionDescription{From: t.From, To: t.To, HumansOnly: t.HumansOnly, Anywhere: t.Anywhere})

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,15 +27,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/")
 
-// board is an in-memory enforce.Board: issues on one project, by number.
+// board is an in-memory enforce.Board: issues by number (one item per project they are on),
+// with sub-issues and open blockers by issue id.
 type board struct {
 	mu       sync.Mutex
 	items    map[string]enforce.Item
 	comments map[string][]string
+	children map[string][]string // parent issue id → its sub-issues' ids
+	blockers map[string][]string // issue id → its open blockers' ids
 }
 
 func newBoard(items ...enforce.Item) *board {
-	b := &board{items: map[string]enforce.Item{}, comments: map[string][]string{}}
+	b := &board{items: map[string]enforce.Item{}, comments: map[string][]string{}, children: map[string][]string{}, blockers: map[string][]string{}}
 	for _, it := range items {
 		b.items[it.ID] = it
 	}
@@ -83,24 +87,42 @@ func (b *board) UpdateComment(context.Context, string, string) error { return ni
 func (b *board) Family(_ context.Context, issueID, _ string) (enforce.Family, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, it := range b.items {
-		if it.ContentID == issueID {
-			return enforce.Family{Self: enforce.Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo,
-				Open: true, ItemID: it.ID, State: it.State, Estimate: it.Estimate}}, nil
+	rel := func(id string) enforce.Relative {
+		for _, it := range b.items {
+			if it.ContentID == id {
+				return enforce.Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo,
+					Open: true, ItemID: it.ID, State: it.State, Estimate: it.Estimate, SubIssues: it.SubIssues}
+			}
 		}
+		return enforce.Relative{}
 	}
-	return enforce.Family{}, nil
+	fam := enforce.Family{Self: rel(issueID)}
+	if fam.Self.IssueID == "" {
+		return enforce.Family{}, nil
+	}
+	for _, id := range b.children[issueID] {
+		fam.Children = append(fam.Children, rel(id))
+	}
+	for _, id := range b.blockers[issueID] {
+		fam.OpenBlockers = append(fam.OpenBlockers, rel(id))
+	}
+	return fam, nil
 }
 
 func (b *board) IssueItems(_ context.Context, _, _ string, number int) ([]enforce.Item, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var out []enforce.Item
 	for _, it := range b.items {
 		if it.Number == number {
-			return []enforce.Item{it}, nil
+			out = append(out, it)
 		}
 	}
-	return nil, fmt.Errorf("issue #%d: %w", number, enforce.ErrNotFound)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("issue #%d: %w", number, enforce.ErrNotFound)
+	}
+	slices.SortFunc(out, func(a, b enforce.Item) int { return a.ProjectNumber - b.ProjectNumber })
+	return out, nil
 }
 
 func (b *board) FindComment(context.Context, string, string) (enforce.Comment, bool, error) {
@@ -134,7 +156,17 @@ type fixture struct {
 
 func newFixture(t *testing.T, items ...enforce.Item) *fixture {
 	t.Helper()
-	m, problems := policy.Compile(policy.DefaultSpec())
+	return newFixtureSpec(t, nil, items...)
+}
+
+// newFixtureSpec is newFixture over the default workflow changed by edit (nil: unchanged).
+func newFixtureSpec(t *testing.T, edit func(*policy.Spec), items ...enforce.Item) *fixture {
+	t.Helper()
+	spec := policy.DefaultSpec()
+	if edit != nil {
+		edit(&spec)
+	}
+	m, problems := policy.Compile(spec)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
@@ -258,7 +290,7 @@ func TestHandoffInProcess(t *testing.T) {
 		{map[string]any{"number": 2, "command": "research", "intent": "lock", "reason": "x"}, "intent complete (→ Ready for Plan)"},
 		{map[string]any{"number": 2, "command": "nope", "intent": "lock", "reason": "x"}, `Unknown command "nope"`},
 		{map[string]any{"number": 2, "command": "research", "reason": "x"}, "Neither intent nor to_state"},
-		{map[string]any{"number": 2, "command": "research", "intent": "lock"}, `missing properties: ["reason"]`},
+		{map[string]any{"number": 2, "command": "research", "intent": "lock"}, "handoff_ticket: argument `reason` is missing"},
 		{map[string]any{"number": 2, "command": "research", "intent": "lock", "reason": "   "}, "Invalid reason"},
 		{map[string]any{"number": 0, "command": "research", "intent": "lock", "reason": "x"}, "Invalid number"},
 		{map[string]any{"number": 77, "command": "research", "intent": "lock", "reason": "x"}, "was not found"},

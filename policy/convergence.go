@@ -48,12 +48,9 @@ func (m *Machine) CheckConvergence(target string, members []Member) (Convergence
 		if m.IsState(target) {
 			tried = fmt.Sprintf("Target state %q is off the pipeline", target)
 		}
-		return ConvergenceResult{}, &Refusal{
-			Tried:    tried,
-			Why:      why,
-			Recovery: "retry with targetState set to one of: " + strings.Join(pipe, ", "),
-			Options:  pipe,
-		}
+		r := NewRetryRefusal(tried, why, Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}})
+		r.Unknown = !m.IsState(target)
+		return ConvergenceResult{}, r
 	}
 	res := ConvergenceResult{TargetState: target, Blocking: []ConvergenceMember{}, Recommendation: Proceed}
 	for _, mb := range members {

@@ -20,8 +20,11 @@ const (
 	RuleWIP           Rule = "wip_limit"
 	RuleBypass        Rule = "bypass"
 	// RuleRole: an agent with a worker role moved an item out of a state its role does not own.
-	RuleRole  Rule = "role"
-	RuleLegal Rule = "legal"
+	RuleRole Rule = "role"
+	// RuleSerialized: an agent of a serializing role (integrator) worked on a second item of a
+	// repository while another is being integrated.
+	RuleSerialized Rule = "serialized"
+	RuleLegal      Rule = "legal"
 	// RuleApp: the change was made by ralph-gate itself and is never checked (docs/ENFORCEMENT.md, step 1).
 	RuleApp Rule = "app"
 )
@@ -62,6 +65,16 @@ type Change struct {
 	// Role is the worker role an agent acts in when it declares one (an MCP agent's role:);
 	// empty: the role its login matches under actors.roles, if any.
 	Role string `json:"role,omitempty"`
+	// Integrating is another item of the same repository being integrated, when the actor's
+	// role serializes its work per repository (integrator); nil: none.
+	Integrating *Integration `json:"integrating,omitempty"`
+}
+
+// Integration is an item being integrated: a serializing role's agent holds its repository.
+type Integration struct {
+	Repo   string `json:"repo"`
+	Number int    `json:"number"`
+	Holder string `json:"holder"`
 }
 
 // Decision is the verdict on a Change.
@@ -110,6 +123,10 @@ func (m *Machine) Decide(c Change) Decision {
 	if role := m.roleOf(c); role != "" {
 		if d.Allowed = m.allowedForRole(from, d.Allowed, role); m.checkRole(c, from, role) != "" {
 			return revert(d, RuleRole, m.checkRole(c, from, role))
+		}
+		if in := c.Integrating; in != nil && m.roles.Serialized(role) && !m.isEscalated(c.To) && m.roles.mayLeave(role, from, c.To) {
+			return revert(d, RuleSerialized, fmt.Sprintf("%s#%d is being integrated by %s: the %s role integrates one item per repository at a time",
+				in.Repo, in.Number, in.Holder, role))
 		}
 	}
 	g := m.spec.Gates
@@ -205,6 +222,10 @@ func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 	case RuleWIP:
 		r.Recovery = fmt.Sprintf("finish or move an item out of %s, then retry", c.To)
 		r.Options = []string{c.To}
+	case RuleSerialized:
+		r.Recovery = fmt.Sprintf("wait until #%d is integrated (it leaves %s), then retry; or escalate to %s", c.Integrating.Number,
+			displayFrom(c.From), joinOr(m.escalations()))
+		r.Options = []string{}
 	case RuleRole:
 		state := c.From
 		if !m.IsState(state) {

@@ -87,6 +87,7 @@ func DefaultSpec() Spec {
 			CascadeChildren: true, ConvergeParents: true, LifecycleSync: true, CommentAutomation: false,
 			MaxCascadeDepth: 10,
 		},
+		ReviewMode: ReviewSkip,
 	}
 }
 

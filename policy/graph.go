@@ -49,6 +49,17 @@ func slug(s string) string {
 	return b.String()
 }
 
+// graphLabel is a state's name, followed by the roles that own it when roles are configured.
+func (m *Machine) graphLabel(state, sep string) string {
+	if m.roles == nil {
+		return state
+	}
+	if owners := m.roles.Owners(state); len(owners) > 0 {
+		return state + sep + strings.Join(owners, ", ")
+	}
+	return state
+}
+
 // Mermaid renders the machine as a Mermaid stateDiagram-v2 (embedded in the README).
 func (m *Machine) Mermaid() string {
 	ids, anywhere := m.graphIDs()
@@ -57,7 +68,7 @@ func (m *Machine) Mermaid() string {
 	label := func(s string) string { return strings.ReplaceAll(s, `"`, "#quot;") }
 	w("stateDiagram-v2")
 	for i, s := range m.states {
-		w("    state \"%s\" as %s", label(s), ids[i])
+		w("    state \"%s\" as %s", label(m.graphLabel(s, " · ")), ids[i])
 	}
 	if len(m.spec.FromAnywhere) > 0 {
 		w("    state \"%s\" as %s", anywhereLabel, anywhere)
@@ -124,7 +135,7 @@ func (m *Machine) Dot() string {
 	w("  edge [fontname=\"Helvetica\", fontsize=10];")
 	w("  start [shape=point, label=\"\"];")
 	for i, info := range m.info {
-		attrs := "label=" + q(info.Name) + ", tooltip=" + q(info.Kind.String()+": "+info.Description)
+		attrs := "label=" + q(m.graphLabel(info.Name, "\n")) + ", tooltip=" + q(info.Kind.String()+": "+info.Description)
 		if c, ok := fill[info.Kind]; ok {
 			attrs += `, style="rounded,filled", fillcolor=` + q(c)
 		}

@@ -10,15 +10,29 @@ import (
 // that resolve (for cmd) to a state the actor may move to, each as "intent (→ State)", and the
 // command's direct states the actor may move to. Both are nil when cmd is unknown.
 func (m *Machine) HandoffRetries(cmd, from string, actor ActorKind) (intents, states []string) {
-	c, err := m.command(cmd)
-	if err != nil {
+	its, targets, states, ok := m.handoffRetries(cmd, from, actor)
+	if !ok {
 		return nil, nil
 	}
+	intents = []string{}
+	for i, it := range its {
+		intents = append(intents, it+" (→ "+targets[i]+")")
+	}
+	return intents, states
+}
+
+// handoffRetries is HandoffRetries with each intent and its state apart; ok is false when cmd
+// is unknown.
+func (m *Machine) handoffRetries(cmd, from string, actor ActorKind) (intents, targets, states []string, ok bool) {
+	c, err := m.command(cmd)
+	if err != nil {
+		return nil, nil, nil, false
+	}
 	allowed := m.AllowedNext(from, actor)
-	intents, states = []string{}, []string{}
+	intents, targets, states = []string{}, []string{}, []string{}
 	for _, it := range m.intents {
 		if st, r := it.resolve(c.name); r == resolved && slices.Contains(allowed, st) {
-			intents = append(intents, it.name+" (→ "+st+")")
+			intents, targets = append(intents, it.name), append(targets, st)
 		}
 	}
 	for _, st := range c.direct {
@@ -26,7 +40,7 @@ func (m *Machine) HandoffRetries(cmd, from string, actor ActorKind) (intents, st
 			states = append(states, st)
 		}
 	}
-	return intents, states
+	return intents, targets, states, true
 }
 
 // HandoffRefusal renders a refused handoff (an agent asking the app to move an item with a
@@ -45,21 +59,20 @@ func (m *Machine) HandoffRefusal(cmd string, c Change, d Decision) *Refusal {
 	}
 	r.Tried = fmt.Sprintf("%s asked to hand the item off from %s to %s with command %s", who, displayFrom(c.From), quoteState(c.To), cmd)
 	switch d.Rule {
-	case RuleLockOwnership, RuleBlockers, RuleConvergence, RuleWIP:
+	case RuleLockOwnership, RuleBlockers, RuleConvergence, RuleWIP, RuleRole, RuleSerialized:
 		return r
 	}
-	intents, states := m.HandoffRetries(cmd, c.From, c.ActorKind)
-	var parts, opts []string
+	intents, targets, states, _ := m.handoffRetries(cmd, c.From, c.ActorKind)
+	rt := Retry{Lead: fmt.Sprintf("from %s, %s may", displayFrom(c.From), cmd), OneOf: true}
 	if len(intents) > 0 {
-		parts = append(parts, "retry with intent "+joinOr(intents))
-		for _, it := range intents {
-			name, _, _ := strings.Cut(it, " ")
-			opts = append(opts, name)
+		notes := make([]string, len(targets))
+		for i, st := range targets {
+			notes[i] = "→ " + st
 		}
+		rt.With = append(rt.With, Suggestion{Arg: ArgIntent, Kind: Word, Values: intents, Notes: notes})
 	}
 	if len(states) > 0 {
-		parts = append(parts, "with to_state "+joinOr(quotedStates(states)))
-		opts = append(opts, states...)
+		rt.With = append(rt.With, Suggestion{Arg: ArgState, Kind: Text, Values: states})
 	}
 	var others []string
 	for _, st := range d.Allowed {
@@ -68,20 +81,17 @@ func (m *Machine) HandoffRefusal(cmd string, c Change, d Decision) *Refusal {
 		}
 	}
 	switch {
-	case len(parts) > 0:
-		r.Recovery = fmt.Sprintf("from %s, %s may %s", displayFrom(c.From), cmd, strings.Join(parts, ", or "))
+	case len(rt.With) > 0:
+		if len(others) > 0 {
+			rt.Tail = fmt.Sprintf("; other commands may move it to %s", joinOr(quotedStates(others)))
+		}
+		return NewRetryRefusal(r.Tried, r.Why, rt)
 	case len(d.Allowed) > 0:
 		r.Recovery = fmt.Sprintf("%s has no valid handoff from %s; use the command whose outputs include one of %s, or ask a human", cmd, displayFrom(c.From), joinOr(quotedStates(d.Allowed)))
 	default:
 		r.Recovery = fmt.Sprintf("no move out of %s is open to %s; ask a human", displayFrom(c.From), c.ActorKind)
 	}
-	if len(parts) > 0 && len(others) > 0 {
-		r.Recovery += fmt.Sprintf(" (other commands may move it to %s)", joinOr(quotedStates(others)))
-	}
-	if opts == nil {
-		opts = slices.Clone(d.Allowed)
-	}
-	r.Options = opts
+	r.Options = slices.Clone(d.Allowed)
 	return r
 }
 
@@ -96,12 +106,10 @@ func (m *Machine) CheckAdvance(parentState, target string) error {
 		if m.IsState(target) {
 			tried = fmt.Sprintf("Target state %q is off the pipeline", target)
 		}
-		return &Refusal{
-			Tried:    tried,
-			Why:      "Children can only be advanced along the pipeline: " + strings.Join(pipe, ", "),
-			Recovery: "retry with targetState set to one of: " + strings.Join(pipe, ", "),
-			Options:  pipe,
-		}
+		r := NewRetryRefusal(tried, "Children can only be advanced along the pipeline: "+strings.Join(pipe, ", "),
+			Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}})
+		r.Unknown = !m.IsState(target)
+		return r
 	}
 	pi := m.PipelineIndex(parentState)
 	if pi < 0 {
@@ -114,12 +122,9 @@ func (m *Machine) CheckAdvance(parentState, target string) error {
 	}
 	if ti > pi {
 		ok := pipe[:pi+1]
-		return &Refusal{
-			Tried:    fmt.Sprintf("Advancing the children to %s", target),
-			Why:      fmt.Sprintf("the parent is only in %s, and children never get ahead of their parent", parentState),
-			Recovery: fmt.Sprintf("hand the parent off to %s first, or retry with targetState %s", target, joinOr(quotedStates(ok))),
-			Options:  slices.Clone(ok),
-		}
+		return NewRetryRefusal(fmt.Sprintf("Advancing the children to %s", target),
+			fmt.Sprintf("the parent is only in %s, and children never get ahead of their parent", parentState),
+			Retry{Lead: fmt.Sprintf("hand the parent off to %s first, or", target), With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: slices.Clone(ok)}}})
 	}
 	return nil
 }

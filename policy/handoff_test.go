@@ -16,7 +16,7 @@ func TestHandoffRefusal(t *testing.T) {
 	}
 	msg := r.Error()
 	for _, want := range []string{"agent-1 asked to hand the item off from Backlog", "Recovery: from Backlog, research may retry with intent complete (→ Ready for Plan)",
-		"release (→ Research Needed)", `with to_state "Ready for Plan"`} {
+		"release (→ Research Needed)", `or with state "Ready for Plan" or "Human Needed" (give intent or state, not both)`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal lacks %q: %s", want, msg)
 		}
@@ -28,6 +28,16 @@ func TestHandoffRefusal(t *testing.T) {
 		if !strings.Contains(r.Recovery, o) {
 			t.Errorf("option %q is not named in the recovery", o)
 		}
+	}
+	// Each surface names its own arguments: the MCP tool's direct state is to_state.
+	spelt := r.Spell(func(a Arg) string {
+		if a == ArgState {
+			return "to_state"
+		}
+		return ""
+	})
+	if want := `or with to_state "Ready for Plan" or "Human Needed" (give intent or to_state, not both)`; !strings.Contains(spelt.Recovery, want) || strings.Contains(r.Recovery, "to_state") {
+		t.Errorf("spelt recovery lacks %q: %s (the refusal itself: %s)", want, spelt.Recovery, r.Recovery)
 	}
 	if m.HandoffRefusal("research", c, Decision{Verdict: Allow}) != nil {
 		t.Error("an allowed change has no refusal")

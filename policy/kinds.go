@@ -86,12 +86,10 @@ func ParseActorKind(s string) (ActorKind, error) {
 			return i, nil
 		}
 	}
-	return 0, &Refusal{
-		Tried:    fmt.Sprintf("Unknown actor kind %q", s),
-		Why:      "Valid actor kinds are app, bypass, agent, human",
-		Recovery: "retry with one of: app, bypass, agent, human",
-		Options:  []string{"app", "bypass", "agent", "human"},
-	}
+	r := NewRetryRefusal(fmt.Sprintf("Unknown actor kind %q", s), "Valid actor kinds are app, bypass, agent, human",
+		Retry{With: []Suggestion{{Arg: ArgActor, Kind: Word, Values: []string{"app", "bypass", "agent", "human"}}}})
+	r.Unknown = true
+	return 0, r
 }
 
 // restricted reports whether humans-only moves are refused to this actor kind.

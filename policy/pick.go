@@ -25,6 +25,9 @@ type Candidate struct {
 	Key string `json:"-"`
 }
 
+// Estimates are the estimates pick knows, smallest first.
+func Estimates() []string { return slices.Clone(estimateOrder[:]) }
+
 // estimateRank is the size rank of an estimate; -1 when unrecognised.
 func estimateRank(e string) int {
 	e = strings.ToUpper(strings.TrimSpace(e))
@@ -63,12 +66,10 @@ func Pick(cands []Candidate, state, maxEstimate string) (best *Candidate, altern
 	}
 	limit := estimateRank(maxEstimate)
 	if limit < 0 {
-		return nil, []Candidate{}, &Refusal{
-			Tried:    fmt.Sprintf("Unknown maxEstimate %q", maxEstimate),
-			Why:      "Valid estimates are " + strings.Join(estimateOrder[:], ", ") + " (smallest first)",
-			Recovery: "retry with maxEstimate set to one of: " + strings.Join(estimateOrder[:], ", "),
-			Options:  slices.Clone(estimateOrder[:]),
-		}
+		r := NewRetryRefusal(fmt.Sprintf("Unknown maxEstimate %q", maxEstimate), "Valid estimates are "+strings.Join(estimateOrder[:], ", ")+" (smallest first)",
+			Retry{With: []Suggestion{{Arg: ArgEstimate, Kind: Word, Values: Estimates(), Optional: true}}})
+		r.Unknown = true
+		return nil, []Candidate{}, r
 	}
 	sizeRank := func(c Candidate) int {
 		if strings.TrimSpace(c.Estimate) == "" {

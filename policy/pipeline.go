@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -115,6 +116,20 @@ const (
 	stCanceled     = "Canceled"
 )
 
+// PipelineStates are the workflowState values DetectPipeline knows, in the default workflow's
+// order; an issue with no state has "" (or "unknown").
+func PipelineStates() []string {
+	return []string{stBacklog, stResearch, stResearching, stReadyForPlan, stPlanning, stPlanReview, stInProgress, stInReview,
+		stHumanNeeded, stDone, stCanceled}
+}
+
+// IsPipelineState reports whether DetectPipeline knows s: one of PipelineStates, or no state
+// ("", "unknown"; surrounding spaces are ignored).
+func IsPipelineState(s string) bool {
+	s = strings.TrimSpace(s)
+	return s == "" || strings.EqualFold(s, "unknown") || slices.Contains(PipelineStates(), s)
+}
+
 // DetectPipeline finds the phase of an issue or group in the order below, first match wins.
 //
 // Interpretations where the original tool's contract is silent:
@@ -124,8 +139,8 @@ const (
 //     steps, as they are by every convergence rule, but at least one issue must count;
 //   - a split candidate (1) is an M/L/XL estimate, case-insensitive, with no sub-issues;
 //   - blocking in step 12 lists every non-Canceled issue not in Ready for Plan;
-//   - "issues needing research" for the analyst count are those in Backlog, Research Needed,
-//     Research in Progress, or with no state.
+//   - "issues needing research" for the analyst count are those in Research Needed or
+//     Research in Progress (Backlog and unset items still wait for triage).
 func DetectPipeline(in PipelineInput) PipelineResult {
 	res := PipelineResult{IsGroup: in.IsGroup, GroupPrimary: in.GroupPrimary}
 	res.Convergence = PipelineConvergence{Required: in.IsGroup, Met: true, Blocking: []PipelineBlock{}}
@@ -270,8 +285,7 @@ func roster(p Phase, in PipelineInput) Roster {
 	case PhaseSplit, PhaseTriage, PhaseResearch, PhasePlan:
 		n := 0
 		for _, i := range in.Issues {
-			s := strings.TrimSpace(i.WorkflowState)
-			if s == "" || strings.EqualFold(s, "unknown") || s == stBacklog || s == stResearch || s == stResearching {
+			if s := strings.TrimSpace(i.WorkflowState); s == stResearch || s == stResearching {
 				n++
 			}
 		}

@@ -3,32 +3,66 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
 )
 
+// pipelineExample is a well-formed pipeline request, for Recovery lines.
+const pipelineExample = `{"issues":[{"number":1,"title":"…","workflowState":"Backlog","estimate":"S","subIssueCount":0}],"isGroup":false,"groupPrimary":1,"options":{"autoMode":false,"streamCount":1}}`
+
 // DecodePipelineRequest decodes a pipeline request (the JSON `ralph-gate policy pipeline` reads)
-// strictly: a misspelt key is an error, not a silent zero. Errors end in a Recovery line.
+// strictly: a misspelt key or a workflowState pipeline detection does not know is an error,
+// not a silent zero or a silent TRIAGE. Every error is a *Refusal naming the JSON path to fix.
 func DecodePipelineRequest(data []byte) (PipelineInput, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var in PipelineInput
 	if err := dec.Decode(&in); err != nil {
-		return PipelineInput{}, fmt.Errorf("input is not a pipeline request: %v. Recovery: send {\"issues\":[{\"number\":1,\"title\":\"…\",\"workflowState\":\"Backlog\",\"estimate\":\"S\",\"subIssueCount\":0}],\"isGroup\":false,\"groupPrimary\":1,\"options\":{\"autoMode\":false,\"streamCount\":1}}", err)
+		return PipelineInput{}, &Refusal{Tried: "The input is not a pipeline request", Why: err.Error(),
+			Recovery: "send " + pipelineExample, Options: []string{}}
 	}
 	if dec.More() {
-		return PipelineInput{}, errors.New("input has more than one JSON value. Recovery: send exactly one JSON object")
+		return PipelineInput{}, &Refusal{Tried: "The input has more than one JSON value", Why: "a pipeline request is one JSON object",
+			Recovery: "send exactly one JSON object", Options: []string{}}
 	}
 	for i, issue := range in.Issues {
 		if issue.Number <= 0 {
-			return PipelineInput{}, fmt.Errorf("issues[%d] has no positive number. Recovery: give every issue its issue number", i)
+			return PipelineInput{}, &Refusal{Tried: fmt.Sprintf("issues[%d] has no positive number", i),
+				Why: "reasons and blocking lists name issues by number", Recovery: fmt.Sprintf("send issues[%d].number as the issue's number", i), Options: []string{}}
 		}
 		if issue.SubIssueCount < 0 {
-			return PipelineInput{}, fmt.Errorf("issues[%d].subIssueCount is negative. Recovery: send the number of sub-issues (0 or more)", i)
+			return PipelineInput{}, &Refusal{Tried: fmt.Sprintf("issues[%d].subIssueCount is negative", i),
+				Why: "it counts the issue's sub-issues", Recovery: fmt.Sprintf("send issues[%d].subIssueCount as the number of sub-issues (0 or more)", i), Options: []string{}}
+		}
+		if !IsPipelineState(issue.WorkflowState) {
+			return PipelineInput{}, unknownPipelineState(i, issue.WorkflowState)
 		}
 	}
 	if in.Options.StreamCount < 0 {
-		return PipelineInput{}, errors.New("options.streamCount is negative. Recovery: send 0 (unknown) or the number of work streams")
+		return PipelineInput{}, &Refusal{Tried: "options.streamCount is negative", Why: "it counts the work streams",
+			Recovery: "send options.streamCount as 0 (unknown) or the number of work streams", Options: []string{}}
 	}
 	return in, nil
+}
+
+// unknownPipelineState refuses issues[i].workflowState, listing the states pipeline detection knows.
+func unknownPipelineState(i int, state string) *Refusal {
+	states := PipelineStates()
+	hint := ""
+	for _, s := range states {
+		if strings.EqualFold(strings.TrimSpace(state), s) {
+			hint = fmt.Sprintf(" (names are case-sensitive; did you mean %q?)", s)
+		}
+	}
+	quoted := make([]string, len(states))
+	for j, s := range states {
+		quoted[j] = quoteState(s)
+	}
+	return &Refusal{
+		Tried:    fmt.Sprintf("issues[%d].workflowState %q is not a workflow state", i, state),
+		Why:      "Pipeline detection knows " + strings.Join(states, ", ") + `, and "" for an issue with no state` + hint,
+		Recovery: fmt.Sprintf(`send issues[%d].workflowState as one of %s, or "" when the issue has no state`, i, strings.Join(quoted, ", ")),
+		Options:  states,
+		Unknown:  true,
+	}
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,11 @@ func TestDecodePipelineRequest(t *testing.T) {
 		{"no number", `{"issues":[{"title":"x"}]}`, "issues[0]"},
 		{"negative sub-issues", `{"issues":[{"number":1,"subIssueCount":-1}]}`, "subIssueCount"},
 		{"negative streams", `{"options":{"streamCount":-1}}`, "streamCount"},
+		// An unknown state is refused with the valid ones, not detected as TRIAGE.
+		{"unknown state", `{"issues":[{"number":1,"workflowState":"Backlog"},{"number":2,"workflowState":"Bogus"}]}`,
+			`issues[1].workflowState "Bogus" is not a workflow state. Pipeline detection knows Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress, Plan in Review, In Progress, In Review, Human Needed, Done, Canceled, and "" for an issue with no state`},
+		{"state in the wrong case", `{"issues":[{"number":1,"workflowState":"ready for plan"}]}`, `did you mean "Ready for Plan"?`},
+		{"no state", `{"issues":[{"number":1,"workflowState":""},{"number":2,"workflowState":"unknown"},{"number":3,"workflowState":" Done "}]}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,10 +33,20 @@ func TestDecodePipelineRequest(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.errHas) || !strings.Contains(err.Error(), "Recovery:") {
-				t.Fatalf("error %v, want one naming %q with a Recovery", err, tt.errHas)
+			var r *Refusal
+			if !errors.As(err, &r) || !strings.Contains(err.Error(), tt.errHas) || !strings.Contains(err.Error(), "Recovery:") {
+				t.Fatalf("error %v, want a refusal naming %q with a Recovery", err, tt.errHas)
 			}
 		})
+	}
+}
+
+func TestPipelineStates(t *testing.T) {
+	sameStrings(t, "PipelineStates", PipelineStates(), allStates)
+	for s, want := range map[string]bool{"": true, " ": true, "unknown": true, "Unknown": true, sIR: true, " " + sIR + " ": true, "in review": false, "Bogus": false} {
+		if IsPipelineState(s) != want {
+			t.Errorf("IsPipelineState(%q) = %v", s, !want)
+		}
 	}
 }
 

@@ -40,9 +40,9 @@ func TestDetectPipelineOrder(t *testing.T) {
 		roster    Roster
 	}{
 		{"0 no issues", PipelineInput{}, PhaseTriage, "no issues to work on; triage first", rTriage, true, nil, Proceed, Roster{1, 1, 1}},
-		{"1 split beats everything", PipelineInput{Issues: big}, PhaseSplit, "#1 is estimated M or larger without sub-issues; split first", rSplit, true, nil, Proceed, Roster{2, 1, 1}},
+		{"1 split beats everything", PipelineInput{Issues: big}, PhaseSplit, "#1 is estimated M or larger without sub-issues; split first", rSplit, true, nil, Proceed, Roster{1, 1, 1}},
 		{"1 already split is not split", PipelineInput{Issues: splitDone}, PhaseTriage, "#1 is in Backlog; triage first", rTriage, true, nil, Proceed, Roster{1, 1, 1}},
-		{"2 no state", PipelineInput{Issues: issues(sRN, "", "unknown")}, PhaseTriage, "2 issues (#2, #3) have no workflow state; triage first", rTriage, true, nil, Proceed, Roster{2, 1, 1}},
+		{"2 no state", PipelineInput{Issues: issues(sRN, "", "unknown")}, PhaseTriage, "2 issues (#2, #3) have no workflow state; triage first", rTriage, true, nil, Proceed, Roster{1, 1, 1}},
 		{"3 research", PipelineInput{Issues: issues(sRN, sRIP, sRFP), IsGroup: true, GroupPrimary: 1}, PhaseResearch,
 			"2 issues (#1, #2) are in Research Needed or Research in Progress", rResearch, false,
 			[]PipelineBlock{{1, sRN}, {2, sRIP}}, Wait, Roster{2, 1, 1}},
@@ -66,7 +66,14 @@ func TestDetectPipelineOrder(t *testing.T) {
 		{"13 otherwise", PipelineInput{Issues: issues("Legacy")}, PhaseTriage, "no phase matches the issues' states; triage first", rTriage, true, nil, Proceed, Roster{1, 1, 1}},
 		{"roster: many issues need research", PipelineInput{Issues: issues(sBacklog, sBacklog, sBacklog, sRN, sRN, sRIP), Options: PipelineOptions{StreamCount: 9}},
 			PhaseResearch, "3 issues (#4, #5, #6) are in Research Needed or Research in Progress", rResearch, false,
-			[]PipelineBlock{{4, sRN}, {5, sRN}, {6, sRIP}}, Wait, Roster{3, 3, 2}},
+			[]PipelineBlock{{4, sRN}, {5, sRN}, {6, sRIP}}, Wait, Roster{2, 3, 2}},
+		// Only Research Needed and Research in Progress need an analyst's research: Backlog and
+		// unset items wait for triage.
+		{"roster: backlog and unset items do not need research", PipelineInput{Issues: issues(sBacklog, sBacklog, sBacklog, "", "", sRN)},
+			PhaseTriage, "2 issues (#4, #5) have no workflow state; triage first", rTriage, true, nil, Proceed, Roster{1, 1, 2}},
+		{"roster: six issues need research", PipelineInput{Issues: issues(sRN, sRN, sRN, sRN, sRIP, sRIP)},
+			PhaseResearch, "6 issues (#1, #2, #3, #4, #5, #6) are in Research Needed or Research in Progress", rResearch, false,
+			[]PipelineBlock{{1, sRN}, {2, sRN}, {3, sRN}, {4, sRN}, {5, sRIP}, {6, sRIP}}, Wait, Roster{3, 1, 2}},
 		{"roster: five issues need two integrators", PipelineInput{Issues: issues(sIP, sIP, sIP, sIP, sIP), Options: PipelineOptions{StreamCount: -4}},
 			PhaseImplement, "5 issues (#1, #2, #3, #4, #5) are in In Progress", rImpl, true, nil, Proceed, Roster{0, 1, 2}},
 		{"roster: five research issues", PipelineInput{Issues: issues(sRN, sRN, sRN, sRN, sRN)},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -26,7 +27,6 @@ func TestRefusal(t *testing.T) {
 	if joinAnd([]string{"x", "y"}) != "x and y" {
 		t.Error("joinAnd")
 	}
-	sameStrings(t, "stateArgs", stateArgs([]string{"In Review"}), []string{`state="In Review"`})
 }
 
 func splitComma(s string) []string {
@@ -39,4 +39,59 @@ func splitComma(s string) []string {
 		}
 	}
 	return out
+}
+
+func TestRetryRender(t *testing.T) {
+	cli := func(a Arg) string { return "--" + string(a) }
+	tests := []struct {
+		name  string
+		rt    Retry
+		spell func(Arg) string
+		want  string
+	}{
+		{"one argument", Retry{With: []Suggestion{{Arg: ArgCommand, Kind: Word, Values: []string{"research", "plan"}}}}, nil,
+			"retry with command research or plan"},
+		{"states are quoted", Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: []string{"Backlog", "Ready for Plan"}}}}, nil,
+			`retry with target "Backlog" or "Ready for Plan"`},
+		{"words that are not one word are quoted", Retry{With: []Suggestion{{Arg: ArgCommand, Kind: Word, Values: []string{"a b", "true", "7x", "x-7"}}}}, nil,
+			`retry with command "a b", "true", "7x" or x-7`},
+		{"literals are bare", Retry{With: []Suggestion{{Arg: "number", Kind: Literal, Values: []string{"5"}}}}, nil, "retry with number 5"},
+		{"notes, alternatives, one of, tail", Retry{Lead: "for x,", OneOf: true, Tail: "; or ask a human",
+			With: []Suggestion{{Arg: ArgState, Kind: Text, Values: []string{"A"}}, {Arg: ArgIntent, Kind: Word, Values: []string{"lock", "complete"}, Notes: []string{"→ A", "→ B"}}}}, nil,
+			`for x, retry with state "A", or with intent lock (→ A) or complete (→ B) (give state or intent, not both); or ask a human`},
+		{"spelt for the CLI", Retry{Drop: []Arg{ArgIntent}, With: []Suggestion{{Arg: ArgState, Kind: Text, Values: []string{"Done"}}}}, cli,
+			`retry without --intent, with --state "Done"`},
+		{"drop alone", Retry{Drop: []Arg{"a", "b"}}, nil, "retry without a and b"},
+		{"one of three", Retry{OneOf: true, With: []Suggestion{{Arg: "a", Values: []string{"x"}}, {Arg: "b", Values: []string{"y"}}, {Arg: "c", Values: []string{"z"}}}}, nil,
+			"retry with a x, or with b y, or with c z (give only one of a, b and c)"},
+		{"optional", Retry{With: []Suggestion{{Arg: ArgEstimate, Values: []string{"S"}, Optional: true}}}, nil, "retry with max_estimate S (or leave max_estimate out)"},
+		{"no value to name", Retry{With: []Suggestion{{Arg: "repo", Hint: "the issue's repository name"}}}, nil, "retry with repo set to the issue's repository name"},
+		{"an unspelt role keeps its name", Retry{With: []Suggestion{{Arg: ArgActor, Values: []string{"agent"}}}}, func(Arg) string { return "" }, "retry with actor agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rt.Render(tt.spell); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRefusalSpell(t *testing.T) {
+	r := NewRetryRefusal("Tried x", "It is wrong", Retry{With: []Suggestion{{Arg: ArgState, Kind: Text, Values: []string{"A", "B"}}}})
+	if r.Recovery != `retry with state "A" or "B"` || !slices.Equal(r.Options, []string{"A", "B"}) {
+		t.Fatalf("%+v", r)
+	}
+	spelt := r.Spell(func(a Arg) string { return map[Arg]string{ArgState: "to_state"}[a] })
+	if spelt.Error() != `Tried x. It is wrong. Recovery: retry with to_state "A" or "B"` || r.Recovery != `retry with state "A" or "B"` {
+		t.Errorf("spelt %q, original %q", spelt.Error(), r.Recovery)
+	}
+	plain := &Refusal{Tried: "t", Why: "w", Recovery: "ask a human"}
+	if plain.Spell(func(Arg) string { return "x" }) != plain {
+		t.Error("a refusal without a Retry is returned as it is")
+	}
+	var none *Refusal
+	if none.Spell(nil) != nil {
+		t.Error("nil")
+	}
 }

@@ -24,13 +24,9 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 		if len(descs) > 0 {
 			why = "Valid intents are " + strings.Join(descs, ", ") + "; each is also accepted in the marker form, e.g. __" + strings.ToUpper(m.intents[0].name) + "__"
 		}
-		rec, opts := m.retries(c)
-		return "", &Refusal{
-			Tried:    fmt.Sprintf("Unknown intent %q", intentName),
-			Why:      why,
-			Recovery: rec,
-			Options:  opts,
-		}
+		r := m.retryRefusal(c, fmt.Sprintf("Unknown intent %q", intentName), why)
+		r.Unknown = true
+		return "", r
 	}
 	it := m.intents[i]
 	state, res := it.resolve(c.name)
@@ -38,12 +34,10 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 	case resolved:
 		return state, nil
 	case ambiguous:
-		return "", &Refusal{
-			Tried:    fmt.Sprintf("Intent %q is ambiguous for %s", it.name, c.name),
-			Why:      fmt.Sprintf("%s has several outputs: %s", c.name, strings.Join(c.direct, ", ")),
-			Recovery: "use a direct state instead: retry with " + joinOr(stateArgs(c.direct)),
-			Options:  slices.Clone(c.direct),
-		}
+		return "", NewRetryRefusal(fmt.Sprintf("Intent %q is ambiguous for %s", it.name, c.name),
+			fmt.Sprintf("%s has several outputs: %s", c.name, strings.Join(c.direct, ", ")),
+			Retry{Lead: "use a direct state instead:", Drop: []Arg{ArgIntent},
+				With: []Suggestion{{Arg: ArgState, Kind: Text, Values: slices.Clone(c.direct)}}})
 	}
 	var supporters []string
 	for _, other := range m.commands {
@@ -55,13 +49,7 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 	if len(supporters) == 0 {
 		why = fmt.Sprintf("No command supports %s", it.name)
 	}
-	rec, opts := m.retries(c)
-	return "", &Refusal{
-		Tried:    fmt.Sprintf("Intent %q is not defined for %s", it.name, c.name),
-		Why:      why,
-		Recovery: rec,
-		Options:  opts,
-	}
+	return "", m.retryRefusal(c, fmt.Sprintf("Intent %q is not defined for %s", it.name, c.name), why)
 }
 
 // ResolveState validates a direct state for a command: it must be one of the command's outputs
@@ -75,27 +63,40 @@ func (m *Machine) ResolveState(cmd, state string) (string, error) {
 		return m.ResolveIntent(cmd, state)
 	}
 	if !m.IsState(state) {
-		hint := ""
-		for _, s := range m.states {
-			if strings.EqualFold(strings.TrimSpace(state), s) {
-				hint = fmt.Sprintf("; did you mean %q?", s)
-				break
-			}
-		}
-		why := "Valid states are " + strings.Join(m.states, ", ") + " (names are case-sensitive" + hint + ")"
-		rec, opts := m.retries(c)
-		return "", &Refusal{Tried: fmt.Sprintf("Unknown state %q", state), Why: why, Recovery: rec, Options: opts}
+		r := m.retryRefusal(c, fmt.Sprintf("Unknown state %q", state), m.validStates(state))
+		r.Unknown = true
+		return "", r
 	}
 	if slices.Contains(c.direct, state) {
 		return state, nil
 	}
-	rec, opts := m.retries(c)
-	return "", &Refusal{
-		Tried:    fmt.Sprintf("State %q is not a valid output for %s", state, c.name),
-		Why:      fmt.Sprintf("Valid states for %s are %s", c.name, strings.Join(c.direct, ", ")),
-		Recovery: rec,
-		Options:  opts,
+	return "", m.retryRefusal(c, fmt.Sprintf("State %q is not a valid output for %s", state, c.name),
+		fmt.Sprintf("Valid states for %s are %s", c.name, strings.Join(c.direct, ", ")))
+}
+
+// validStates explains the valid states to someone who gave an unknown one, with a hint when
+// only its letter case is wrong.
+func (m *Machine) validStates(state string) string {
+	hint := ""
+	for _, s := range m.states {
+		if strings.EqualFold(strings.TrimSpace(state), s) {
+			hint = fmt.Sprintf("; did you mean %q?", s)
+			break
+		}
 	}
+	return "Valid states are " + strings.Join(m.states, ", ") + " (names are case-sensitive" + hint + ")"
+}
+
+// RequireState refuses a name that is not a state of the workflow, suggesting every state for
+// arg; nil for a state.
+func (m *Machine) RequireState(arg Arg, state string) error {
+	if m.IsState(state) {
+		return nil
+	}
+	r := NewRetryRefusal(fmt.Sprintf("Unknown state %q", state), m.validStates(state),
+		Retry{With: []Suggestion{{Arg: arg, Kind: Text, Values: slices.Clone(m.states)}}})
+	r.Unknown = true
+	return r
 }
 
 func (m *Machine) command(name string) (*command, error) {
@@ -109,35 +110,53 @@ func (m *Machine) command(name string) (*command, error) {
 			Why:      "No commands are configured",
 			Recovery: "declare commands under workflow.commands in the config, or move the item without a command",
 			Options:  []string{},
+			Unknown:  true,
 		}
 	}
-	return nil, &Refusal{
-		Tried:    fmt.Sprintf("Unknown command %q", name),
-		Why:      "Valid commands are " + strings.Join(names, ", ") + " (each is also accepted with the ralph_ prefix, e.g. ralph_" + names[0] + ")",
-		Recovery: "retry with command set to one of: " + strings.Join(names, ", "),
-		Options:  names,
-	}
+	r := NewRetryRefusal(fmt.Sprintf("Unknown command %q", name),
+		"Valid commands are "+strings.Join(names, ", ")+" (each is also accepted with the ralph_ prefix, e.g. ralph_"+names[0]+")",
+		Retry{With: []Suggestion{{Arg: ArgCommand, Kind: Word, Values: names}}})
+	r.Unknown = true
+	return nil, r
 }
 
-// retries renders everything a command may ask for: its direct states, then every intent that
-// resolves for it with the state it means.
-func (m *Machine) retries(c *command) (string, []string) {
-	opts := slices.Clone(c.direct)
-	var its []string
+// Retries is everything command cmd may ask for, as a retry: its direct states, then every
+// intent that resolves for it with the state it means (one of the two, not both). ok is false
+// when cmd is unknown or may ask for nothing.
+func (m *Machine) Retries(cmd string) (Retry, bool) {
+	c, err := m.command(cmd)
+	if err != nil {
+		return Retry{}, false
+	}
+	rt := m.retries(c)
+	return rt, len(rt.With) > 0
+}
+
+func (m *Machine) retries(c *command) Retry {
+	rt := Retry{Lead: "for " + c.name + ",", OneOf: true}
+	if len(c.direct) > 0 {
+		rt.With = append(rt.With, Suggestion{Arg: ArgState, Kind: Text, Values: slices.Clone(c.direct)})
+	}
+	var its, notes []string
 	for _, it := range m.intents {
 		if st, r := it.resolve(c.name); r == resolved {
-			its = append(its, it.name+" (→ "+st+")")
-			opts = append(opts, it.name)
+			its, notes = append(its, it.name), append(notes, "→ "+st)
 		}
 	}
-	rec := c.name + " accepts these direct states: retry with " + joinOr(stateArgs(c.direct))
-	if len(c.direct) == 0 {
-		rec = c.name + " has no direct states"
-	}
 	if len(its) > 0 {
-		rec += ", or with intent " + joinOr(its)
+		rt.With = append(rt.With, Suggestion{Arg: ArgIntent, Kind: Word, Values: its, Notes: notes})
 	}
-	return rec, opts
+	return rt
+}
+
+// retryRefusal refuses a request of command c, suggesting everything c may ask for (retries).
+func (m *Machine) retryRefusal(c *command, tried, why string) *Refusal {
+	rt := m.retries(c)
+	if len(rt.With) == 0 {
+		return &Refusal{Tried: tried, Why: why, Options: []string{},
+			Recovery: c.name + " has no direct states and no intents resolve for it; declare its outputs under workflow.commands in the config"}
+	}
+	return NewRetryRefusal(tried, why, rt)
 }
 
 type resolution int

@@ -130,61 +130,61 @@ func TestResolveErrors(t *testing.T) {
 		{
 			"unknown command",
 			func() (string, error) { return m.ResolveIntent("foo", "lock") },
-			`Unknown command "foo". Valid commands are triage, split, research, plan, plan_epic, review, impl, pr, merge, hero (each is also accepted with the ralph_ prefix, e.g. ralph_triage). Recovery: retry with command set to one of: triage, split, research, plan, plan_epic, review, impl, pr, merge, hero`,
+			`Unknown command "foo". Valid commands are triage, split, research, plan, plan_epic, review, impl, pr, merge, hero (each is also accepted with the ralph_ prefix, e.g. ralph_triage). Recovery: retry with command triage, split, research, plan, plan_epic, review, impl, pr, merge or hero`,
 			allCommands,
 		},
 		{
 			"unknown command via state",
 			func() (string, error) { return m.ResolveState("ralph_foo", sDone) },
-			`Unknown command "ralph_foo". Valid commands are triage, split, research, plan, plan_epic, review, impl, pr, merge, hero (each is also accepted with the ralph_ prefix, e.g. ralph_triage). Recovery: retry with command set to one of: triage, split, research, plan, plan_epic, review, impl, pr, merge, hero`,
+			`Unknown command "ralph_foo". Valid commands are triage, split, research, plan, plan_epic, review, impl, pr, merge, hero (each is also accepted with the ralph_ prefix, e.g. ralph_triage). Recovery: retry with command triage, split, research, plan, plan_epic, review, impl, pr, merge or hero`,
 			allCommands,
 		},
 		{
 			"unknown intent",
 			func() (string, error) { return m.ResolveIntent("research", "__FOOBAR__") },
-			`Unknown intent "__FOOBAR__". Valid intents are lock (claim work), complete (finish work), escalate (needs a human), release (give claimed work back), reject (send work back), close (mark done), cancel (abandon); each is also accepted in the marker form, e.g. __LOCK__. Recovery: research accepts these direct states: retry with state="Research in Progress", state="Ready for Plan" or state="Human Needed", or with intent lock (→ Research in Progress), complete (→ Ready for Plan), escalate (→ Human Needed), release (→ Research Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled)`,
+			`Unknown intent "__FOOBAR__". Valid intents are lock (claim work), complete (finish work), escalate (needs a human), release (give claimed work back), reject (send work back), close (mark done), cancel (abandon); each is also accepted in the marker form, e.g. __LOCK__. Recovery: for research, retry with state "Research in Progress", "Ready for Plan" or "Human Needed", or with intent lock (→ Research in Progress), complete (→ Ready for Plan), escalate (→ Human Needed), release (→ Research Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("research"),
 		},
 		{
 			"lock for triage",
 			func() (string, error) { return m.ResolveIntent("ralph_triage", "__LOCK__") },
-			`Intent "lock" is not defined for triage. Only these commands support lock: research → Research in Progress, plan → Plan in Progress, plan_epic → Plan in Progress, impl → In Progress. Recovery: triage accepts these direct states: retry with state="Research Needed", state="Ready for Plan", state="Done", state="Canceled" or state="Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled)`,
+			`Intent "lock" is not defined for triage. Only these commands support lock: research → Research in Progress, plan → Plan in Progress, plan_epic → Plan in Progress, impl → In Progress. Recovery: for triage, retry with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("triage"),
 		},
 		{
 			"complete for hero",
 			func() (string, error) { return m.ResolveIntent("hero", "complete") },
-			`Intent "complete" is not defined for hero. Only these commands support complete: split → Backlog, research → Ready for Plan, plan → Plan in Review, plan_epic → In Progress, review → In Progress, impl → In Review, merge → Done. Recovery: hero accepts these direct states: retry with state="In Review" or state="Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled)`,
+			`Intent "complete" is not defined for hero. Only these commands support complete: split → Backlog, research → Ready for Plan, plan → Plan in Review, plan_epic → In Progress, review → In Progress, impl → In Review, merge → Done. Recovery: for hero, retry with state "In Review" or "Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("hero"),
 		},
 		{
 			"complete for triage is ambiguous",
 			func() (string, error) { return m.ResolveIntent("triage", "complete") },
-			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry with state="Research Needed", state="Ready for Plan", state="Done", state="Canceled" or state="Human Needed"`,
+			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
 			[]string{sRN, sRFP, sDone, sCancel, sHN},
 		},
 		{
 			"ambiguous via marker in state",
 			func() (string, error) { return m.ResolveState("triage", "__COMPLETE__") },
-			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry with state="Research Needed", state="Ready for Plan", state="Done", state="Canceled" or state="Human Needed"`,
+			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
 			[]string{sRN, sRFP, sDone, sCancel, sHN},
 		},
 		{
 			"unknown state with case hint",
 			func() (string, error) { return m.ResolveState("impl", "in review") },
-			`Unknown state "in review". Valid states are Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress, Plan in Review, In Progress, In Review, Human Needed, Done, Canceled (names are case-sensitive; did you mean "In Review"?). Recovery: impl accepts these direct states: retry with state="In Progress", state="In Review" or state="Human Needed", or with intent lock (→ In Progress), complete (→ In Review), escalate (→ Human Needed), reject (→ In Progress), close (→ Done) or cancel (→ Canceled)`,
+			`Unknown state "in review". Valid states are Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress, Plan in Review, In Progress, In Review, Human Needed, Done, Canceled (names are case-sensitive; did you mean "In Review"?). Recovery: for impl, retry with state "In Progress", "In Review" or "Human Needed", or with intent lock (→ In Progress), complete (→ In Review), escalate (→ Human Needed), reject (→ In Progress), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("impl"),
 		},
 		{
 			"unknown state",
 			func() (string, error) { return m.ResolveState("pr", "Shipped") },
-			`Unknown state "Shipped". Valid states are Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress, Plan in Review, In Progress, In Review, Human Needed, Done, Canceled (names are case-sensitive). Recovery: pr accepts these direct states: retry with state="In Review" or state="Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled)`,
+			`Unknown state "Shipped". Valid states are Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress, Plan in Review, In Progress, In Review, Human Needed, Done, Canceled (names are case-sensitive). Recovery: for pr, retry with state "In Review" or "Human Needed", or with intent escalate (→ Human Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("pr"),
 		},
 		{
 			"done for research (seeds/000 #10)",
 			func() (string, error) { return m.ResolveState("ralph_research", sDone) },
-			`State "Done" is not a valid output for research. Valid states for research are Research in Progress, Ready for Plan, Human Needed. Recovery: research accepts these direct states: retry with state="Research in Progress", state="Ready for Plan" or state="Human Needed", or with intent lock (→ Research in Progress), complete (→ Ready for Plan), escalate (→ Human Needed), release (→ Research Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled)`,
+			`State "Done" is not a valid output for research. Valid states for research are Research in Progress, Ready for Plan, Human Needed. Recovery: for research, retry with state "Research in Progress", "Ready for Plan" or "Human Needed", or with intent lock (→ Research in Progress), complete (→ Ready for Plan), escalate (→ Human Needed), release (→ Research Needed), reject (→ Human Needed), close (→ Done) or cancel (→ Canceled) (give state or intent, not both)`,
 			wantRetries("research"),
 		},
 		{
@@ -249,4 +249,45 @@ func TestResolveEmptyMachine(t *testing.T) {
 	}
 	_, err = m.ResolveState("go", "B")
 	asRefusal(t, err)
+}
+
+// Unknown tells a name the workflow does not know (bad input) from a rule's refusal.
+func TestRefusalUnknown(t *testing.T) {
+	m := defaultMachine(t)
+	errOf := func(_ any, err error) error { return err }
+	_, _, pickErr := Pick(nil, sRN, "XXL")
+	tests := []struct {
+		name    string
+		err     error
+		unknown bool
+	}{
+		{"unknown command", errOf(m.ResolveIntent("fly", "lock")), true},
+		{"unknown intent", errOf(m.ResolveIntent("research", "bogus")), true},
+		{"unknown state", errOf(m.ResolveState("research", "Bogus")), true},
+		{"unknown target", errOf(m.CheckConvergence("Bogus", nil)), true},
+		{"unknown advance target", m.CheckAdvance(sIP, "Bogus"), true},
+		{"unknown actor", errOf(ParseActorKind("robot")), true},
+		{"unknown estimate", pickErr, true},
+		{"unknown state for an argument", m.RequireState(ArgFrom, "Nowhere"), true},
+		{"ambiguous intent", errOf(m.ResolveIntent("triage", "complete")), false},
+		{"intent not defined", errOf(m.ResolveIntent("triage", "lock")), false},
+		{"state not an output", errOf(m.ResolveState("research", sDone)), false},
+		{"target off the pipeline", errOf(m.CheckConvergence(sHN, nil)), false},
+		{"children ahead of the parent", m.CheckAdvance(sRFP, sIP), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := asRefusal(t, tt.err)
+			if r.Unknown != tt.unknown {
+				t.Errorf("Unknown = %v: %v", r.Unknown, r)
+			}
+		})
+	}
+	if err := m.RequireState(ArgFrom, sDone); err != nil {
+		t.Errorf("a state is required: %v", err)
+	}
+	r := asRefusal(t, m.RequireState(ArgTo, "done"))
+	if !strings.Contains(r.Why, `did you mean "Done"?`) || !strings.HasPrefix(r.Recovery, `retry with to "Backlog", "Research Needed"`) {
+		t.Errorf("%v", r)
+	}
 }

@@ -235,6 +235,22 @@ func (r *Roles) Commands(role string) []string {
 	return slices.Clone(r.commands[role])
 }
 
+// Agents returns the logins or patterns of the role's agents.
+func (r *Roles) Agents(role string) []string {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.specs[role].Agents)
+}
+
+// Serialize is the role's serialize setting ("" or "repository").
+func (r *Roles) Serialize(role string) string {
+	if r == nil {
+		return ""
+	}
+	return r.specs[role].Serialize
+}
+
 // Serialized reports whether the role works one item per repository at a time.
 func (r *Roles) Serialized(role string) bool {
 	return r != nil && r.specs[role].Serialize == SerializeRepository
@@ -334,6 +350,15 @@ func (m *Machine) WithRoles(r *Roles) *Machine {
 // Roles returns the state ownership map the machine enforces (nil when none).
 func (m *Machine) Roles() *Roles { return m.roles }
 
+// RoleOf is the worker role a change's actor acts in ("" for none, and for people).
+func (m *Machine) RoleOf(c Change) string { return m.roleOf(c) }
+
+// SerializedFrom reports whether a move out of from by an agent of role starts an integration
+// that must wait for the repository's current one: the role serializes its work and owns from.
+func (m *Machine) SerializedFrom(role, from string) bool {
+	return m.roles.Serialized(role) && from != "" && slices.Contains(m.roles.owners[from], role)
+}
+
 // roleOf is the role a change's actor acts in: the one it declares (an MCP agent's role:),
 // else the one its login matches. People, bypass actors and the app have none.
 func (m *Machine) roleOf(c Change) string {
@@ -402,4 +427,22 @@ func (m *Machine) allowedForRole(from string, allowed []string, role string) []s
 		}
 	}
 	return out
+}
+
+// CheckRole is Check for an agent acting in a worker role: the table, then the ownership rule
+// (`ralph-gate policy check --role`). The role must be configured.
+func (m *Machine) CheckRole(from, to, role string) CheckResult {
+	res := m.Check(from, to, ActorAgent)
+	if !m.roles.Has(role) {
+		return res
+	}
+	if m.IsState(from) || from == "" {
+		res.AllowedTransitions = m.allowedForRole(from, res.AllowedTransitions, role)
+	}
+	if res.Allowed {
+		if reason := m.checkRole(Change{From: from, To: to, ActorKind: ActorAgent}, from, role); reason != "" {
+			res.Allowed, res.Reason = false, reason
+		}
+	}
+	return res
 }

@@ -240,3 +240,53 @@ func TestRolesLeaveOthersAlone(t *testing.T) {
 		}
 	}
 }
+
+// The generated diagrams mark each state's owners; without roles they are unchanged.
+func TestDiagramsMarkOwners(t *testing.T) {
+	m, r := compiledRoles(t, ReviewInteractive, ownershipMap())
+	plain := m.Mermaid()
+	withRoles := m.WithRoles(r)
+	g, d := withRoles.Mermaid(), withRoles.Dot()
+	for _, want := range []string{`state "Research Needed · analyst" as research_needed`, `state "Plan in Review · validator" as plan_in_review`, `state "Done" as done`} {
+		if !strings.Contains(g, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, g)
+		}
+	}
+	if !strings.Contains(d, `label="In Review\nintegrator"`) {
+		t.Errorf("dot lacks the integrator's In Review:\n%s", d)
+	}
+	if strings.Contains(plain, "·") {
+		t.Error("a machine without roles marks owners")
+	}
+}
+
+// An integrator may not work on a second item of a repository while another is being
+// integrated; escalation stays open, and other roles are not serialized.
+func TestSerializedRole(t *testing.T) {
+	m, r := compiledRoles(t, ReviewSkip, ownershipMap())
+	m = m.WithRoles(r)
+	busy := &Integration{Repo: "acme/app", Number: 12, Holder: "integrator-1"}
+	c := Change{From: "In Review", To: "Done", Actor: "integrator-2", ActorKind: ActorAgent, Integrating: busy}
+	d := m.Decide(c)
+	if d.Verdict != Revert || d.Rule != RuleSerialized || !strings.Contains(d.Reason, "acme/app#12 is being integrated by integrator-1") {
+		t.Fatalf("second integration: %+v", d)
+	}
+	if ref := m.RefusalFor(c, d); !strings.Contains(ref.Recovery, "wait until #12 is integrated (it leaves In Review), then retry") {
+		t.Errorf("recovery %q", ref.Recovery)
+	}
+	c.To = "Human Needed"
+	if d := m.Decide(c); d.Verdict != Allow {
+		t.Errorf("escalation while busy: %+v", d)
+	}
+	c = Change{From: "In Review", To: "Done", Actor: "integrator-2", ActorKind: ActorAgent}
+	if d := m.Decide(c); d.Verdict != Allow {
+		t.Errorf("no integration under way: %+v", d)
+	}
+	c = Change{From: "In Progress", To: "In Review", Actor: "builder-1", ActorKind: ActorAgent, Integrating: busy}
+	if d := m.Decide(c); d.Verdict != Allow {
+		t.Errorf("a builder is not serialized: %+v", d)
+	}
+	if !m.SerializedFrom("integrator", "In Review") || m.SerializedFrom("integrator", "In Progress") || m.SerializedFrom("builder", "In Progress") {
+		t.Error("SerializedFrom")
+	}
+}

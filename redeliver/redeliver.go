@@ -108,6 +108,8 @@ type Sweeper struct {
 	cursors Cursors
 	opts    Options
 	now     func() time.Time
+	// toldGaveUp holds the deliveries given up whose warning this process logged (once each).
+	toldGaveUp map[string]bool
 }
 
 // New returns a sweeper; hooks returns a JWT-authenticated client (go-githubapp's
@@ -117,7 +119,7 @@ func New(hooks func(ctx context.Context) (Hooks, error), cursors Cursors, opts O
 	if now == nil {
 		now = time.Now
 	}
-	return &Sweeper{hooks: hooks, cursors: cursors, opts: opts, now: now}
+	return &Sweeper{hooks: hooks, cursors: cursors, opts: opts, now: now, toldGaveUp: map[string]bool{}}
 }
 
 // state is the sweeper's memory: per delivery GUID, what was redelivered and when, and until
@@ -237,6 +239,11 @@ listing:
 		switch {
 		case a.N >= s.opts.MaxAttempts:
 			rep.GaveUp++
+			if !s.toldGaveUp[guid] {
+				s.toldGaveUp[guid] = true
+				log.Warn().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
+					Int("attempts", a.N).Msg("gave up redelivering a failed webhook: the reconciler will judge its change")
+			}
 			continue
 		case a.N > 0 && g.newest.GetID() <= a.Newest && now.Sub(a.At) < s.opts.Patience:
 			rep.Waiting++ // our redelivery has not been attempted yet
@@ -268,6 +275,7 @@ listing:
 	for guid, a := range st.GUIDs {
 		if a.First.Before(horizon) && a.At.Before(horizon) {
 			delete(st.GUIDs, guid)
+			delete(s.toldGaveUp, guid)
 		}
 	}
 	if err := s.save(ctx, st); err != nil {
@@ -286,7 +294,12 @@ listing:
 			return rep, err
 		}
 	}
-	log.Info().Int("listed", rep.Listed).Int("failed", rep.Failed).Int("redelivered", rep.Redelivered).
+	// A sweep that redelivered nothing logs at debug: an idle app sweeps every minute.
+	ev := log.Debug()
+	if rep.Redelivered > 0 {
+		ev = log.Info()
+	}
+	ev.Int("listed", rep.Listed).Int("failed", rep.Failed).Int("redelivered", rep.Redelivered).
 		Int("confirmed", rep.Confirmed).Int("waiting", rep.Waiting).Int("gave_up", rep.GaveUp).Int("deferred", rep.Deferred).
 		Int("requests", rep.Requests).Bool("complete", rep.Complete).Msg("redelivery sweep")
 	return rep, nil

@@ -28,7 +28,7 @@ import (
 // (SQLite) as child processes, and makes 500 mixed legal and illegal moves while ralph-gate is
 // killed with SIGKILL twice and restarted. At the end no illegal value remains, every illegal
 // move is explained exactly once (one marker line per refused move, coalesced into at most one
-// comment per issue), every legal move stands, and no delivery was decided twice: each refused
+// comment per issue and actor), every legal move stands, and no delivery was decided twice: each refused
 // move was reverted by exactly one write.
 func TestCrashLosesNothing(t *testing.T) {
 	if testing.Short() {

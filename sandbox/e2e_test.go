@@ -178,13 +178,24 @@ func TestEnforcementEndToEnd(t *testing.T) {
 			t.Errorf("comment author = %q", cs[0].Author)
 		}
 
-		// A second violation within the coalescing window updates that comment.
+		// A second violation of the same actor within the coalescing window updates that comment.
+		e.move("agent-1", 3, "In Review")
+		e.settle()
+		e.wantState(3, "Backlog")
+		cs = e.comments(3)
+		if len(cs) != 1 || !strings.Contains(cs[0].Body, "2 Workflow State changes") {
+			t.Fatalf("the second violation did not update the comment: %d comments\n%v", len(cs), cs)
+		}
+
+		// Another actor's violation within the window gets a comment of its own: GitHub
+		// notifies on a new comment, never on an edit.
 		e.move("agent-2", 3, "In Review")
 		e.settle()
 		e.wantState(3, "Backlog")
 		cs = e.comments(3)
-		if len(cs) != 1 || !strings.Contains(cs[0].Body, "2 Workflow State changes") || !strings.Contains(cs[0].Body, "`agent-2`") {
-			t.Fatalf("the second violation did not update the comment: %d comments\n%v", len(cs), cs)
+		if len(cs) != 2 || !strings.Contains(cs[1].Body, "`agent-2`") || strings.Contains(cs[1].Body, "`agent-1`") ||
+			strings.Contains(cs[0].Body, "`agent-2`") {
+			t.Fatalf("another actor's violation did not get its own comment: %d comments\n%v", len(cs), cs)
 		}
 
 		// A bypass actor's illegal move stays and is audited.
@@ -201,9 +212,9 @@ func TestEnforcementEndToEnd(t *testing.T) {
 			t.Errorf("bypass move not audited: %+v", e.audit(6))
 		}
 
-		// Our own writes never loop: exactly the two reverts, nothing more.
-		if n := e.appWrites(); n != 2 {
-			t.Errorf("app made %d field writes, want 2 (two reverts)", n)
+		// Our own writes never loop: exactly the three reverts, nothing more.
+		if n := e.appWrites(); n != 3 {
+			t.Errorf("app made %d field writes, want 3 (three reverts)", n)
 		}
 	})
 }

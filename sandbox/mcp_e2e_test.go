@@ -219,7 +219,7 @@ func TestMCPRefusals(t *testing.T) {
 		}
 		// An intent the command does not define, and both intent and to_state.
 		if _, refused := call[toolspec.HandoffOutput](t, cs, toolspec.HandoffTicket, map[string]any{
-			"number": 2, "command": "triage", "intent": "complete", "reason": "x"}); !strings.Contains(refused, `state="Research Needed"`) {
+			"number": 2, "command": "triage", "intent": "complete", "reason": "x"}); !strings.Contains(refused, `retry without intent, with to_state "Research Needed"`) {
 			t.Errorf("ambiguous intent: %s", refused)
 		}
 		if _, refused := call[toolspec.HandoffOutput](t, cs, toolspec.HandoffTicket, map[string]any{

@@ -365,8 +365,8 @@ func (md *model) apply(i int, actor, to string) bool {
 
 // check compares the board with the model: every value is the last legal one, and every
 // illegal move appears exactly once among the app's violation comments on its issue (a burst
-// of violations is coalesced into one comment, so "exactly one explanation" means one marker
-// line per refused move, in at most one comment per coalescing window).
+// of one actor's violations is coalesced into one comment, so "exactly one explanation" means
+// one marker line per refused move, in at most one comment per actor and coalescing window).
 func (md *model) check(t *testing.T, st ghsim.State, appLogin string) {
 	t.Helper()
 	byNumber := map[int]ghsim.IssueState{}
@@ -379,20 +379,31 @@ func (md *model) check(t *testing.T, st ghsim.State, appLogin string) {
 			t.Errorf("#%d is in %q, want %q (its last legal state)", i, got, want)
 		}
 		var seen []marker.Transition
-		comments := 0
+		comments := map[string]int{} // actor -> violation comments listing their violations
 		for _, c := range is.Comments {
 			if c.Author != appLogin || !strings.Contains(c.Body, marker.Violation) {
 				continue
 			}
-			comments++
 			ms, err := marker.ParseTransitions(c.Body)
 			if err != nil {
 				t.Errorf("#%d: %v", i, err)
 			}
+			actors := map[string]bool{}
+			for _, m := range ms {
+				actors[m.Actor] = true
+			}
+			if len(actors) > 1 {
+				t.Errorf("#%d: one violation comment lists the violations of %d actors: %v", i, len(actors), ms)
+			}
+			for a := range actors {
+				comments[a]++
+			}
 			seen = append(seen, ms...)
 		}
-		if comments > 1 {
-			t.Errorf("#%d has %d violation comments; one coalesces them all within the window", i, comments)
+		for a, n := range comments {
+			if n > 1 {
+				t.Errorf("#%d has %d violation comments of %s; one coalesces each actor's within the window", i, n, a)
+			}
 		}
 		want := md.illegal[i]
 		if len(seen) != len(want) {

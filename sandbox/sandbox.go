@@ -51,6 +51,9 @@ type Options struct {
 	// default, so that tests counting API calls are not disturbed: tests call
 	// App.ReconcileNow and App.SweepNow when they want a pass.
 	Periodic bool
+	// SimAddr and AppAddr are where the simulator and the app listen (host:port, loopback
+	// only); empty means 127.0.0.1 on a free port.
+	SimAddr, AppAddr string
 }
 
 // Sandbox is a running simulator plus a running app.
@@ -71,6 +74,9 @@ type Sandbox struct {
 
 // Start starts the simulator and the app, wired to each other, and returns once the app serves.
 func Start(ctx context.Context, opts Options) (*Sandbox, error) {
+	if err := loopbackOnly(orFreePort(opts.AppAddr)); err != nil {
+		return nil, err
+	}
 	sb := &Sandbox{Dir: opts.Dir, fieldsOf: map[string]ghboard.Field{}}
 	if sb.Dir == "" {
 		dir, err := os.MkdirTemp("", "ralph-gate-sandbox-")
@@ -99,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	sb.Sim = sim
 	// The simulator lives until Close, not until the start-up context ends.
-	if sb.SimURL, err = sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0"); err != nil {
+	if sb.SimURL, err = sim.Start(context.WithoutCancel(ctx), orFreePort(opts.SimAddr)); err != nil {
 		sb.cleanup()
 		return nil, fmt.Errorf("start simulator: %w", err)
 	}
@@ -136,7 +142,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("start ralph-gate: %w", err)
 	}
 	sb.App = a
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", orFreePort(opts.AppAddr))
 	if err != nil {
 		sb.cleanup()
 		return nil, fmt.Errorf("listen: %w", err)
@@ -151,6 +157,26 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	return sb, nil
+}
+
+func orFreePort(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
+}
+
+// loopbackOnly refuses an address other machines could reach: the sandbox's tokens, webhook
+// secret and key are well known.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("the sandbox listens on loopback addresses only, not %q", addr)
+	}
+	return nil
 }
 
 func waitReady(ctx context.Context, url string) error {

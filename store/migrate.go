@@ -132,6 +132,47 @@ var migrations = []migration{
 			`DROP TABLE IF EXISTS deliveries`,
 		},
 	},
+	{
+		version: 4,
+		name:    "violation comments per actor",
+		stmts: []string{
+			// One violation comment per issue and actor: another actor's violation gets a
+			// comment of its own, since GitHub notifies on a new comment and never on an edit.
+			// The first version's table stays as it was, so that a replica of an older build
+			// still running during a rolling upgrade keeps working with it; its rows are copied
+			// with actor '' (enforce settles an interrupted posting of one, never coalesces
+			// into it).
+			`CREATE TABLE violation_comments_by_actor (
+				repo         TEXT NOT NULL,
+				issue_number BIGINT NOT NULL,
+				actor        TEXT NOT NULL DEFAULT '',
+				comment_id   BIGINT NOT NULL DEFAULT 0,
+				node_id      TEXT NOT NULL DEFAULT '',
+				count        BIGINT NOT NULL DEFAULT 0,
+				body         TEXT NOT NULL DEFAULT '',
+				updated_at   {{ts}} NOT NULL,
+				PRIMARY KEY (repo, issue_number, actor)
+			)`,
+			`INSERT INTO violation_comments_by_actor (repo, issue_number, actor, comment_id, node_id, count, body, updated_at)
+				SELECT repo, issue_number, '', comment_id, node_id, count, body, updated_at FROM violation_comments`,
+		},
+	},
+	{
+		version: 5,
+		name:    "integration slots",
+		stmts: []string{
+			// One item per repository being integrated by a serializing worker role.
+			`CREATE TABLE integration_slots (
+				slot_key     TEXT PRIMARY KEY,
+				item_id      TEXT NOT NULL,
+				holder       TEXT NOT NULL,
+				role         TEXT NOT NULL DEFAULT '',
+				repo         TEXT NOT NULL DEFAULT '',
+				issue_number BIGINT NOT NULL DEFAULT 0,
+				since        {{ts}}
+			)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

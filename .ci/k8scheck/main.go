@@ -1,8 +1,10 @@
 // Command k8scheck decodes every object of a rendered Helm chart (helm template output) as the
 // Kubernetes API type its apiVersion and kind name, strictly: an unknown or misspelt field is
 // an error, as the API server would reject it. It then checks what the ralph-gate chart
-// promises (probes, a locked-down security context, a checksum annotation, a config.yml) and
-// writes the rendered config.yml to --config-out so CI can run `ralph-gate validate` on it.
+// promises (probes, a locked-down security context, a checksum/secret annotation exactly when
+// it renders a Secret, the App's private key as a read-only file from a Secret, Ingress paths
+// that reach the Service, a config.yml) and writes the rendered config.yml to --config-out so
+// CI can run `ralph-gate validate` on it.
 //
 // It is a separate module so the Kubernetes API types stay out of ralph-gate's own go.mod.
 package main
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,7 +57,16 @@ type checker struct {
 	problems []string
 	kinds    []string
 	config   string
+	// secrets counts the Secrets the chart rendered; services maps each Service's name to its
+	// port names; deployments and ingresses are checked against them once every document is read.
+	secrets     int
+	deployments []*appsv1.Deployment
+	services    map[string][]string
+	ingresses   []*networkingv1.Ingress
 }
+
+// publicPaths are the only routes an Ingress may expose: the webhook and the MCP façade.
+var publicPaths = map[string]bool{"/api/github/hook": true, "/mcp": true}
 
 func (c *checker) fail(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
@@ -69,6 +81,7 @@ type typeMeta struct {
 }
 
 func (c *checker) run(data []byte) {
+	c.services = map[string][]string{}
 	for _, doc := range splitDocuments(data) {
 		var tm typeMeta
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
@@ -88,11 +101,17 @@ func (c *checker) run(data []byte) {
 			var d appsv1.Deployment
 			if c.decode(id, doc, &d) {
 				c.deployment(id, &d)
+				c.deployments = append(c.deployments, &d)
 			}
 		case "v1/Service":
 			var s corev1.Service
-			if c.decode(id, doc, &s) && len(s.Spec.Ports) == 0 {
-				c.fail("%s: no ports", id)
+			if c.decode(id, doc, &s) {
+				if len(s.Spec.Ports) == 0 {
+					c.fail("%s: no ports", id)
+				}
+				for _, p := range s.Spec.Ports {
+					c.services[s.Name] = append(c.services[s.Name], p.Name)
+				}
 			}
 		case "v1/ServiceAccount":
 			var sa corev1.ServiceAccount
@@ -110,7 +129,9 @@ func (c *checker) run(data []byte) {
 			}
 		case "v1/Secret":
 			var s corev1.Secret
-			c.decode(id, doc, &s)
+			if c.decode(id, doc, &s) {
+				c.secrets++
+			}
 		case "v1/PersistentVolumeClaim":
 			var pvc corev1.PersistentVolumeClaim
 			if c.decode(id, doc, &pvc) && pvc.Spec.Resources.Requests.Storage().IsZero() {
@@ -123,7 +144,9 @@ func (c *checker) run(data []byte) {
 			}
 		case "networking.k8s.io/v1/Ingress":
 			var ing networkingv1.Ingress
-			c.decode(id, doc, &ing)
+			if c.decode(id, doc, &ing) {
+				c.ingresses = append(c.ingresses, &ing)
+			}
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			c.serviceMonitor(id, doc)
 		default:
@@ -132,6 +155,47 @@ func (c *checker) run(data []byte) {
 	}
 	if len(c.kinds) == 0 {
 		c.fail("nothing was rendered")
+	}
+	for _, d := range c.deployments {
+		// The chart's own Secret is hashed into the pods so a change rolls them; without one
+		// there is nothing to hash (Secrets made outside the chart roll by secretRotation).
+		if _, ok := d.Spec.Template.Annotations["checksum/secret"]; ok != (c.secrets > 0) {
+			c.fail("apps/v1 Deployment %s: %d Secret(s) rendered but checksum/secret present=%v: it must hash the chart's Secret exactly when there is one", d.Name, c.secrets, ok)
+		}
+	}
+	for _, ing := range c.ingresses {
+		c.ingress(ing)
+	}
+}
+
+// ingress checks that every path is a public route and reaches a port of a rendered Service.
+func (c *checker) ingress(ing *networkingv1.Ingress) {
+	id := "networking.k8s.io/v1 Ingress " + ing.Name
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			c.fail("%s: a rule without http paths", id)
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			if !publicPaths[p.Path] {
+				c.fail("%s: path %s is not a public route (only /api/github/hook and /mcp)", id, p.Path)
+			}
+			if p.PathType == nil || *p.PathType != networkingv1.PathTypeExact {
+				c.fail("%s: path %s must be pathType Exact", id, p.Path)
+			}
+			svc := p.Backend.Service
+			if svc == nil {
+				c.fail("%s: path %s has no service backend", id, p.Path)
+				continue
+			}
+			found := false
+			for _, name := range c.services[svc.Name] {
+				found = found || name == svc.Port.Name
+			}
+			if !found {
+				c.fail("%s: path %s routes to service %s port %q, which the chart does not render", id, p.Path, svc.Name, svc.Port.Name)
+			}
+		}
 	}
 }
 
@@ -188,19 +252,61 @@ func (c *checker) deployment(id string, d *appsv1.Deployment) {
 		if ct.Resources.Requests.Memory().IsZero() {
 			c.fail("%s: no memory request", cid)
 		}
-		env := map[string]bool{}
+		env := map[string]corev1.EnvVar{}
 		for _, e := range ct.Env {
-			env[e.Name] = true
-			if e.Value != "" && (strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "KEY") || strings.Contains(e.Name, "DSN") || strings.Contains(e.Name, "TOKEN")) {
+			if _, dup := env[e.Name]; dup {
+				c.fail("%s: %s is set twice", cid, e.Name)
+			}
+			env[e.Name] = e
+			// A *_FILE variable holds a path, not the secret.
+			if e.Value != "" && !strings.HasSuffix(e.Name, "_FILE") && (strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "KEY") || strings.Contains(e.Name, "DSN") || strings.Contains(e.Name, "TOKEN")) {
 				c.fail("%s: %s is set in clear; it must come from a Secret", cid, e.Name)
 			}
 		}
-		for _, want := range []string{"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY"} {
-			if !env[want] {
+		for _, want := range []string{"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY_FILE"} {
+			if _, ok := env[want]; !ok {
 				c.fail("%s: %s is not set", cid, want)
 			}
 		}
+		if _, ok := env["GITHUB_APP_PRIVATE_KEY"]; ok {
+			c.fail("%s: GITHUB_APP_PRIVATE_KEY passes the PEM as an environment variable; mount it and set GITHUB_APP_PRIVATE_KEY_FILE", cid)
+		}
+		if e, ok := env["GITHUB_APP_PRIVATE_KEY_FILE"]; ok {
+			c.secretFile(cid, pod, ct, e.Value)
+		}
 	}
+}
+
+// secretFile checks that file is an item of a Secret volume mounted read-only in the container.
+func (c *checker) secretFile(cid string, pod corev1.PodSpec, ct corev1.Container, file string) {
+	for _, m := range ct.VolumeMounts {
+		rel, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		if !m.ReadOnly {
+			c.fail("%s: %s is on volume %s, which is not mounted read-only", cid, file, m.Name)
+		}
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			if v.Secret == nil {
+				c.fail("%s: %s is on volume %s, which is not a Secret", cid, file, m.Name)
+				return
+			}
+			for _, it := range v.Secret.Items {
+				if path.Clean(it.Path) == rel {
+					return
+				}
+			}
+			c.fail("%s: %s is not an item of Secret volume %s", cid, file, m.Name)
+			return
+		}
+		c.fail("%s: volume %s is mounted but not declared", cid, m.Name)
+		return
+	}
+	c.fail("%s: %s is on no volume mount", cid, file)
 }
 
 // serviceMonitor checks the Prometheus Operator's CRD by hand (its Go types are not in

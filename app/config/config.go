@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +49,8 @@ type Server struct {
 }
 
 // GitHub is go-githubapp's configuration (same keys), secrets overridable from the
-// environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET, GITHUB_APP_PRIVATE_KEY.
+// environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET, and the private key as
+// GITHUB_APP_PRIVATE_KEY_FILE (a file) or GITHUB_APP_PRIVATE_KEY (its text).
 type GitHub struct {
 	WebURL   string `yaml:"web_url"`
 	V3APIURL string `yaml:"v3_api_url"`
@@ -60,6 +63,8 @@ type App struct {
 	IntegrationID int64  `yaml:"integration_id"`
 	WebhookSecret string `yaml:"webhook_secret"`
 	PrivateKey    string `yaml:"private_key"`
+	// keyFile is GITHUB_APP_PRIVATE_KEY_FILE when the environment gave the key as a file.
+	keyFile string
 }
 
 // Store selects the database.
@@ -99,6 +104,9 @@ type Actors struct {
 	Agents []string `yaml:"agents"`
 	// Bypass logins are never reverted (always audited).
 	Bypass []string `yaml:"bypass"`
+	// Roles are the worker roles: each role's agents, the states it owns, its commands
+	// (docs/ENFORCEMENT.md, Worker roles). Empty: agents keep the agent rules alone.
+	Roles map[string]policy.RoleSpec `yaml:"roles"`
 }
 
 // Problem is one configuration problem at a key path.
@@ -148,7 +156,7 @@ func parse(data []byte) (Config, Problems) {
 	cfg.applyDefaults()
 	if parsed {
 		// Unknown keys and type errors do not hide the semantic problems: report them all.
-		problems = append(problems, cfg.Validate()...)
+		problems = append(problems, unshadowed(problems, cfg.Validate())...)
 	}
 	return cfg, problems
 }
@@ -164,6 +172,9 @@ func decode(data []byte) (cfg Config, problems Problems, parsed bool) {
 		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false
 	}
 	problems = append(problems, unknownKeys(root.Content[0], configShape(), "")...)
+	lines := map[int]string{}
+	typed := typeProblems(root.Content[0], configShape(), "", lines)
+	problems = append(problems, typed...)
 	// A file without a workflow (or actors) section gets the embedded default's, whole: a
 	// workflow is never merged key by key with the default.
 	if !hasKey(root.Content[0], "workflow") || !hasKey(root.Content[0], "actors") {
@@ -182,9 +193,7 @@ func decode(data []byte) (cfg Config, problems Problems, parsed bool) {
 	if err := dec.Decode(&cfg); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			for _, msg := range te.Errors {
-				problems = append(problems, Problem{Path: "(file)", Message: msg})
-			}
+			problems = append(problems, placeDecodeErrors(te.Errors, typed, lines)...)
 		} else {
 			problems = append(problems, Problem{Path: "(file)", Message: yamlMessage(err)})
 		}
@@ -213,25 +222,59 @@ func (c Config) Validate() Problems {
 			seen[key] = true
 		}
 	}
-	if _, ps := policy.Compile(c.Workflow); len(ps) > 0 {
-		problems = append(problems, ps...)
+	m, ps := policy.Compile(c.Workflow)
+	if len(ps) > 0 {
+		return append(problems, suggestStates(ps, c.stateNames())...)
+	}
+	roles, ps := policy.CompileRoles(m, c.Actors.Roles)
+	problems = append(problems, ps...)
+	for i, a := range c.MCP.Agents {
+		if a.Role != "" && !roles.Has(a.Role) {
+			problems = append(problems, Problem{Path: fmt.Sprintf("mcp.agents[%d].role", i),
+				Message: fmt.Sprintf("unknown role %q (roles: %s)", a.Role, strings.Join(orNone(roles.Names()), ", "))})
+		}
 	}
 	return problems
 }
 
-// Machine compiles the workflow; the config must have been validated.
+func orNone(names []string) []string {
+	if len(names) == 0 {
+		return []string{"none configured under actors.roles"}
+	}
+	return names
+}
+
+// stateNames are the names of the workflow's states, as configured.
+func (c Config) stateNames() []string {
+	names := make([]string, 0, len(c.Workflow.States))
+	for _, s := range c.Workflow.States {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// Machine compiles the workflow with its worker roles; the config must have been validated.
 func (c Config) Machine() (*policy.Machine, error) {
 	m, ps := policy.Compile(c.Workflow)
 	if len(ps) > 0 {
 		return nil, Problems(ps)
 	}
-	return m, nil
+	roles, ps := policy.CompileRoles(m, c.Actors.Roles)
+	if len(ps) > 0 {
+		return nil, Problems(ps)
+	}
+	return m.WithRoles(roles), nil
 }
 
 // PolicyActors turns the actor lists into the classifier policy uses; appLogin is the app's
-// own "<slug>[bot]" login (empty when unknown, e.g. in the policy CLI).
+// own "<slug>[bot]" login (empty when unknown, e.g. in the policy CLI). A role's agents are
+// agents, whether actors.agents lists them or not.
 func (c Config) PolicyActors(appLogin string) policy.Actors {
-	return policy.Actors{App: appLogin, Agents: c.Actors.Agents, Bypass: c.Actors.Bypass}
+	agents := slices.Clone(c.Actors.Agents)
+	for _, name := range slices.Sorted(maps.Keys(c.Actors.Roles)) {
+		agents = append(agents, c.Actors.Roles[name].Agents...)
+	}
+	return policy.Actors{App: appLogin, Agents: agents, Bypass: c.Actors.Bypass}
 }
 
 func hasKey(n *yaml.Node, key string) bool {

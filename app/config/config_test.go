@@ -67,7 +67,7 @@ func TestParseProblems(t *testing.T) {
 			d := edited(t, "    - name: Backlog\n", "    - name: Backlog\n      colour: red\n")
 			return []byte(strings.Replace(string(d), "    lock_ownership: true\n", "    lock_ownership: true\n    lock_owner: true\n", 1))
 		}, []string{"workflow.states[0].colour", "workflow.gates.lock_owner"}},
-		{"type mismatch", func(t *testing.T) []byte { return edited(t, "max_cascade_depth: 10", "max_cascade_depth: ten") }, []string{"(file)"}},
+		{"type mismatch", func(t *testing.T) []byte { return edited(t, "max_cascade_depth: 10", "max_cascade_depth: ten") }, []string{"workflow.automation.max_cascade_depth"}},
 		{"empty agent pattern", func(t *testing.T) []byte { return edited(t, `    - "agent-*"`, `    - " "`) }, []string{"actors.agents[1]"}},
 		{"pattern in bypass and duplicates", func(t *testing.T) []byte { return edited(t, "bypass: []", "bypass: [ops, ops, \"x*\"]") }, []string{"actors.bypass[1]", "actors.bypass[2]"}},
 		{"workflow problems come from policy", func(t *testing.T) []byte {
@@ -166,7 +166,7 @@ func TestServeNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "Zq4v8tN1xK7mR2pW9cL5", EnvPrivateKey: "-----BEGIN RSA PRIVATE KEY-----"}
+	env := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "Zq4v8tN1xK7mR2pW9cL5", EnvPrivateKey: testKeyPEM(t)}
 	if ps := ok.ApplyEnv(func(k string) (string, bool) { v, found := env[k]; return v, found }); len(ps) > 0 {
 		t.Fatal(ps)
 	}

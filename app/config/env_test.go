@@ -13,7 +13,7 @@ func TestStoreDSNFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	noEnv := func(string) (string, bool) { return "", false }
-	_, err := LoadWithEnv(file, noEnv)
+	_, err := LoadFor(file, ForFile, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "store.dsn") || !strings.Contains(err.Error(), EnvStoreDSN) {
 		t.Fatalf("want a store.dsn problem naming %s, got %v", EnvStoreDSN, err)
 	}
@@ -23,7 +23,7 @@ func TestStoreDSNFromEnvironment(t *testing.T) {
 		}
 		return "", false
 	}
-	cfg, err := LoadWithEnv(file, env)
+	cfg, err := LoadFor(file, ForFile, env)
 	if err != nil {
 		t.Fatal(err)
 	}

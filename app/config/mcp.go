@@ -26,8 +26,11 @@ type MCPAgent struct {
 	TokenEnv string `yaml:"token_env"`
 	// TokenSHA256 is the hex SHA-256 of the token.
 	TokenSHA256 string `yaml:"token_sha256"`
-	// Commands are the commands the agent may use; empty means all.
+	// Commands are the commands the agent may use; empty means all (or its role's).
 	Commands []string `yaml:"commands"`
+	// Role is the worker role the agent acts in (actors.roles); empty: the role its name
+	// matches, if any.
+	Role string `yaml:"role"`
 }
 
 // MCPCredential is an agent as the façade authenticates it: the token is kept only as its
@@ -48,8 +51,8 @@ var (
 	defaultRepo      = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9-]{0,38}/)?[A-Za-z0-9._-]{1,100}$`)
 )
 
-// validateMCP checks the mcp section (always); whether token_env variables are set is checked
-// when the façade starts (MCPCredentials), since validate runs without the service's secrets.
+// validateMCP checks the mcp section (always); whether token_env variables are set, and hold
+// different tokens, is checked for serve (Check(ForServe) runs MCPCredentials).
 func (c Config) validateMCP() Problems {
 	var problems Problems
 	add := func(path, format string, args ...any) {
@@ -65,8 +68,18 @@ func (c Config) validateMCP() Problems {
 		names = append(names, cmd.Name)
 	}
 	seen := map[string]bool{}
+	tokenOwner := map[string]string{} // what names a token (its hash, or its variable) → agent
 	for i, a := range c.MCP.Agents {
 		at := fmt.Sprintf("mcp.agents[%d]", i)
+		if key := tokenKey(a); key != "" {
+			// Tokens that are the same in the file alone; MCPCredentials finds the rest (two
+			// variables holding one value) when the environment is known.
+			if other, dup := tokenOwner[key]; dup {
+				add(at, "shares its token with agent %q; give each agent its own", other)
+			} else {
+				tokenOwner[key] = a.Name
+			}
+		}
 		switch key := strings.ToLower(a.Name); {
 		case a.Name == "":
 			add(at+".name", "is required (it names the agent in audits, comments and locks)")
@@ -108,6 +121,22 @@ func (c Config) validateMCP() Problems {
 		}
 	}
 	return problems
+}
+
+// tokenKey names an agent's token as the file gives it: the SHA-256 of a token in clear (so
+// it matches the same token given as token_sha256), or the variable that holds it; "" when
+// the agent gives none or several ways.
+func tokenKey(a MCPAgent) string {
+	switch {
+	case a.Token != "" && a.TokenEnv == "" && a.TokenSHA256 == "":
+		sum := sha256.Sum256([]byte(a.Token))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	case a.TokenSHA256 != "" && a.Token == "" && a.TokenEnv == "":
+		return "sha256:" + strings.ToLower(a.TokenSHA256)
+	case a.TokenEnv != "" && a.Token == "" && a.TokenSHA256 == "":
+		return "env:" + a.TokenEnv
+	}
+	return ""
 }
 
 // MCPCredentials resolves every agent's token (token_env through lookup) to its hash. A

@@ -67,7 +67,11 @@ func TestMCPSection(t *testing.T) {
     - {name: a, token: same-token-0123456789}
     - {name: b, token: same-token-0123456789}
 `
-	cfg, err = Parse([]byte(shared))
+	// The file alone shows the token is shared: validate reports it, not only serve.
+	if _, err := Parse([]byte(shared)); err == nil || !strings.Contains(err.Error(), `mcp.agents[1]: shares its token with agent "a"`) {
+		t.Fatalf("a shared token in the file: %v", err)
+	}
+	cfg, _, err = Preflight(writeFile(t, shared), ForFile, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,21 @@ func Reference() ([]byte, error) {
 
 ralph-gate reads one YAML file, given with ` + "`--config`" + ` (the Helm chart mounts it from a ConfigMap).
 Without a file the embedded default, [config.yml](../config.yml), is used. Decoding is strict: an
-unknown key is an error reported with its path. ` + "`ralph-gate validate --config FILE`" + ` lists every
-problem at once; ` + "`serve`" + ` refuses to start on any. A file without a ` + "`workflow`" + ` (or ` + "`actors`" + `)
-section gets the default's whole section, never merged key by key.
+unknown key, or a value of the wrong type, is an error reported with its path (and line:
+` + "`enforcement.coalesce_window: line 5: want a duration such as \"10m\", got 10`" + `), and a mistyped state
+gets the nearest one (` + "`unknown state \"Reserch Needed\" (did you mean \"Research Needed\"?)`" + `).
+A file without a ` + "`workflow`" + ` (or ` + "`actors`" + `) section gets the default's whole section, never merged
+key by key.
+
+Every command runs the same checks before it acts, and each asks only for what it uses:
+
+| command | needs, besides a valid file |
+|---|---|
+| ` + "`serve`" + `, ` + "`doctor`" + `, ` + "`validate --config FILE`" + ` | the App's id, private key and webhook secret, at least one project, every ` + "`mcp.agents[].token_env`" + ` set, and no token shared by two agents |
+| ` + "`mcp --stdio`" + ` (` + "`validate --for mcp`" + `) | the App's id and private key, at least one project (no webhook secret, no agent token) |
+| ` + "`validate --for file`" + ` (and ` + "`validate`" + ` without ` + "`--config`" + `) | nothing more: a secret that is given must still be sound |
+
+` + "`ralph-gate validate`" + ` lists every problem at once (` + "`--json`" + ` for scripts); ` + "`serve`" + ` refuses to start on any.
 
 Key paths use ` + "`[]`" + ` for "every item of a list" and ` + "`<key>`" + ` for "any key of a map".
 
@@ -50,7 +62,8 @@ Secrets are best kept out of the file. These variables, when set, replace the ke
 |---|---|
 | ` + "`" + EnvIntegrationID + "`" + ` | ` + "`github.app.integration_id`" + ` |
 | ` + "`" + EnvWebhookSecret + "`" + ` | ` + "`github.app.webhook_secret`" + ` |
-| ` + "`" + EnvPrivateKey + "`" + ` | ` + "`github.app.private_key`" + ` (the PEM text itself) |
+| ` + "`" + EnvPrivateKeyFile + "`" + ` | ` + "`github.app.private_key`" + `, read from this file (the ` + "`.pem`" + ` GitHub generated; the Helm chart mounts the key's Secret as a file and sets it). A file that cannot be read or holds no RSA private key is a problem naming the variable and the path, never the content |
+| ` + "`" + EnvPrivateKey + "`" + ` | ` + "`github.app.private_key`" + ` (the PEM text itself); setting it beside ` + "`" + EnvPrivateKeyFile + "`" + ` is a problem: give the key one way |
 | ` + "`" + EnvStoreDSN + "`" + ` | ` + "`store.dsn`" + ` |
 `)
 	t := reflect.TypeOf(Config{})

@@ -1,10 +1,17 @@
 package config
 
 import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
-	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
+	"io/fs"
+	"os"
 	"strings"
 	"unicode/utf8"
+
+	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 )
 
 // MinWebhookSecretLength is the shortest webhook secret serve accepts. Every webhook's
@@ -89,4 +96,57 @@ func storeDSNProblems(driver, dsn string) Problems {
 		}
 	}
 	return nil
+}
+
+// privateKeyProblems checks that the App's private key is a PEM RSA private key, as GitHub
+// generates it; github.app.private_key is never echoed, nor any part of it.
+func privateKeyProblems(pemText string) Problems {
+	if msg := privateKeyProblem(pemText); msg != "" {
+		return Problems{{Path: "github.app.private_key", Message: msg + " (or set " + EnvPrivateKeyFile + " to the .pem file GitHub generated)"}}
+	}
+	return nil
+}
+
+// privateKeyProblem says what is wrong with a PEM private key ("" when nothing is), without
+// quoting it.
+func privateKeyProblem(pemText string) string {
+	block, _ := pem.Decode([]byte(strings.TrimSpace(pemText)))
+	switch {
+	case block == nil && strings.Contains(pemText, `\n`):
+		return `is not PEM text: it holds "\n" escapes where the file has line breaks`
+	case block == nil:
+		return "is not PEM text (-----BEGIN RSA PRIVATE KEY----- … -----END RSA PRIVATE KEY-----)"
+	case !strings.HasSuffix(block.Type, "PRIVATE KEY"):
+		return fmt.Sprintf("holds a PEM %q block, not the App's private key", block.Type)
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return ""
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return "is not a valid PEM private key (the PEM block does not decode)"
+	}
+	if _, ok := k.(*rsa.PrivateKey); !ok {
+		return "is not an RSA private key (GitHub Apps sign with RSA)"
+	}
+	return ""
+}
+
+// readPrivateKeyFile reads the App's private key from the file GITHUB_APP_PRIVATE_KEY_FILE
+// names. A problem names the variable and the path, never the content.
+func readPrivateKeyFile(path string) (string, *Problem) {
+	at := "env " + EnvPrivateKeyFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		reason := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return "", &Problem{Path: at, Message: fmt.Sprintf("cannot read the private key file %s: %s", path, reason)}
+	}
+	if msg := privateKeyProblem(string(data)); msg != "" {
+		return "", &Problem{Path: at, Message: fmt.Sprintf("the file %s %s", path, msg)}
+	}
+	return string(data), nil
 }

@@ -104,15 +104,16 @@ func TestStoreDSNFromEnvironmentMustSuitTheDriver(t *testing.T) {
 		}
 		return "", false
 	}
-	_, err := LoadWithEnv(file, env)
+	_, err := LoadFor(file, ForFile, env)
 	if err == nil || !strings.Contains(err.Error(), "store.dsn: ") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("want a redacted store.dsn problem, got %v", err)
 	}
+	clearKeyEnv(t)
 	t.Setenv(EnvStoreDSN, "postgres://ralph:hunter2-Pw@db:5432/ralph")
 	t.Setenv(EnvIntegrationID, "42")
 	t.Setenv(EnvWebhookSecret, "Zq4v8tN1xK7mR2pW9cL5")
-	t.Setenv(EnvPrivateKey, "-----BEGIN RSA PRIVATE KEY-----")
-	_, err = LoadForServe(file)
+	t.Setenv(EnvPrivateKey, testKeyPEM(t))
+	_, err = LoadFor(file, ForServe, os.LookupEnv)
 	var ps Problems
 	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "store.dsn" {
 		t.Fatalf("serve: want exactly the store.dsn problem, got %v", err)
@@ -175,10 +176,11 @@ func TestWebhookSecretMinimumLength(t *testing.T) {
 	if err := os.WriteFile(file, []byte("projects: [{owner: acme, number: 1}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	clearKeyEnv(t)
 	t.Setenv(EnvIntegrationID, "42")
 	t.Setenv(EnvWebhookSecret, short)
-	t.Setenv(EnvPrivateKey, "-----BEGIN RSA PRIVATE KEY-----")
-	_, err = LoadForServe(file)
+	t.Setenv(EnvPrivateKey, testKeyPEM(t))
+	_, err = LoadFor(file, ForServe, os.LookupEnv)
 	var all Problems
 	if !errors.As(err, &all) || len(all) != 1 || all[0].Path != "github.app.webhook_secret" || strings.Contains(all.Error(), short) {
 		t.Fatalf("serve: want exactly one github.app.webhook_secret problem, got %v", err)

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,9 @@ const (
 	EnvIntegrationID = "GITHUB_APP_INTEGRATION_ID"
 	EnvWebhookSecret = "GITHUB_APP_WEBHOOK_SECRET"
 	EnvPrivateKey    = "GITHUB_APP_PRIVATE_KEY"
+	// EnvPrivateKeyFile names a file holding the PEM private key (the chart mounts the key's
+	// Secret as a file): the key then never sits in the process's environment.
+	EnvPrivateKeyFile = "GITHUB_APP_PRIVATE_KEY_FILE"
 	// EnvStoreDSN overrides store.dsn, so a Postgres password can come from a Secret.
 	EnvStoreDSN = "RALPH_GATE_STORE_DSN"
 )
@@ -95,59 +97,24 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
 	if v, ok := lookup(EnvWebhookSecret); ok {
 		c.GitHub.App.WebhookSecret = v
 	}
-	if v, ok := lookup(EnvPrivateKey); ok {
-		c.GitHub.App.PrivateKey = v
+	pemText, pemSet := lookup(EnvPrivateKey)
+	if file, ok := lookup(EnvPrivateKeyFile); ok && strings.TrimSpace(file) != "" {
+		c.GitHub.App.keyFile = strings.TrimSpace(file)
+		if pemSet && strings.TrimSpace(pemText) != "" {
+			problems = append(problems, Problem{Path: "env " + EnvPrivateKeyFile,
+				Message: "and " + EnvPrivateKey + " are both set: give the private key one way (unset " + EnvPrivateKey + ")"})
+		} else if key, p := readPrivateKeyFile(c.GitHub.App.keyFile); p != nil {
+			problems = append(problems, *p)
+		} else {
+			c.GitHub.App.PrivateKey = key
+		}
+	} else if pemSet {
+		c.GitHub.App.PrivateKey = pemText
 	}
 	if v, ok := lookup(EnvStoreDSN); ok && strings.TrimSpace(v) != "" {
 		c.Store.DSN = strings.TrimSpace(v)
 	}
 	return problems
-}
-
-// LoadForServe loads the file, applies the environment and checks everything serving needs.
-func LoadForServe(file string) (Config, error) {
-	if file == "" {
-		return Config{}, Problems{{Path: "--config", Message: "serve needs a configuration file naming the App and the projects to enforce"}}
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
-	}
-	cfg, problems := parseWithEnv(data, os.LookupEnv)
-	problems = appendNew(problems, cfg.ValidateServe()...)
-	if len(problems) > 0 {
-		return Config{}, problems
-	}
-	return cfg, nil
-}
-
-// LoadWithEnv is Load with the environment applied before validation, so a value given only
-// through the environment (a Postgres DSN from a Secret) counts: it checks a file as serve
-// would see it, without requiring serve's secrets. An empty path means the embedded default.
-func LoadWithEnv(file string, lookup func(string) (string, bool)) (Config, error) {
-	if file == "" {
-		return Default()
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
-	}
-	cfg, problems := parseWithEnv(data, lookup)
-	if len(problems) > 0 {
-		return Config{}, problems
-	}
-	return cfg, nil
-}
-
-// parseWithEnv is parse with the environment applied between decoding and validation.
-func parseWithEnv(data []byte, lookup func(string) (string, bool)) (Config, Problems) {
-	cfg, problems, parsed := decode(data)
-	problems = append(problems, cfg.ApplyEnv(lookup)...)
-	cfg.applyDefaults()
-	if parsed {
-		problems = append(problems, cfg.Validate()...)
-	}
-	return cfg, problems
 }
 
 // validateService checks the service sections (always, whether or not serving).
@@ -182,6 +149,10 @@ func (c Config) validateService() Problems {
 	problems = append(problems, storeDSNProblems(c.Store.Driver, c.Store.DSN)...)
 	// An empty secret is serve's concern (ValidateServe); a weak one is refused everywhere.
 	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, false)...)
+	// So is a private key that is given but unusable (a file's is checked as it is read).
+	if c.GitHub.App.keyFile == "" && strings.TrimSpace(c.GitHub.App.PrivateKey) != "" {
+		problems = append(problems, privateKeyProblems(c.GitHub.App.PrivateKey)...)
+	}
 	seen := map[string]bool{}
 	for i, p := range c.Projects {
 		at := fmt.Sprintf("projects[%d]", i)
@@ -224,15 +195,28 @@ func (c Config) validateService() Problems {
 }
 
 // ValidateServe checks what only serving needs: the App's identity and secrets, and at
-// least one project to enforce. Secrets are never echoed.
+// least one project to enforce. Secrets are never echoed. Check(ForServe) runs it, with the
+// agents' tokens.
 func (c Config) ValidateServe() Problems {
+	problems := c.validateApp()
+	return append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
+}
+
+// validateApp checks what acting as the App needs (serve and `mcp --stdio`): its id, its
+// private key and at least one project. The key is never echoed.
+func (c Config) validateApp() Problems {
 	var problems Problems
 	if c.GitHub.App.IntegrationID <= 0 {
 		problems = append(problems, Problem{Path: "github.app.integration_id", Message: "is required (or set " + EnvIntegrationID + ")"})
 	}
-	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
-	if !strings.Contains(c.GitHub.App.PrivateKey, "PRIVATE KEY") {
-		problems = append(problems, Problem{Path: "github.app.private_key", Message: "is required as a PEM private key (or set " + EnvPrivateKey + ")"})
+	switch {
+	case c.GitHub.App.keyFile != "":
+		// The environment gave a file: ApplyEnv reported what is wrong with it, by its variable.
+	case strings.TrimSpace(c.GitHub.App.PrivateKey) == "":
+		problems = append(problems, Problem{Path: "github.app.private_key", Message: "is required as a PEM private key (or set " +
+			EnvPrivateKeyFile + " to the .pem file GitHub generated, or " + EnvPrivateKey + " to its text)"})
+	default:
+		problems = append(problems, privateKeyProblems(c.GitHub.App.PrivateKey)...)
 	}
 	if len(c.Projects) == 0 {
 		problems = append(problems, Problem{Path: "projects", Message: "list at least one organization project to enforce ({owner, number})"})

@@ -43,7 +43,7 @@ func TestServerIntakeLimits(t *testing.T) {
 		{"most readers", "max_concurrent_webhooks: 16", "max_concurrent_webhooks: 1024", "", ""},
 		{"readers negative", "max_concurrent_webhooks: 16", "max_concurrent_webhooks: -1", "server.max_concurrent_webhooks", "between 1 and 1024, got -1"},
 		{"too many readers", "max_concurrent_webhooks: 16", "max_concurrent_webhooks: 1025", "server.max_concurrent_webhooks", "got 1025"},
-		{"readers not a number", "max_concurrent_webhooks: 16", "max_concurrent_webhooks: many", "(file)", "cannot unmarshal"},
+		{"readers not a number", "max_concurrent_webhooks: 16", "max_concurrent_webhooks: many", "server.max_concurrent_webhooks", `want a whole number, got "many"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

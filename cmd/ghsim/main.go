@@ -3,7 +3,11 @@
 //	ghsim serve --seed seed.yaml --listen 127.0.0.1:PORT [--webhook-url URL]
 //
 // It prints "ghsim listening on http://127.0.0.1:PORT" once ready and stops gracefully on SIGINT
-// or SIGTERM.
+// or SIGTERM. On a running simulator (ghsim serve, or ralph-gate demo --keep),
+//
+//	ghsim move --sim URL --token TOKEN [--wait 20s] ISSUE STATE
+//
+// changes an issue's Workflow State as the seeded user holding TOKEN.
 package main
 
 import (
@@ -26,14 +30,20 @@ func main() {
 }
 
 const usage = `usage: ghsim serve --seed FILE [--listen 127.0.0.1:PORT] [--webhook-url URL] [--random-seed N] [--rate-limit N]
+       ghsim move [--sim URL] --token TOKEN [--field NAME] [--wait DURATION] ISSUE STATE
 
-Runs an in-memory GitHub (REST under /api/v3/, GraphQL at /api/graphql, signed webhooks,
+serve runs an in-memory GitHub (REST under /api/v3/, GraphQL at /api/graphql, signed webhooks,
 fault injection and inspection under /_sim/) built from a seed file.
+move sets an issue's Workflow State on a running simulator as the seeded user holding TOKEN
+(ISSUE is 3, app#3 or acme/app#3), and with --wait prints what became of the move.
 `
 
 // run is main without the process: exit code 0 after a clean shutdown, 1 on failure, 2 on
 // usage errors.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "move" {
+		return runMove(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, usage)

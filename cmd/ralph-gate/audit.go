@@ -3,70 +3,118 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/ralph-gate/ralph-gate/enforce"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
 func runAudit(ctx context.Context, args []string, s streams) int {
 	fs := newFlags("audit", s)
-	file := fs.String("config", "", "configuration file naming the store (default: the embedded config.yml)")
+	file := fs.String("config", "", "configuration file naming the store (default: the embedded config.yml; RALPH_GATE_STORE_DSN counts as for serve)")
 	item := fs.Int("item", 0, "only this issue number")
 	repo := fs.String("repo", "", "with --item: only this repository (owner/name)")
 	since := fs.String("since", "", "only decisions at or after this time (RFC 3339, or a duration such as 1h meaning that long ago)")
 	limit := fs.Int("limit", 100, "at most this many (the newest); 0 = all")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
-	driver := fs.String("driver", "", "store driver, overriding the config (sqlite or postgres)")
-	dsn := fs.String("dsn", "", "store DSN, overriding the config (an SQLite file or a postgres:// URL)")
+	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
+	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
+	}
+	if *limit < 0 {
+		return fail(s, "audit", exitUsage, fmt.Sprintf("--limit %d is negative", *limit), "give 0 for every decision, or how many of the newest to print")
 	}
 	filter := store.AuditFilter{IssueNumber: *item, Repo: *repo, Limit: *limit}
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			fmt.Fprintf(s.err, "audit: --since: %v\n", err)
-			return exitUsage
+			return fail(s, "audit", exitUsage, "--since: "+err.Error(), "give a duration such as --since 1h, or a time such as --since 2026-11-01T12:00:00Z")
 		}
 		filter.Since = t
 	}
-	cfg, err := config.Load(*file)
+	cfg, err := config.LoadFor(*file, config.ForFile, os.LookupEnv)
 	if err != nil {
-		printProblems(s, err, *file)
-		return exitError
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			printProblems(s, err, *file) // every problem by its key path
+			return exitError
+		}
+		return fail(s, "audit", exitError, "cannot read the configuration: "+err.Error(), "check --config, or leave it out to use the embedded config.yml with --dsn")
+	}
+	if *dsn != "" {
+		cfg.Store.DSN = *dsn
+		if *driver == "" {
+			cfg.Store.Driver = store.DriverSQLite
+			if strings.HasPrefix(*dsn, "postgres://") || strings.HasPrefix(*dsn, "postgresql://") {
+				cfg.Store.Driver = store.DriverPostgres
+			}
+		}
 	}
 	if *driver != "" {
 		cfg.Store.Driver = *driver
 	}
-	if *dsn != "" {
-		cfg.Store.DSN = *dsn
-	}
-	st, err := store.Open(ctx, cfg.Store.Driver, cfg.Store.DSN)
+	st, err := store.OpenReadOnly(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {
-		fmt.Fprintf(s.err, "audit: %v\n", err)
-		return exitError
+		return fail(s, "audit", exitError, storeProblem(err), storeHint(err, cfg.Store.Driver, cfg.Store.DSN, *dsn != ""))
 	}
 	defer st.Close()
+	behind := st.CheckSchema(ctx)
+	var sb *store.SchemaBehindError
+	if errors.As(behind, &sb) {
+		fail(s, "audit", exitOK, fmt.Sprintf("warning: the store's schema is at version %d, older than this ralph-gate's %d", sb.Applied, sb.Known),
+			"the service writing it runs an older version or has not started since an upgrade; decisions are read as they are")
+	}
 	entries, err := st.QueryAudit(ctx, filter)
 	if err != nil {
-		fmt.Fprintf(s.err, "audit: %v\n", err)
-		return exitError
+		hint := "check that the store is reachable and is the one the service writes"
+		if sb != nil {
+			hint = "the store's schema is older than this ralph-gate's: read it with the version the service runs, or upgrade the service first"
+		}
+		return fail(s, "audit", exitError, "cannot read the audit log: "+storeProblem(err), hint)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		for _, e := range entries {
 			if err := enc.Encode(auditJSON(e)); err != nil {
-				return exitError
+				return fail(s, "audit", exitError, "cannot write the output: "+err.Error(), "")
 			}
 		}
 		return exitOK
 	}
 	printAudit(s, entries)
 	return exitOK
+}
+
+// storeProblem is a store error as the CLI says it (without the package's "store: " prefix).
+// (pgx's connection errors span several lines: they are joined into one).
+func storeProblem(err error) string {
+	return strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "store: ")), " ")
+}
+
+// storeHint says what to do about a store that would not open for reading.
+func storeHint(err error, driver, dsn string, fromFlag bool) string {
+	where := "store.dsn in the configuration (--config) or RALPH_GATE_STORE_DSN"
+	if fromFlag {
+		where = "--dsn"
+	}
+	if !errors.Is(err, store.ErrNoStore) {
+		return "check " + where + " (and --driver), and that the database is up and readable"
+	}
+	hint := "check " + where + ": it must name the store the service writes, which 'ralph-gate serve' creates on its first start"
+	if driver != store.DriverPostgres && dsn != "" && !strings.HasPrefix(dsn, "file:") && !filepath.IsAbs(dsn) {
+		if wd, werr := os.Getwd(); werr == nil {
+			hint += fmt.Sprintf(" (the relative path %s is taken from the current directory, %s)", dsn, wd)
+		}
+	}
+	return hint
 }
 
 func parseSince(v string, now time.Time) (time.Time, error) {

@@ -33,8 +33,7 @@ func runBench(ctx context.Context, args []string, s streams) int {
 		return code
 	}
 	if *rtt < 0 {
-		fmt.Fprintln(s.err, "bench: --rtt must not be negative")
-		return exitUsage
+		return fail(s, "bench", exitUsage, fmt.Sprintf("--rtt %s is negative", *rtt), "give the latency to add to every API request, such as --rtt 50ms, or --rtt 0 for none")
 	}
 	o := bench.Defaults(*quick)
 	if *rtt > 0 {
@@ -48,8 +47,7 @@ func runBench(ctx context.Context, args []string, s streams) int {
 		for _, f := range strings.Split(*reconcile, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
-				fmt.Fprintf(s.err, "bench: --reconcile: %q is not a positive number of items\n", f)
-				return exitUsage
+				return fail(s, "bench", exitUsage, fmt.Sprintf("--reconcile: %q is not a positive number of items", f), "give board sizes separated by commas, such as --reconcile 1000,10000")
 			}
 			o.ReconcileSizes = append(o.ReconcileSizes, n)
 		}
@@ -64,21 +62,18 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			fmt.Fprintf(s.err, "bench: %v\n", err)
-			return exitError
+			return fail(s, "bench", exitError, "cannot write the CPU profile: "+err.Error(), "give --cpuprofile a file in a writable directory")
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(s.err, "bench: %v\n", err)
-			return exitError
+			return fail(s, "bench", exitError, "cannot start the CPU profile: "+err.Error(), "run without --cpuprofile")
 		}
 		defer pprof.StopCPUProfile()
 	}
 	began := time.Now()
 	res, err := bench.Run(ctx, o)
 	if err != nil {
-		fmt.Fprintf(s.err, "bench: %v (after %s)\n", err, time.Since(began).Round(time.Second))
-		return exitError
+		return fail(s, "bench", exitError, fmt.Sprintf("%v (after %s)", err, time.Since(began).Round(time.Second)), "run it again with --verbose to see the app's warnings")
 	}
 	if res.Machine.Commit == "" && version != "dev" {
 		// Builds without VCS stamping still name what was measured: the -ldflags version.
@@ -88,8 +83,7 @@ func runBench(ctx context.Context, args []string, s streams) int {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(s.err, "bench: %v\n", err)
-			return exitError
+			return fail(s, "bench", exitError, "cannot write the results: "+err.Error(), "")
 		}
 		return exitOK
 	}

@@ -34,6 +34,7 @@ func (d *demo) mcpHandoff() {
 		return
 	}
 	defer cs.Close()
+	d.snapshot(8, "Plan in Progress")
 	call := func(args map[string]any) {
 		if d.err != nil {
 			return

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -52,58 +52,152 @@ var eventNames = map[string]string{
 	"pull_request":     "Pull request",
 }
 
-// doctor prints one line per check and remembers how many failed.
+// doctorCheck is one line of doctor's report, and one item of `doctor --json`'s "checks"
+// (docs/TROUBLESHOOTING.md documents the shape).
+type doctorCheck struct {
+	// Name is what was checked: "config", "app", "webhook", "installation on ORG",
+	// "project ORG/N", "github".
+	Name string `json:"name"`
+	// Status is ok, warn, fail or skip.
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	// Hint is the fix, for warn and fail.
+	Hint string `json:"hint,omitempty"`
+}
+
+// doctorReport is `doctor --json`'s output.
+type doctorReport struct {
+	OK       bool          `json:"ok"`
+	Failures int           `json:"failures"`
+	Warnings int           `json:"warnings"`
+	Checks   []doctorCheck `json:"checks"`
+}
+
+// doctor collects one check per line and counts the failures and warnings.
 type doctor struct {
-	out              io.Writer
+	checks           []doctorCheck
 	failures, warned int
 }
 
-func (d *doctor) ok(format string, args ...any) {
-	fmt.Fprintf(d.out, "ok    %s\n", fmt.Sprintf(format, args...))
+func (d *doctor) add(c doctorCheck) { d.checks = append(d.checks, c) }
+
+func (d *doctor) ok(name, format string, args ...any) {
+	d.add(doctorCheck{Name: name, Status: "ok", Detail: fmt.Sprintf(format, args...)})
 }
 
-func (d *doctor) warn(msg, fix string) {
+func (d *doctor) warn(name, msg, fix string) {
 	d.warned++
-	fmt.Fprintf(d.out, "warn  %s\n", msg)
-	if fix != "" {
-		fmt.Fprintf(d.out, "      fix: %s\n", fix)
-	}
+	d.add(doctorCheck{Name: name, Status: "warn", Detail: msg, Hint: fix})
 }
 
-func (d *doctor) fail(msg, fix string) {
+func (d *doctor) fail(name, msg, fix string) {
 	d.failures++
-	fmt.Fprintf(d.out, "FAIL  %s\n", msg)
-	if fix != "" {
-		fmt.Fprintf(d.out, "      fix: %s\n", fix)
-	}
+	d.add(doctorCheck{Name: name, Status: "fail", Detail: msg, Hint: fix})
 }
+
+func (d *doctor) skip(name, msg, fix string) {
+	d.add(doctorCheck{Name: name, Status: "skip", Detail: msg, Hint: fix})
+}
+
+// print writes the report as text: one line per check, its fix below it.
+func (d *doctor) print(w io.Writer) {
+	label := map[string]string{"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}
+	for _, c := range d.checks {
+		fmt.Fprintf(w, "%s  %s: %s\n", label[c.Status], c.Name, c.Detail)
+		if c.Hint != "" {
+			fmt.Fprintf(w, "      fix: %s\n", c.Hint)
+		}
+	}
+	fmt.Fprintf(w, "\n%d failure(s), %d warning(s)\n", d.failures, d.warned)
+}
+
+// appCredentialPaths are the problems that keep doctor from authenticating as the App.
+var appCredentialPaths = []string{"github.app.integration_id", "github.app.private_key",
+	"env " + config.EnvIntegrationID, "env " + config.EnvPrivateKeyFile, "env " + config.EnvPrivateKey}
 
 func runDoctor(ctx context.Context, args []string, s streams) int {
 	fs := newFlags("doctor", s)
-	file := fs.String("config", "", "the configuration file serve uses (secrets may come from GITHUB_APP_* variables)")
+	file := fs.String("config", "", "the configuration file serve uses (default: the embedded config.yml; secrets may come from GITHUB_APP_* variables)")
 	timeout := fs.Duration("timeout", time.Minute, "give up on GitHub after this long")
+	asJSON := fs.Bool("json", false, `print {"ok","failures","warnings","checks":[{"name","status","detail","hint"}]} as JSON`)
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
 	}
-	cfg, err := config.LoadForServe(*file)
-	if err != nil {
-		printProblems(s, err, *file)
-		return exitError
+	if *file == "" {
+		fmt.Fprintln(s.err, "doctor: no --config given: checking the embedded config.yml, which names no project (give --config FILE, the file serve uses)")
 	}
-	m, err := cfg.Machine()
-	if err != nil {
-		fmt.Fprintf(s.err, "doctor: %v\n", err)
-		return exitError
+	d := &doctor{}
+	d.run(ctx, *file, *timeout)
+	if *asJSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		rep := doctorReport{OK: d.failures == 0, Failures: d.failures, Warnings: d.warned, Checks: d.checks}
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(s.err, "doctor: %v\n", err)
+			return exitError
+		}
+	} else {
+		d.print(s.out)
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	d := &doctor{out: s.out}
-	d.check(ctx, cfg, m)
-	fmt.Fprintf(s.out, "\n%d failure(s), %d warning(s)\n", d.failures, d.warned)
 	if d.failures > 0 {
 		return exitError
 	}
 	return exitOK
+}
+
+// run checks the configuration as serve would (config.Preflight), then, when it can act as
+// the App, GitHub: the App, its webhook, each installation and each project board.
+func (d *doctor) run(ctx context.Context, file string, timeout time.Duration) {
+	cfg, problems, err := config.Preflight(file, config.ForServe, os.LookupEnv)
+	if err != nil {
+		d.fail("config", err.Error(), "give --config the file serve uses")
+		d.skip("github", "not checked: the configuration could not be read", "")
+		return
+	}
+	canAuth := true
+	for _, p := range problems {
+		d.fail("config", p.String(), "")
+		if slices.Contains(appCredentialPaths, p.Path) || p.Path == "(file)" {
+			canAuth = false
+		}
+	}
+	if len(problems) == 0 {
+		d.ok("config", "%s has everything serve needs", describe(file))
+	}
+	m, err := cfg.Machine()
+	if err != nil {
+		canAuth = false
+	} else {
+		d.roles(m)
+	}
+	if !canAuth {
+		d.skip("github", "not checked: doctor authenticates as the App with github.app.integration_id and the private key, and checks the boards against a valid workflow",
+			"fix the configuration problems above")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d.check(ctx, cfg, m)
+}
+
+// roles warns about the gaps of the state ownership map: a role that owns no state has agents
+// that may only escalate; a state no role owns leaves its items to people.
+func (d *doctor) roles(m *policy.Machine) {
+	roles := m.Roles()
+	if roles == nil {
+		return
+	}
+	for _, name := range roles.Idle() {
+		d.warn("roles", fmt.Sprintf("the %s role owns no state: its agents may only escalate", name),
+			fmt.Sprintf("list the states it works on under actors.roles.%s.owns", name))
+	}
+	for _, state := range roles.Unowned(m) {
+		d.warn("roles", fmt.Sprintf("no role owns %s: only people and agents without a role may move items out of it", state),
+			"add it to the owns list of the role that works on it (actors.roles)")
+	}
+	if len(roles.Idle()) == 0 && len(roles.Unowned(m)) == 0 {
+		d.ok("roles", "%d roles; every state an agent works on has an owner (review mode %s)", len(roles.Names()), m.ReviewMode())
+	}
 }
 
 func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine) {
@@ -114,17 +208,17 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	)
 	client, err := creator.NewAppClient()
 	if err != nil {
-		d.fail(fmt.Sprintf("app: cannot use the private key: %v", err),
-			"github.app.private_key (or GITHUB_APP_PRIVATE_KEY) must be the PEM key generated on the App's settings page")
+		d.fail("app", fmt.Sprintf("cannot use the private key: %v", err),
+			"github.app.private_key (or "+config.EnvPrivateKeyFile+") must be the PEM key generated on the App's settings page")
 		return
 	}
 	ghApp, _, err := client.Apps.Get(ctx, "")
 	if err != nil {
-		d.fail(fmt.Sprintf("app: cannot authenticate as App %d: %v", cfg.GitHub.App.IntegrationID, err),
+		d.fail("app", fmt.Sprintf("cannot authenticate as App %d: %v", cfg.GitHub.App.IntegrationID, err),
 			"check github.app.integration_id (the App ID on the App's settings page) and that the private key belongs to that App; generate a new key if unsure")
 		return
 	}
-	d.ok("app: authenticated as %s (App ID %d)", ghApp.GetSlug(), ghApp.GetID())
+	d.ok("app", "authenticated as %s (App ID %d)", ghApp.GetSlug(), ghApp.GetID())
 	settings := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/settings/apps/" + ghApp.GetSlug() + "/permissions"
 	d.permissions("app", permissionMap(ghApp.GetPermissions()), settings, true)
 	d.events("app", ghApp.Events, settings)
@@ -145,21 +239,22 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 		inst, _, err := client.Apps.GetOrganizationInstallation(ctx, owner)
 		if err != nil {
 			install := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/apps/" + ghApp.GetSlug() + "/installations/new"
-			d.fail(fmt.Sprintf("installation: %s is not installed on the organization %s: %v", ghApp.GetSlug(), owner, err),
+			d.fail("installation", fmt.Sprintf("%s is not installed on the organization %s: %v", ghApp.GetSlug(), owner, err),
 				"an owner of "+owner+" installs it from "+install+" (projects_v2_item webhooks exist only for organization-owned projects)")
 			continue
 		}
-		d.ok("installation: %d on %s (repositories: %s)", inst.GetID(), owner, inst.GetRepositorySelection())
+		d.ok("installation", "%d on %s (repositories: %s)", inst.GetID(), owner, inst.GetRepositorySelection())
 		accept := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/organizations/" + owner + "/settings/installations/" + fmt.Sprint(inst.GetID())
-		d.permissions("installation on "+owner, permissionMap(inst.GetPermissions()), accept, false)
-		d.events("installation on "+owner, inst.Events, accept)
+		who := "installation on " + owner
+		d.permissions(who, permissionMap(inst.GetPermissions()), accept, false)
+		d.events(who, inst.Events, accept)
 		if inst.GetRepositorySelection() == "selected" {
-			d.warn(fmt.Sprintf("installation on %s: only selected repositories: issues in other repositories cannot be explained or synced", owner),
+			d.warn(who, "only selected repositories: issues in other repositories cannot be explained or synced",
 				"choose \"All repositories\" at "+accept+", or add every repository whose issues are on the enforced projects")
 		}
 		ic, err := creator.NewInstallationClient(inst.GetID())
 		if err != nil {
-			d.fail(fmt.Sprintf("installation on %s: cannot build a client: %v", owner, err), "")
+			d.fail(who, fmt.Sprintf("cannot build a client: %v", err), "")
 			continue
 		}
 		board := ghboard.New(ghboard.NewClient(ic.Client(), cfg.GitHub.V4APIURL), m.Field(), ghboard.NewFieldCache())
@@ -194,11 +289,11 @@ func (d *doctor) permissions(who string, have map[string]string, where string, w
 			if !warnExcess {
 				fix = fmt.Sprintf("an organization owner accepts the App's updated permissions at %s (the App asks for %s: %s)", where, name, want)
 			}
-			d.fail(fmt.Sprintf("%s: permission %s is %q, ralph-gate needs %s", who, name, levelOrNone(got), want), fix)
+			d.fail(who, fmt.Sprintf("permission %s is %q, ralph-gate needs %s", name, levelOrNone(got), want), fix)
 		}
 	}
 	if !missing {
-		d.ok("%s: permissions organization_projects=write issues=write pull_requests=read metadata=read", who)
+		d.ok(who, "permissions organization_projects=write issues=write pull_requests=read metadata=read")
 	}
 	if !warnExcess {
 		return
@@ -207,10 +302,10 @@ func (d *doctor) permissions(who string, have map[string]string, where string, w
 		want, needed := RequiredPermissions[name]
 		switch {
 		case !needed:
-			d.warn(fmt.Sprintf("%s: permission %s=%s is more than ralph-gate needs", who, name, have[name]),
+			d.warn(who, fmt.Sprintf("permission %s=%s is more than ralph-gate needs", name, have[name]),
 				fmt.Sprintf("at %s set it to \"No access\"", where))
 		case permissionLevel[have[name]] > permissionLevel[want]:
-			d.warn(fmt.Sprintf("%s: permission %s=%s is more than ralph-gate needs (%s)", who, name, have[name], want),
+			d.warn(who, fmt.Sprintf("permission %s=%s is more than ralph-gate needs (%s)", name, have[name], want),
 				fmt.Sprintf("at %s lower %s to %s", where, permissionNames[name], levelName(want)))
 		}
 	}
@@ -221,16 +316,16 @@ func (d *doctor) events(who string, have []string, where string) {
 	for _, e := range RequiredEvents {
 		if !slices.Contains(have, e) {
 			missing = true
-			d.fail(fmt.Sprintf("%s: not subscribed to the %s webhook event", who, e),
+			d.fail(who, fmt.Sprintf("not subscribed to the %s webhook event", e),
 				fmt.Sprintf("at %s tick \"%s\" under \"Subscribe to events\" (the permissions above must be granted first)", where, eventNames[e]))
 		}
 	}
 	if !missing {
-		d.ok("%s: subscribed to %s (installation events come to every App)", who, strings.Join(RequiredEvents, ", "))
+		d.ok(who, "subscribed to %s (installation events come to every App)", strings.Join(RequiredEvents, ", "))
 	}
 	for _, e := range have {
 		if !slices.Contains(RequiredEvents, e) && !implicitEvents[e] {
-			d.warn(fmt.Sprintf("%s: subscribed to %s, which ralph-gate ignores", who, e),
+			d.warn(who, fmt.Sprintf("subscribed to %s, which ralph-gate ignores", e),
 				fmt.Sprintf("untick it at %s: every delivery costs a request", where))
 		}
 	}
@@ -239,26 +334,26 @@ func (d *doctor) events(who string, have []string, where string) {
 func (d *doctor) webhook(ctx context.Context, client *github.Client) {
 	hook, _, err := client.Apps.GetHookConfig(ctx)
 	if err != nil {
-		d.warn(fmt.Sprintf("webhook: cannot read the App's webhook configuration: %v", err), "")
+		d.warn("webhook", fmt.Sprintf("cannot read the App's webhook configuration: %v", err), "")
 		return
 	}
 	u := hook.GetURL()
 	if u == "" {
-		d.fail("webhook: the App has no webhook URL", "set it to https://<your host>"+app.WebhookRoute+" on the App's settings page and tick \"Active\"")
+		d.fail("webhook", "the App has no webhook URL", "set it to https://<your host>"+app.WebhookRoute+" on the App's settings page and tick \"Active\"")
 		return
 	}
 	parsed, err := url.Parse(u)
 	switch {
 	case err != nil:
-		d.fail(fmt.Sprintf("webhook: URL %q does not parse: %v", u, err), "")
+		d.fail("webhook", fmt.Sprintf("URL %q does not parse: %v", u, err), "")
 	case parsed.Path != app.WebhookRoute:
-		d.warn(fmt.Sprintf("webhook: URL %s does not end in %s, where ralph-gate listens", u, app.WebhookRoute),
+		d.warn("webhook", fmt.Sprintf("URL %s does not end in %s, where ralph-gate listens", u, app.WebhookRoute),
 			"change the path unless a proxy in front of ralph-gate rewrites it")
 	default:
-		d.ok("webhook: %s (content type %s)", u, hook.GetContentType())
+		d.ok("webhook", "%s (content type %s)", u, hook.GetContentType())
 	}
 	if parsed != nil && parsed.Scheme == "http" && !isLoopback(parsed.Hostname()) {
-		d.warn("webhook: the URL is plain http: payloads travel unencrypted", "serve it over https (the chart's Ingress does, with a TLS secret)")
+		d.warn("webhook", "the URL is plain http: payloads travel unencrypted", "serve it over https (the chart's Ingress does, with a TLS secret)")
 	}
 }
 
@@ -266,61 +361,22 @@ func isLoopback(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
+// project checks one board with the check serve runs before it reports ready
+// (app.CheckBoard): every finding fails, with its fix.
 func (d *doctor) project(ctx context.Context, board *ghboard.Board, p config.Project, m *policy.Machine) {
 	name := fmt.Sprintf("project %s/%d", p.Owner, p.Number)
-	field, err := board.Field(ctx, p.Owner, p.Number)
+	findings, err := app.CheckBoard(ctx, board, p, m)
 	if err != nil {
-		var fix string
-		switch {
-		case errors.Is(err, ghboard.ErrNotFound) && strings.Contains(err.Error(), "field"):
-			fix = fmt.Sprintf("add a single-select field named %q to the project (Settings → Custom fields), with the options listed by `ralph-gate policy graph`, or set workflow.field to the field's name", m.Field())
-		case errors.Is(err, ghboard.ErrNotFound):
-			fix = "check projects[].owner and number (the number is in the project's URL: /orgs/OWNER/projects/NUMBER) and that the App is installed on that organization with Projects access"
-		}
-		d.fail(fmt.Sprintf("%s: %v", name, err), fix)
+		d.fail(name, err.Error(), "")
 		return
 	}
-	want := m.States()
-	var missing, extra []string
-	for _, s := range want {
-		if _, ok := field.Options[s]; !ok {
-			missing = append(missing, s)
-		}
-	}
-	for _, o := range field.Names {
-		if !slices.Contains(want, o) {
-			extra = append(extra, o)
-		}
-	}
-	if len(missing) == 0 && len(extra) == 0 {
-		d.ok("%s: field %q has exactly the workflow's %d states", name, m.Field(), len(want))
+	if len(findings) == 0 {
+		d.ok(name, "field %q has exactly the workflow's %d states", m.Field(), len(m.States()))
 		return
 	}
-	for _, s := range missing {
-		fix := fmt.Sprintf("in the project's settings edit the field %q and add the option %q (names are exact and case-sensitive)", m.Field(), s)
-		if near := nearMiss(s, extra); near != "" {
-			fix = fmt.Sprintf("rename the option %q to %q in the field %q (names are exact and case-sensitive)", near, s, m.Field())
-		}
-		d.fail(fmt.Sprintf("%s: field %q lacks the option %q", name, m.Field(), s), fix)
+	for _, f := range findings {
+		d.fail(name, f.Problem, f.Fix)
 	}
-	for _, o := range extra {
-		if nearMiss(o, missing) != "" {
-			continue // reported with its rename above
-		}
-		d.fail(fmt.Sprintf("%s: field %q has the option %q, which is not a workflow state", name, m.Field(), o),
-			"delete the option (items in it would be reverted), or add the state to workflow.states in the configuration")
-	}
-}
-
-// nearMiss finds a name in candidates that differs from s only by case or spacing.
-func nearMiss(s string, candidates []string) string {
-	norm := func(v string) string { return strings.Join(strings.Fields(strings.ToLower(v)), " ") }
-	for _, c := range candidates {
-		if norm(c) == norm(s) {
-			return c
-		}
-	}
-	return ""
 }
 
 func sortedKeys(m map[string]string) []string {

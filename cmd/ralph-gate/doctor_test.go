@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +18,13 @@ import (
 // startSim runs ghsim on seed (after edit) and writes the configuration serve would use
 // against it; it returns the configuration file.
 func startSim(t *testing.T, edit func(seedText string) string, adjust func(*ghsim.Seed)) string {
+	t.Helper()
+	file, _ := startSimServer(t, edit, adjust)
+	return file
+}
+
+// startSimServer is startSim that also returns the simulator (to inject faults).
+func startSimServer(t *testing.T, edit func(seedText string) string, adjust func(*ghsim.Seed)) (string, *ghsim.Server) {
 	t.Helper()
 	text := string(sandbox.DemoSeed())
 	if edit != nil {
@@ -55,20 +64,36 @@ func startSim(t *testing.T, edit func(seedText string) string, adjust func(*ghsi
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return file
+	return file, sim
+}
+
+// editConfig rewrites a configuration file through edit.
+func editConfig(t *testing.T, file string, edit func(map[string]any)) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	edit(cfg)
+	if data, err = yaml.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestDoctor(t *testing.T) {
-	for _, k := range []string{"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY"} {
-		if _, ok := os.LookupEnv(k); ok {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
+	clearAppEnv(t)
 	tests := []struct {
 		name     string
 		edit     func(string) string
 		adjust   func(*ghsim.Seed)
+		config   func(map[string]any)
 		code     int
 		contains []string
 		absent   []string
@@ -111,6 +136,29 @@ func TestDoctor(t *testing.T) {
 			},
 		},
 		{
+			name: "a near-miss option is renamed, never deleted",
+			edit: func(s string) string {
+				return strings.Replace(s, ", Canceled, Human Needed]", ", Cancelled, Human Needed]", 1)
+			},
+			code: exitError,
+			contains: []string{
+				`FAIL  project acme/1: field "Workflow State" lacks the option "Canceled"`,
+				`fix: rename the option "Cancelled" to "Canceled" in the field "Workflow State"`,
+				"never delete it and add a new one: deleting an option clears it on every item that holds it",
+				"1 failure(s)",
+			},
+			absent: []string{`has the option "Cancelled"`},
+		},
+		{
+			name:   "a project that does not exist",
+			config: func(c map[string]any) { c["projects"] = []map[string]any{{"owner": "acme", "number": 7}} },
+			code:   exitError,
+			contains: []string{
+				"FAIL  project acme/7: the project does not exist, or the App cannot see it",
+				"fix: check projects[].owner and number",
+			},
+		},
+		{
 			name: "missing event and excess permissions",
 			adjust: func(s *ghsim.Seed) {
 				s.App.Permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "write", "metadata": "read", "contents": "read"}
@@ -137,6 +185,9 @@ func TestDoctor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := startSim(t, tt.edit, tt.adjust)
+			if tt.config != nil {
+				editConfig(t, file, tt.config)
+			}
 			code, out, errOut := runCLI(t, "", "doctor", "--config", file)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errOut)
@@ -158,9 +209,119 @@ func TestDoctor(t *testing.T) {
 	}
 }
 
+// Without --config doctor checks the embedded config.yml like the other commands, and says
+// what it lacks in its own words (not "serve needs…"); without the App's id and key it
+// checks nothing on GitHub, and says so.
 func TestDoctorWithoutConfig(t *testing.T) {
-	code, _, errOut := runCLI(t, "", "doctor")
+	clearAppEnv(t)
+	code, out, errOut := runCLI(t, "", "doctor")
 	if code != exitError || !strings.Contains(errOut, "--config") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		"FAIL  config: projects: list at least one organization project",
+		"FAIL  config: github.app.integration_id: is required",
+		"skip  github: not checked: doctor authenticates as the App",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "serve needs") {
+		t.Errorf("doctor speaks of serve's needs:\n%s%s", out, errOut)
+	}
+}
+
+// A problem that does not keep doctor from acting as the App (here: no webhook secret) is a
+// failure, and the GitHub checks still run.
+func TestDoctorReportsConfigProblemsAndGoesOn(t *testing.T) {
+	clearAppEnv(t)
+	file := startSim(t, nil, nil)
+	editConfig(t, file, func(c map[string]any) {
+		delete(c["github"].(map[string]any)["app"].(map[string]any), "webhook_secret")
+	})
+	code, out, _ := runCLI(t, "", "doctor", "--config", file)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for _, want := range []string{"FAIL  config: github.app.webhook_secret: is required", "ok    app: authenticated as ralph-gate",
+		`ok    project acme/1: field "Workflow State" has exactly`, "1 failure(s), 0 warning(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// doctor --json: {"ok","failures","warnings","checks":[{"name","status","detail","hint"}]}.
+func TestDoctorJSON(t *testing.T) {
+	clearAppEnv(t)
+	type check struct {
+		Name, Status, Detail, Hint string
+	}
+	type report struct {
+		OK                 bool
+		Failures, Warnings int
+		Checks             []check
+	}
+	tests := []struct {
+		name   string
+		edit   func(string) string
+		code   int
+		ok     bool
+		failed []check // the failed checks (Detail and Hint: substrings)
+	}{
+		{name: "a correct installation", code: exitOK, ok: true},
+		{name: "a near-miss option", code: exitError,
+			edit: func(s string) string {
+				return strings.Replace(s, ", Canceled, Human Needed]", ", Cancelled, Human Needed]", 1)
+			},
+			failed: []check{{Name: "project acme/1", Status: "fail", Detail: `field "Workflow State" lacks the option "Canceled"`,
+				Hint: `rename the option "Cancelled" to "Canceled"`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := startSim(t, tt.edit, nil)
+			code, out, errOut := runCLI(t, "", "doctor", "--json", "--config", file)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			var rep report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			for _, key := range []string{`"ok":`, `"failures":`, `"warnings":`, `"checks":`, `"name":`, `"status":`, `"detail":`} {
+				if !strings.Contains(out, key) {
+					t.Errorf("the report lacks %s:\n%s", key, out)
+				}
+			}
+			if rep.OK != tt.ok || rep.Failures != len(tt.failed) {
+				t.Errorf("ok %v with %d failure(s), want %v with %d", rep.OK, rep.Failures, tt.ok, len(tt.failed))
+			}
+			names := map[string]bool{}
+			var failed []check
+			for _, c := range rep.Checks {
+				names[c.Name] = true
+				if c.Status == "fail" {
+					failed = append(failed, c)
+				}
+				if !slices.Contains([]string{"ok", "warn", "fail", "skip"}, c.Status) || c.Detail == "" {
+					t.Errorf("check %+v", c)
+				}
+			}
+			for _, n := range []string{"config", "app", "webhook", "installation", "installation on acme", "project acme/1"} {
+				if !names[n] {
+					t.Errorf("no check named %q: %v", n, names)
+				}
+			}
+			if len(failed) != len(tt.failed) {
+				t.Fatalf("failed checks %+v, want %+v", failed, tt.failed)
+			}
+			for i, w := range tt.failed {
+				g := failed[i]
+				if g.Name != w.Name || !strings.Contains(g.Detail, w.Detail) || !strings.Contains(g.Hint, w.Hint) {
+					t.Errorf("failed check %+v, want %+v", g, w)
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -34,6 +37,13 @@ func TestCLI(t *testing.T) {
 		{"no args", nil, "", exitUsage, nil, nil},
 		{"unknown command", []string{"frobnicate"}, "", exitUsage, nil, nil},
 		{"version", []string{"version"}, "", exitOK, []string{"ralph-gate dev"}, nil},
+		{"--version", []string{"--version"}, "", exitOK, []string{"ralph-gate dev"}, nil},
+		{"help lists completion and the demo's addresses", []string{"help"}, "", exitOK,
+			[]string{"ralph-gate completion bash|zsh|fish", "--listen ADDR", "--sim-listen ADDR", "ralph-gate version"}, nil},
+		{"completion bash", []string{"completion", "bash"}, "", exitOK, []string{"complete -o default -F _ralph_gate ralph-gate"}, nil},
+		{"completion zsh", []string{"completion", "zsh"}, "", exitOK, []string{"#compdef ralph-gate"}, nil},
+		{"completion fish", []string{"completion", "fish"}, "", exitOK, []string{"complete -c ralph-gate"}, nil},
+		{"completion without a shell", []string{"completion"}, "", exitUsage, nil, nil},
 		{"validate default", []string{"validate"}, "", exitOK, []string{"is valid", "11 states"}, nil},
 		{"validate bad file reports every problem", []string{"validate", "--config", bad}, "", exitError, []string{"workflow.statez", "workflow.field", "problem(s)"}, nil},
 		{"validate missing file", []string{"validate", "--config", filepath.Join(dir, "none.yml")}, "", exitError, nil, nil},
@@ -44,7 +54,7 @@ func TestCLI(t *testing.T) {
 		{"human may leave Human Needed", []string{"policy", "check", "--from", "Human Needed", "--to", "Backlog", "--actor", "human"}, "", exitOK,
 			[]string{`"allowed": true`}, nil},
 		{"unset to initial", []string{"policy", "check", "--from", "", "--to", "Backlog", "--actor", "agent"}, "", exitOK, []string{`"allowed": true`}, nil},
-		{"check unknown from", []string{"policy", "check", "--from", "Nowhere", "--to", "Backlog"}, "", exitError, []string{"Recovery:"}, nil},
+		{"check unknown from", []string{"policy", "check", "--from", "Nowhere", "--to", "Backlog"}, "", exitUsage, nil, []string{"Nowhere"}},
 		{"check missing to", []string{"policy", "check", "--from", "Backlog"}, "", exitUsage, nil, nil},
 		{"check bad actor", []string{"policy", "check", "--from", "Backlog", "--to", "Done", "--actor", "robot"}, "", exitUsage, nil, nil},
 		{"resolve marker", []string{"policy", "resolve", "--command", "research", "--intent", "__LOCK__"}, "", exitOK,
@@ -60,8 +70,9 @@ func TestCLI(t *testing.T) {
 		{"pipeline", []string{"policy", "pipeline"}, `{"issues":[{"number":1,"title":"a","workflowState":"Ready for Plan","estimate":"S","subIssueCount":0}],"isGroup":false,"groupPrimary":1,"options":{"autoMode":false,"streamCount":1}}`, exitOK,
 			[]string{`"phase": "PLAN"`, `"suggestedRoster"`}, nil},
 		{"pipeline no issues", []string{"policy", "pipeline"}, `{"issues":[]}`, exitOK, []string{`"phase": "TRIAGE"`}, nil},
-		{"pipeline bad json", []string{"policy", "pipeline"}, `{"issues":`, exitError, []string{"Recovery:"}, nil},
-		{"pipeline unknown key", []string{"policy", "pipeline"}, `{"issuez":[]}`, exitError, []string{"issuez"}, nil},
+		{"pipeline bad json", []string{"policy", "pipeline"}, `{"issues":`, exitUsage, nil, []string{"Recovery:"}},
+		{"pipeline unknown key", []string{"policy", "pipeline"}, `{"issuez":[]}`, exitUsage, nil, []string{"issuez"}},
+		{"pipeline unknown state", []string{"policy", "pipeline"}, `{"issues":[{"number":1,"workflowState":"Bogus"}]}`, exitUsage, nil, []string{"TRIAGE"}},
 		{"graph mermaid", []string{"policy", "graph"}, "", exitOK, []string{"stateDiagram-v2"}, nil},
 		{"graph dot", []string{"policy", "graph", "--format", "dot"}, "", exitOK, []string{"digraph"}, nil},
 		{"graph bad format", []string{"policy", "graph", "--format", "png"}, "", exitUsage, nil, nil},
@@ -110,5 +121,153 @@ func TestCheckListsAllowedTransitions(t *testing.T) {
 	}
 	if res.Allowed || res.Reason == "" {
 		t.Errorf("want a refusal with a reason, got %+v", res)
+	}
+}
+
+// policyFlagsOf lists the flags a policy subcommand takes, from its --help.
+func policyFlagsOf(t *testing.T, sub string) []string {
+	t.Helper()
+	_, out, _ := runCLI(t, "", "policy", sub, "--help")
+	var flags []string
+	for _, m := range regexp.MustCompile(`(?m)^  -(\w+)`).FindAllStringSubmatch(out, -1) {
+		flags = append(flags, "--"+m[1])
+	}
+	if len(flags) == 0 {
+		t.Fatalf("no flags in policy %s --help:\n%s", sub, out)
+	}
+	return flags
+}
+
+// replayCLI follows a Recovery the way a person would: it leaves out the flags it says to
+// leave out, and sets the first flag it suggests to its first value (in place of the flags
+// it names as alternatives). Every flag it names must be one of the subcommand's.
+func replayCLI(t *testing.T, args []string, msg string) []string {
+	t.Helper()
+	_, rec, ok := strings.Cut(msg, "Recovery: ")
+	if !ok {
+		t.Fatalf("no Recovery: %s", msg)
+	}
+	known := policyFlagsOf(t, args[1])
+	var drop []string
+	if _, rest, ok := strings.Cut(rec, "retry without "); ok {
+		names, _, _ := strings.Cut(rest, ", with ")
+		drop = regexp.MustCompile(`, | and `).Split(names, -1)
+	}
+	type suggested struct{ flag, value string }
+	var with []suggested
+	for _, m := range regexp.MustCompile(`with (--[\w-]+) ("(?:[^"\\]|\\.)*"|[^\s,()]+)`).FindAllStringSubmatch(rec, -1) {
+		v := m[2]
+		if strings.HasPrefix(v, `"`) {
+			var err error
+			if v, err = strconv.Unquote(v); err != nil {
+				t.Fatalf("bad value %s", m[2])
+			}
+		}
+		with = append(with, suggested{m[1], v})
+	}
+	if len(with) == 0 {
+		t.Fatalf("the Recovery suggests no flag: %s", msg)
+	}
+	oneOf := regexp.MustCompile(`\(give (--\w+ or --\w+, not both|only one of [^)]*)\)`).MatchString(rec)
+	remove := map[string]bool{with[0].flag: true}
+	for _, d := range drop {
+		remove[d] = true
+	}
+	for _, w := range with {
+		if oneOf {
+			remove[w.flag] = true
+		}
+	}
+	for f := range remove {
+		if !slices.Contains(known, f) {
+			t.Fatalf("the Recovery names %s, which policy %s does not take (%v): %s", f, args[1], known, msg)
+		}
+	}
+	out := slices.Clone(args[:2])
+	for i := 2; i+1 < len(args); i += 2 {
+		if !remove[args[i]] {
+			out = append(out, args[i], args[i+1])
+		}
+	}
+	return append(out, with[0].flag, with[0].value)
+}
+
+// TestPolicyBadInput pins the one form every policy subcommand answers bad input in — one
+// line on stderr, "ralph-gate policy <sub>: what. why. Recovery: …", nothing on stdout, exit
+// 2 — and that each Recovery names the subcommand's own flags and, followed, evaluates.
+// Refusal results (resolve refusing a known command, intent or state) stay JSON on stdout,
+// exit 1, their Recovery in flags too.
+func TestPolicyBadInput(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string // in the message
+		code  int    // exitUsage (bad input) or exitError (a refusal result)
+		after int    // the exit code of the retry the Recovery suggests; -1: nothing to retry
+	}{
+		{"unknown actor", []string{"policy", "check", "--from", "Backlog", "--to", "Done", "--actor", "robot"}, "", `Unknown actor kind "robot"`, exitUsage, exitOK},
+		{"unknown from", []string{"policy", "check", "--from", "Nowhere", "--to", "Backlog"}, "", `Unknown state "Nowhere"`, exitUsage, exitOK},
+		{"unknown to", []string{"policy", "check", "--from", "Backlog", "--to", "Bogus", "--actor", "agent"}, "", `Unknown state "Bogus"`, exitUsage, exitOK},
+		{"to in the wrong case", []string{"policy", "check", "--to", "done"}, "", `did you mean "Done"?`, exitUsage, exitOK},
+		{"missing to", []string{"policy", "check", "--from", "Backlog"}, "", "--to is missing", exitUsage, exitOK},
+		{"missing command", []string{"policy", "resolve", "--state", "Done"}, "", "--command is missing", exitUsage, exitOK},
+		{"neither intent nor state", []string{"policy", "resolve", "--command", "research"}, "", "Neither --intent nor --state", exitUsage, exitOK},
+		{"both intent and state", []string{"policy", "resolve", "--command", "research", "--intent", "lock", "--state", "Done"}, "", "Both --intent and --state", exitUsage, exitOK},
+		{"unknown command", []string{"policy", "resolve", "--command", "fly", "--state", "Done"}, "", `Unknown command "fly"`, exitUsage, exitOK},
+		{"unknown intent", []string{"policy", "resolve", "--command", "research", "--intent", "bogus"}, "", `Unknown intent "bogus"`, exitUsage, exitOK},
+		{"unknown state", []string{"policy", "resolve", "--command", "research", "--state", "Bogus"}, "", `Unknown state "Bogus"`, exitUsage, exitOK},
+		{"unknown format", []string{"policy", "graph", "--format", "png"}, "", `Unknown format "png"`, exitUsage, exitOK},
+		{"pipeline not json", []string{"policy", "pipeline"}, `{"issues":`, "The input is not a pipeline request", exitUsage, -1},
+		{"pipeline unknown key", []string{"policy", "pipeline"}, `{"issuez":[]}`, `unknown field "issuez"`, exitUsage, -1},
+		{"pipeline unknown state", []string{"policy", "pipeline"}, `{"issues":[{"number":1,"workflowState":"Bogus"}]}`,
+			`issues[0].workflowState "Bogus" is not a workflow state. Pipeline detection knows Backlog, Research Needed`, exitUsage, -1},
+		{"pipeline two values", []string{"policy", "pipeline"}, `{} {}`, "more than one JSON value", exitUsage, -1},
+		{"pipeline issue without number", []string{"policy", "pipeline"}, `{"issues":[{"title":"x"}]}`, "issues[0] has no positive number", exitUsage, -1},
+		{"pipeline negative streams", []string{"policy", "pipeline"}, `{"options":{"streamCount":-1}}`, "options.streamCount is negative", exitUsage, -1},
+		{"no subcommand", []string{"policy"}, "", "No subcommand was given", exitUsage, -1},
+		{"unknown subcommand", []string{"policy", "decide"}, "", `Unknown subcommand "decide"`, exitUsage, -1},
+		// Refusal results: the workflow refuses what was asked; JSON on stdout, exit 1.
+		{"ambiguous intent", []string{"policy", "resolve", "--command", "triage", "--intent", "complete"}, "", "is ambiguous for triage", exitError, exitOK},
+		{"intent the command does not have", []string{"policy", "resolve", "--command", "triage", "--intent", "lock"}, "", "is not defined for triage", exitError, exitOK},
+		{"state the command does not output", []string{"policy", "resolve", "--command", "research", "--state", "Done"}, "", "is not a valid output for research", exitError, exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tt.stdin, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			var msg string
+			switch tt.code {
+			case exitUsage:
+				name := "policy"
+				if len(tt.args) > 1 && tt.args[1] != "decide" {
+					name += " " + tt.args[1]
+				}
+				if out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "ralph-gate "+name+": ") {
+					t.Fatalf("want one line on stderr starting %q and no stdout\nstdout: %s\nstderr: %s", "ralph-gate "+name+": ", out, errOut)
+				}
+				msg = strings.TrimPrefix(strings.TrimSpace(errOut), "ralph-gate "+name+": ")
+			default:
+				var res struct {
+					Error string `json:"error"`
+				}
+				if err := json.Unmarshal([]byte(out), &res); err != nil || res.Error == "" || errOut != "" {
+					t.Fatalf("want {\"error\": …} on stdout only\nstdout: %s\nstderr: %s", out, errOut)
+				}
+				msg = res.Error
+			}
+			if !strings.Contains(msg, tt.want) || strings.Count(msg, ". Recovery: ") != 1 {
+				t.Fatalf("want %q in the three-part form, got %q", tt.want, msg)
+			}
+			if tt.after < 0 {
+				return
+			}
+			again := replayCLI(t, tt.args, msg)
+			if code, out, errOut := runCLI(t, tt.stdin, again...); code != tt.after {
+				t.Fatalf("the retry %q exits %d, want %d\nstdout: %s\nstderr: %s", again, code, tt.after, out, errOut)
+			}
+		})
 	}
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,10 +12,10 @@ import (
 	"github.com/ralph-gate/ralph-gate/app/config"
 )
 
-// runMCP serves the MCP façade over stdio for one local agent. It needs what serve needs (the
-// App's credentials, the projects, the store), because it acts through the App exactly as
-// /mcp does; it serves no HTTP and processes no webhooks. Logs go to stderr: stdout is the
-// protocol.
+// runMCP serves the MCP façade over stdio for one local agent. It acts through the App exactly
+// as /mcp does, so it needs the App's id and private key, the projects and the store; it
+// serves no HTTP and processes no webhooks, so it needs neither the webhook secret nor the
+// agents' tokens (config.ForMCP). Logs go to stderr: stdout is the protocol.
 func runMCP(ctx context.Context, args []string, s streams) int {
 	fs := newFlags("mcp", s)
 	stdio := fs.Bool("stdio", false, "serve the MCP façade on stdin/stdout (the only mode; HTTP is /mcp on serve)")
@@ -28,7 +28,7 @@ func runMCP(ctx context.Context, args []string, s streams) int {
 		fmt.Fprintln(s.err, "mcp: give --stdio (over HTTP the façade is served by `ralph-gate serve` at /mcp)")
 		return exitUsage
 	}
-	cfg, err := config.LoadForServe(*file)
+	cfg, err := config.LoadFor(*file, config.ForMCP, os.LookupEnv)
 	if err != nil {
 		printProblems(s, err, *file)
 		return exitError
@@ -38,14 +38,11 @@ func runMCP(ctx context.Context, args []string, s streams) int {
 		fmt.Fprintf(s.err, "mcp: %v\n", err)
 		return exitUsage
 	}
-	// Over stdio the caller is the local user who holds the App's key: agents' tokens are not
-	// needed, so each is replaced by a random one nobody knows (no token_env must be set).
-	for i := range cfg.MCP.Agents {
-		cfg.MCP.Agents[i].Token, cfg.MCP.Agents[i].TokenEnv, cfg.MCP.Agents[i].TokenSHA256 = rand.Text(), "", ""
-	}
 	logger := newLogger(s.err, cfg.Logging)
 	ctx = logger.WithContext(ctx)
-	a, err := app.New(ctx, cfg, app.Options{Version: version})
+	// Over stdio the caller is the local user who holds the App's key: no agent token is
+	// checked, and no webhook is served.
+	a, err := app.New(ctx, cfg, app.Options{Version: version, StdioMCP: true})
 	if err != nil {
 		logger.Error().Err(err).Msg("ralph-gate cannot start")
 		return exitError

@@ -17,8 +17,11 @@ import (
 )
 
 // TestMCPStdio runs `ralph-gate mcp --stdio` against the simulator and talks to it with the
-// SDK's client over a pipe, as a local agent's MCP client would.
+// SDK's client over a pipe, as a local agent's MCP client would. It is given only what it
+// uses: the App's id, its private key as a file (GITHUB_APP_PRIVATE_KEY_FILE), the projects
+// and the store; no webhook secret, and no agent's token.
 func TestMCPStdio(t *testing.T) {
+	clearAppEnv(t)
 	seed, err := ghsim.ParseSeed(sandbox.DemoSeed())
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +40,7 @@ func TestMCPStdio(t *testing.T) {
 	cfg := map[string]any{
 		"github": map[string]any{
 			"web_url": url, "v3_api_url": url + "/api/v3/", "v4_api_url": url + "/api/graphql",
-			"app": map[string]any{"integration_id": seed.App.ID, "webhook_secret": seed.App.WebhookSecret, "private_key": string(sim.PrivateKeyPEM())},
+			"app": map[string]any{"integration_id": seed.App.ID},
 		},
 		"store":    map[string]any{"driver": "sqlite", "dsn": filepath.Join(dir, "ralph-gate.db")},
 		"projects": []map[string]any{{"owner": seed.Org, "number": 1}},
@@ -55,6 +58,18 @@ func TestMCPStdio(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+
+	// Without the key, the one problem is the key: the webhook secret is not asked for.
+	if code, out, stderr := runCLI(t, "", "mcp", "--stdio", "--config", file, "--agent", "researcher-1"); code != exitError ||
+		!strings.Contains(stderr, "github.app.private_key: is required") || strings.Contains(out+stderr, "webhook_secret") ||
+		!strings.Contains(stderr, "1 problem(s)") {
+		t.Fatalf("mcp without a key: exit %d\n%s%s", code, out, stderr)
+	}
+	keyFile := filepath.Join(dir, "app-key.pem")
+	if err := os.WriteFile(keyFile, sim.PrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITHUB_APP_PRIVATE_KEY_FILE", keyFile)
 
 	// Usage errors: no --stdio, an unknown agent, two agents and no --agent.
 	for _, args := range [][]string{{"mcp", "--config", file}, {"mcp", "--stdio", "--config", file, "--agent", "nobody"}, {"mcp", "--stdio", "--config", file}} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,10 +15,18 @@ import (
 // maxPipelineInput bounds what `policy pipeline` reads from stdin.
 const maxPipelineInput = 8 << 20
 
+// The policy subcommands answer in three ways: an evaluated result as JSON on stdout (exit
+// 0); a refusal result — resolve refusing a known command, intent or state — as
+// {"error": "… Recovery: …"} on stdout (exit 1); and bad input — a missing or conflicting
+// flag, a name the workflow does not know, a malformed request — as one line on stderr,
+// "ralph-gate policy <sub>: what. why. Recovery: …", whose Recovery names the subcommand's
+// own flags (exit 2).
+
 func runPolicy(args []string, s streams) int {
+	subs := []string{"check", "resolve", "pipeline", "graph"}
 	if len(args) == 0 {
-		fmt.Fprint(s.err, "policy: missing subcommand (check, resolve, pipeline, graph)\n")
-		return exitUsage
+		return badInput(s, "policy", &policy.Refusal{Tried: "No subcommand was given", Why: "policy has the subcommands " + strings.Join(subs, ", "),
+			Recovery: "run ralph-gate policy check, resolve, pipeline or graph (ralph-gate policy --help shows each)", Options: subs})
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
@@ -32,9 +41,23 @@ func runPolicy(args []string, s streams) int {
 	case "graph":
 		return policyGraph(args[1:], s)
 	default:
-		fmt.Fprintf(s.err, "policy: unknown subcommand %q (check, resolve, pipeline, graph)\n", args[0])
-		return exitUsage
+		return badInput(s, "policy", &policy.Refusal{Tried: fmt.Sprintf("Unknown subcommand %q", args[0]), Why: "policy has the subcommands " + strings.Join(subs, ", "),
+			Recovery: "run ralph-gate policy check, resolve, pipeline or graph (ralph-gate policy --help shows each)", Options: subs})
 	}
+}
+
+// flagSpelling names a Recovery's arguments as the policy subcommands' flags.
+func flagSpelling(a policy.Arg) string { return "--" + string(a) }
+
+// badInput answers bad input of a policy subcommand: err in the three-part form, its Recovery
+// naming the subcommand's flags, on stderr; exit 2.
+func badInput(s streams, name string, err error) int {
+	var r *policy.Refusal
+	if errors.As(err, &r) {
+		err = r.Spell(flagSpelling)
+	}
+	fmt.Fprintf(s.err, "ralph-gate %s: %v\n", name, err)
+	return exitUsage
 }
 
 // policyFlags declares the flags every policy subcommand shares.
@@ -56,34 +79,86 @@ func loadMachine(file string, s streams) (*policy.Machine, bool) {
 	return nil, false
 }
 
+// missing refuses a required flag that was not given, suggesting its values.
+func missing(flagName, why string, sg policy.Suggestion) error {
+	return policy.NewRetryRefusal(fmt.Sprintf("--%s is missing", flagName), why, policy.Retry{With: []policy.Suggestion{sg}})
+}
+
 func policyCheck(args []string, s streams) int {
+	const name = "policy check"
 	fs, file := policyFlags("check", s)
 	from := fs.String("from", "", `current state ("" for an item with no value yet)`)
 	to := fs.String("to", "", "requested state")
 	actor := fs.String("actor", "human", "actor kind: human, agent, bypass or app")
+	role := fs.String("role", "", "judge an agent of this worker role (actors.roles); implies --actor agent")
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
-	}
-	if *to == "" {
-		fmt.Fprint(s.err, "policy check: --to is required\n")
-		return exitUsage
-	}
-	kind, err := policy.ParseActorKind(*actor)
-	if err != nil {
-		fmt.Fprintf(s.err, "policy check: %v\n", err)
-		return exitUsage
 	}
 	m, ok := loadMachine(*file, s)
 	if !ok {
 		return exitError
 	}
-	if _, known := m.State(*from); *from != "" && !known {
-		return writeError(s, fmt.Errorf("current state %q is not a state of the workflow. Recovery: retry with --from one of: %s", *from, strings.Join(m.States(), ", ")))
+	kind, err := policy.ParseActorKind(*actor)
+	if err != nil {
+		return badInput(s, name, err)
+	}
+	if *role != "" {
+		if err := requireRole(m, *role, kind, *actor); err != nil {
+			return badInput(s, name, err)
+		}
+		kind = policy.ActorAgent
+	}
+	if *from != "" {
+		if err := m.RequireState(policy.ArgFrom, *from); err != nil {
+			var r *policy.Refusal
+			if errors.As(err, &r) && r.Retry != nil {
+				r.Retry.With[0].Optional = true // no --from: an item with no value
+			}
+			return badInput(s, name, err)
+		}
+	}
+	// The states the actor may move to from --from, for a Recovery about --to.
+	next := policy.Suggestion{Arg: policy.ArgTo, Kind: policy.Text, Values: m.AllowedNext(*from, kind)}
+	if len(next.Values) == 0 {
+		next.Values = m.States()
+	}
+	if *to == "" {
+		return badInput(s, name, missing("to", "policy check judges a move, and needs the state it goes to", next))
+	}
+	if err := m.RequireState(policy.ArgTo, *to); err != nil {
+		var r *policy.Refusal
+		if errors.As(err, &r) {
+			err = policy.NewRetryRefusal(r.Tried, r.Why, policy.Retry{With: []policy.Suggestion{next}})
+		}
+		return badInput(s, name, err)
+	}
+	if *role != "" {
+		return writeJSON(s, m.CheckRole(*from, *to, *role), true, exitOK)
 	}
 	return writeJSON(s, m.Check(*from, *to, kind), true, exitOK)
 }
 
+// requireRole refuses a --role the configuration does not have, or one given for a person.
+func requireRole(m *policy.Machine, role string, kind policy.ActorKind, actorFlag string) error {
+	names := m.Roles().Names()
+	switch {
+	case len(names) == 0:
+		return &policy.Refusal{Tried: fmt.Sprintf("--role %s was given", role), Why: "The configuration has no worker roles (actors.roles)",
+			Recovery: "retry without --role, or with a --config whose actors.roles defines it", Options: []string{}, Unknown: true}
+	case !m.Roles().Has(role):
+		r := policy.NewRetryRefusal(fmt.Sprintf("Unknown role %q", role), "The roles are "+strings.Join(names, ", "),
+			policy.Retry{With: []policy.Suggestion{{Arg: policy.ArgRole, Kind: policy.Word, Values: names}}})
+		r.Unknown = true
+		return r
+	case kind != policy.ActorAgent && actorFlag != "human":
+		return &policy.Refusal{Tried: fmt.Sprintf("--role %s with --actor %s", role, actorFlag), Why: "Roles are for agents",
+			Recovery: "retry without --actor (--role implies an agent)", Options: []string{}}
+	}
+	return nil
+}
+
 func policyResolve(args []string, s streams) int {
+	const name = "policy resolve"
 	fs, file := policyFlags("resolve", s)
 	command := fs.String("command", "", "agent command, bare (research) or prefixed (ralph_research)")
 	intent := fs.String("intent", "", "semantic intent, as a word (lock) or marker (__LOCK__)")
@@ -91,13 +166,26 @@ func policyResolve(args []string, s streams) int {
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
 	}
-	if *command == "" || (*intent == "") == (*state == "") {
-		fmt.Fprint(s.err, "policy resolve: --command and exactly one of --intent or --state are required\n")
-		return exitUsage
-	}
 	m, ok := loadMachine(*file, s)
 	if !ok {
 		return exitError
+	}
+	if *command == "" {
+		return badInput(s, name, missing("command", "policy resolve resolves an intent or a state for a command",
+			policy.Suggestion{Arg: policy.ArgCommand, Kind: policy.Word, Values: m.Commands()}))
+	}
+	if (*intent == "") == (*state == "") {
+		tried := "Neither --intent nor --state was given"
+		if *intent != "" {
+			tried = "Both --intent and --state were given"
+		}
+		rt, ok := m.Retries(*command)
+		if !ok {
+			// An unknown command (or one that asks for nothing) explains itself.
+			_, err := m.ResolveIntent(*command, "")
+			return badInput(s, name, err)
+		}
+		return badInput(s, name, policy.NewRetryRefusal(tried, "policy resolve resolves exactly one: an intent, or a direct state", rt))
 	}
 	var (
 		resolved string
@@ -108,7 +196,13 @@ func policyResolve(args []string, s streams) int {
 	} else {
 		resolved, err = m.ResolveState(*command, *state)
 	}
-	if err != nil {
+	var r *policy.Refusal
+	switch {
+	case errors.As(err, &r) && r.Unknown:
+		return badInput(s, name, err)
+	case r != nil:
+		return writeError(s, r.Spell(flagSpelling))
+	case err != nil:
 		return writeError(s, err)
 	}
 	return writeJSON(s, map[string]string{"state": resolved}, false, exitOK)
@@ -122,23 +216,20 @@ func policyPipeline(args []string, s streams) int {
 	if _, ok := loadMachine(*file, s); !ok {
 		return exitError
 	}
-	in, err := decodePipelineInput(io.LimitReader(s.in, maxPipelineInput+1))
+	data, err := io.ReadAll(io.LimitReader(s.in, maxPipelineInput+1))
 	if err != nil {
-		return writeError(s, err)
-	}
-	return writeJSON(s, policy.DetectPipeline(in), true, exitOK)
-}
-
-// decodePipelineInput reads stdin, bounded, and decodes it strictly.
-func decodePipelineInput(r io.Reader) (policy.PipelineInput, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return policy.PipelineInput{}, fmt.Errorf("read stdin: %w", err)
+		fmt.Fprintf(s.err, "ralph-gate policy pipeline: read stdin: %v\n", err)
+		return exitError
 	}
 	if len(data) > maxPipelineInput {
-		return policy.PipelineInput{}, fmt.Errorf("input is larger than %d bytes. Recovery: send fewer issues", maxPipelineInput)
+		return badInput(s, "policy pipeline", &policy.Refusal{Tried: fmt.Sprintf("The input is larger than %d bytes", maxPipelineInput),
+			Why: "policy pipeline reads one group's issues", Recovery: "send fewer issues", Options: []string{}})
 	}
-	return policy.DecodePipelineRequest(data)
+	in, err := policy.DecodePipelineRequest(data)
+	if err != nil {
+		return badInput(s, "policy pipeline", err)
+	}
+	return writeJSON(s, policy.DetectPipeline(in), true, exitOK)
 }
 
 func policyGraph(args []string, s streams) int {
@@ -148,8 +239,8 @@ func policyGraph(args []string, s streams) int {
 		return code
 	}
 	if *format != "mermaid" && *format != "dot" {
-		fmt.Fprintf(s.err, "policy graph: unknown --format %q (mermaid or dot)\n", *format)
-		return exitUsage
+		return badInput(s, "policy graph", policy.NewRetryRefusal(fmt.Sprintf("Unknown format %q", *format), "policy graph draws mermaid or dot",
+			policy.Retry{With: []policy.Suggestion{{Arg: "format", Kind: policy.Word, Values: []string{"mermaid", "dot"}}}}))
 	}
 	m, ok := loadMachine(*file, s)
 	if !ok {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-
-	"github.com/rs/zerolog"
+	"os"
 
 	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
@@ -15,18 +13,20 @@ import (
 
 func runServe(ctx context.Context, args []string, s streams) int {
 	fs := newFlags("serve", s)
-	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
+	file := fs.String("config", "", "configuration file (default: the embedded config.yml, which lists no project)")
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
 	}
-	cfg, err := config.LoadForServe(*file)
+	// The same checks as validate and doctor (config.Preflight), for what serving needs.
+	cfg, err := config.LoadFor(*file, config.ForServe, os.LookupEnv)
 	if err != nil {
 		printProblems(s, err, *file)
 		return exitError
 	}
 	logger := newLogger(s.err, cfg.Logging)
 	ctx = logger.WithContext(ctx)
-	a, err := app.New(ctx, cfg, app.Options{Version: version})
+	// CheckBoards: /readyz stays 503 until every enforced board has the workflow's options.
+	a, err := app.New(ctx, cfg, app.Options{Version: version, CheckBoards: true})
 	if err != nil {
 		logger.Error().Err(err).Msg("ralph-gate cannot start")
 		return exitError
@@ -52,19 +52,10 @@ func printProblems(s streams, err error, file string) {
 			fmt.Fprintln(s.err, p.String())
 		}
 		fmt.Fprintf(s.err, "%d problem(s) in %s\n", len(problems), describe(file))
+		if file == "" {
+			fmt.Fprintln(s.err, "(no --config was given: the embedded config.yml names no project and no App; give --config FILE)")
+		}
 		return
 	}
 	fmt.Fprintf(s.err, "ralph-gate: %v\n", err)
-}
-
-// newLogger builds the process logger from the logging section.
-func newLogger(w io.Writer, l config.Logging) zerolog.Logger {
-	level, err := zerolog.ParseLevel(l.Level)
-	if err != nil {
-		level = zerolog.InfoLevel
-	}
-	if l.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
-	}
-	return zerolog.New(w).Level(level).With().Timestamp().Str("service", "ralph-gate").Logger()
 }

@@ -13,7 +13,7 @@ import (
 type Issue struct {
 	Owner   string `json:"owner,omitempty" jsonschema:"Organization that owns the repository. Omit to use the organization of the enforced project."`
 	Repo    string `json:"repo,omitempty" jsonschema:"Repository name (or owner/name). Omit to use the configured default repository."`
-	Number  int    `json:"number" jsonschema:"Issue number."`
+	Number  int    `json:"number" jsonschema:"The issue's number."`
 	Project int    `json:"project,omitempty" jsonschema:"Project number. Needed only when the issue is on several enforced projects."`
 }
 
@@ -75,11 +75,14 @@ var (
 	repoPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 )
 
-func refusal(field, problem, recovery string, options ...string) error {
-	if options == nil {
-		options = []string{}
-	}
-	return &policy.Refusal{Tried: "Invalid " + field, Why: problem, Recovery: recovery, Options: options}
+// refusal refuses a field of the input; rt says what to retry with.
+func refusal(field, problem string, rt policy.Retry) error {
+	return policy.NewRetryRefusal("Invalid "+field, problem, rt)
+}
+
+// retryWith suggests field set to what hint describes, or left out when optional.
+func retryWith(field, hint string, optional bool) policy.Retry {
+	return policy.Retry{With: []policy.Suggestion{{Arg: policy.Arg(field), Kind: policy.Text, Hint: hint, Optional: optional}}}
 }
 
 // Normalize trims the issue reference, splits an owner/name repo and checks its shape.
@@ -88,32 +91,34 @@ func (in *Issue) Normalize() error {
 	if owner, name, ok := strings.Cut(in.Repo, "/"); ok {
 		if in.Owner != "" && !strings.EqualFold(in.Owner, owner) {
 			return refusal("repo", fmt.Sprintf("repo %q names owner %q but owner is %q", in.Repo, owner, in.Owner),
-				"give the repository name alone in repo, or make owner match")
+				policy.Retry{With: []policy.Suggestion{{Arg: "repo", Kind: policy.Text, Values: []string{name}}, {Arg: "owner", Kind: policy.Text, Values: []string{owner}}}})
 		}
 		in.Owner, in.Repo = owner, name
 	}
 	if in.Number <= 0 {
-		return refusal("number", fmt.Sprintf("the issue number must be positive, got %d", in.Number), "retry with the issue's number, e.g. 42")
+		return refusal("number", fmt.Sprintf("the issue number must be positive, got %d", in.Number), retryWith("number", "the issue's number", false))
 	}
 	if in.Owner != "" && !loginPattern.MatchString(in.Owner) {
-		return refusal("owner", fmt.Sprintf("%q is not a GitHub organization login", in.Owner), "retry with the organization login, or omit owner")
+		return refusal("owner", fmt.Sprintf("%q is not a GitHub organization login", in.Owner), retryWith("owner", "the organization's login", true))
 	}
 	if in.Repo != "" && !repoPattern.MatchString(in.Repo) {
-		return refusal("repo", fmt.Sprintf("%q is not a repository name", in.Repo), "retry with the repository name, or omit repo")
+		return refusal("repo", fmt.Sprintf("%q is not a repository name", in.Repo), retryWith("repo", "the repository's name", true))
 	}
 	if in.Project < 0 {
-		return refusal("project", fmt.Sprintf("the project number must be positive, got %d", in.Project), "omit project, or give the project's number")
+		return refusal("project", fmt.Sprintf("the project number must be positive, got %d", in.Project), retryWith("project", "the project's number", true))
 	}
 	return nil
 }
 
-func checkName(field, v string, required bool, recovery string) (string, error) {
+// checkName trims a name and refuses it empty (when required) or too long; hint describes a
+// valid value.
+func checkName(field, v string, required bool, hint string) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" && required {
-		return v, refusal(field, field+" is required", recovery)
+		return v, refusal(field, field+" is required", retryWith(field, hint, false))
 	}
 	if len(v) > maxName {
-		return v, refusal(field, fmt.Sprintf("%s is longer than %d characters", field, maxName), recovery)
+		return v, refusal(field, fmt.Sprintf("%s is longer than %d characters", field, maxName), retryWith(field, hint, !required))
 	}
 	return v, nil
 }
@@ -125,13 +130,13 @@ func (in *HandoffInput) Normalize() error {
 		return err
 	}
 	var err error
-	if in.Command, err = checkName("command", in.Command, true, "retry with the command you are running, e.g. command=\"research\""); err != nil {
+	if in.Command, err = checkName("command", in.Command, true, "the command you are running, e.g. research"); err != nil {
 		return err
 	}
-	if in.Intent, err = checkName("intent", in.Intent, false, "retry with an intent such as lock or complete"); err != nil {
+	if in.Intent, err = checkName("intent", in.Intent, false, "an intent such as lock or complete"); err != nil {
 		return err
 	}
-	if in.ToState, err = checkName("to_state", in.ToState, false, "retry with a Workflow State name"); err != nil {
+	if in.ToState, err = checkName("to_state", in.ToState, false, "a Workflow State's name"); err != nil {
 		return err
 	}
 	return checkReason(&in.Reason, true)
@@ -140,10 +145,11 @@ func (in *HandoffInput) Normalize() error {
 func checkReason(r *string, required bool) error {
 	*r = strings.TrimSpace(*r)
 	if *r == "" && required {
-		return refusal("reason", "a handoff needs a reason for the audit comment", "retry with reason set to one or two sentences on why you move the issue")
+		return refusal("reason", "a handoff needs a reason for the audit comment", retryWith("reason", "one or two sentences on why you move the issue", false))
 	}
 	if len(*r) > maxReason {
-		return refusal("reason", fmt.Sprintf("the reason is longer than %d characters", maxReason), "retry with a shorter reason; link to details instead")
+		return refusal("reason", fmt.Sprintf("the reason is longer than %d characters", maxReason),
+			retryWith("reason", fmt.Sprintf("at most %d characters (link to details instead)", maxReason), !required))
 	}
 	return nil
 }
@@ -157,7 +163,7 @@ func (in *PipelineInput) Normalize() error {
 		return err
 	}
 	if in.StreamCount < 0 || in.StreamCount > 100 {
-		return refusal("streamCount", fmt.Sprintf("streamCount must be between 0 and 100, got %d", in.StreamCount), "omit streamCount, or give the number of work streams")
+		return refusal("streamCount", fmt.Sprintf("streamCount must be between 0 and 100, got %d", in.StreamCount), retryWith("streamCount", "the number of work streams (0 to 100)", true))
 	}
 	return nil
 }
@@ -168,7 +174,7 @@ func (in *ConvergenceInput) Normalize() error {
 		return err
 	}
 	var err error
-	in.TargetState, err = checkName("targetState", in.TargetState, true, "retry with targetState set to a pipeline state, e.g. Ready for Plan")
+	in.TargetState, err = checkName("targetState", in.TargetState, true, "a pipeline state, e.g. Ready for Plan")
 	return err
 }
 
@@ -178,7 +184,7 @@ func (in *AdvanceInput) Normalize() error {
 		return err
 	}
 	var err error
-	in.TargetState, err = checkName("targetState", in.TargetState, true, "retry with targetState set to a pipeline state, usually the parent's state")
+	in.TargetState, err = checkName("targetState", in.TargetState, true, "a pipeline state, usually the parent's state")
 	return err
 }
 
@@ -186,19 +192,19 @@ func (in *AdvanceInput) Normalize() error {
 func (in *PickInput) Normalize() error {
 	in.Owner = strings.TrimSpace(in.Owner)
 	if in.Owner != "" && !loginPattern.MatchString(in.Owner) {
-		return refusal("owner", fmt.Sprintf("%q is not a GitHub organization login", in.Owner), "retry with the organization login, or omit owner")
+		return refusal("owner", fmt.Sprintf("%q is not a GitHub organization login", in.Owner), retryWith("owner", "the organization's login", true))
 	}
 	if in.Project < 0 {
-		return refusal("project", fmt.Sprintf("the project number must be positive, got %d", in.Project), "omit project, or give the project's number")
+		return refusal("project", fmt.Sprintf("the project number must be positive, got %d", in.Project), retryWith("project", "the project's number", true))
 	}
 	var err error
-	if in.WorkflowState, err = checkName("workflowState", in.WorkflowState, true, "retry with workflowState set to a state to pick from, e.g. Research Needed"); err != nil {
+	if in.WorkflowState, err = checkName("workflowState", in.WorkflowState, true, "a state to pick from, e.g. Research Needed"); err != nil {
 		return err
 	}
-	if in.MaxEstimate, err = checkName("maxEstimate", in.MaxEstimate, false, "retry with XS, S, M, L or XL, or omit maxEstimate"); err != nil {
+	if in.MaxEstimate, err = checkName("maxEstimate", in.MaxEstimate, false, "XS, S, M, L or XL"); err != nil {
 		return err
 	}
-	if in.Command, err = checkName("command", in.Command, in.Claim, "with claim=true, retry with command set to the command you run, e.g. research"); err != nil {
+	if in.Command, err = checkName("command", in.Command, in.Claim, "the command you run, e.g. research (a claim needs it)"); err != nil {
 		return err
 	}
 	if err := checkReason(&in.Reason, false); err != nil {

@@ -167,6 +167,16 @@ type StateDescription struct {
 	ExpectedBy     []string `json:"expectedBy" jsonschema:"Commands that take this state as input."`
 	IsInitial      bool     `json:"isInitial" jsonschema:"An item with no state may start here."`
 	IsParentGateOf bool     `json:"isParentGate" jsonschema:"A parent advances here when all its children have."`
+	Owners         []string `json:"owners,omitempty" jsonschema:"The worker roles whose agents may move an item out of this state (when roles are configured)."`
+}
+
+// RoleDescription is one worker role of the state ownership map.
+type RoleDescription struct {
+	Name      string   `json:"name"`
+	Agents    []string `json:"agents" jsonschema:"Logins or patterns of the role's agents."`
+	Owns      []string `json:"owns" jsonschema:"The states its agents may move an item out of."`
+	Commands  []string `json:"commands" jsonschema:"The commands its agents run."`
+	Serialize string   `json:"serialize,omitempty" jsonschema:"repository: one item per repository at a time in its states."`
 }
 
 // IntentDescription is one semantic intent.
@@ -215,4 +225,7 @@ type DescribeOutput struct {
 	Gates        Gates                   `json:"gates"`
 	Agent        string                  `json:"agent" jsonschema:"You, as ralph-gate knows you."`
 	YourCommands []string                `json:"yourCommands" jsonschema:"The commands you may use."`
+	YourRole     string                  `json:"yourRole,omitempty" jsonschema:"Your worker role, when roles are configured: you may move items only out of its states (or escalate)."`
+	Roles        []RoleDescription       `json:"roles,omitempty" jsonschema:"The worker roles and the states each owns (empty: no roles)."`
+	ReviewMode   string                  `json:"reviewMode,omitempty" jsonschema:"Who takes a plan out of review when roles are configured: skip, auto or interactive."`
 }

@@ -33,7 +33,8 @@ type Spec struct {
 	ReadOnly, Destructive, Idempotent bool
 }
 
-const errorsNote = " Refusals come back as a tool error in three parts (what was tried, why it fails, \"Recovery:\" with exactly what to retry with): read the Recovery and retry with one of the values it names."
+// errorsNote ends the description of every tool that can refuse.
+const errorsNote = ` Refusals and malformed arguments come back as a tool error in three parts: what was tried, why it fails, and "Recovery:" with exactly what to retry with, in this tool's own argument names (retry without x, with y "A" or "B" means: call again leaving x out and setting y to "A" or "B").`
 
 // Tools lists every tool, in the order the server offers them.
 func Tools() []Spec {
@@ -54,7 +55,7 @@ func Tools() []Spec {
 			Input:   StateInput{},
 			Title:   "Read an issue's Workflow State",
 			Description: "Read an issue's Workflow State as ralph-gate knows it: the state on the board, the last state ralph-gate accepted, who holds its lock and since when, the states an agent may move it to next, the commands that expect it, and its parent, sub-issues (by state) and open blockers. " +
-				"Use it before a handoff when unsure where an issue stands.",
+				"Use it before a handoff when unsure where an issue stands." + errorsNote,
 			ReadOnly: true, Idempotent: true,
 		},
 		{
@@ -63,7 +64,8 @@ func Tools() []Spec {
 			Input:   PipelineInput{},
 			Title:   "Find the pipeline phase of an issue's group",
 			Description: "Determine which phase to run next for an issue and its group (the parent's sub-issues, or the issue's own sub-issues when it is a parent, plus issues they are blocked by), by a fixed rule order: SPLIT, TRIAGE, RESEARCH, PLAN, REVIEW, HUMAN_GATE, IMPLEMENT, INTEGRATE or TERMINAL. " +
-				"Returns the phase with its reason, the remaining phases, the group in dependency order, whether the group has converged (and which issues block it, with a proceed/wait/escalate recommendation), and a suggested roster of analysts, builders and integrators. Use it instead of interpreting state tables yourself." + errorsNote,
+				"Returns the phase with its reason, the remaining phases, the group in dependency order, whether the group has converged (and which issues block it, with a proceed/wait/escalate recommendation), and a suggested roster of analysts, builders and integrators (analysts for the issues in Research Needed or Research in Progress). Use it instead of interpreting state tables yourself. " +
+				"A group member in a state pipeline detection does not know is refused rather than guessed at." + errorsNote,
 			ReadOnly: true, Idempotent: true,
 		},
 		{
@@ -125,6 +127,33 @@ func Markdown() string {
 // arguments lists a tool's arguments from its input type, required ones starred.
 func arguments(in any) string {
 	var out []string
+	for _, a := range argumentsOf(in) {
+		name := a.Name
+		if a.Required {
+			name += "*"
+		}
+		out = append(out, "`"+name+"`")
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// Argument is one argument of a tool, as its input type declares it (and its JSON schema says).
+type Argument struct {
+	Name string
+	// Type is the JSON type: string, integer or boolean.
+	Type        string
+	Required    bool
+	Description string
+}
+
+// Arguments lists the tool's arguments in the order its input type declares them.
+func (s Spec) Arguments() []Argument { return argumentsOf(s.Input) }
+
+func argumentsOf(in any) []Argument {
+	var out []Argument
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
@@ -134,15 +163,18 @@ func arguments(in any) string {
 				continue
 			}
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !strings.Contains(opts, "omitempty") {
-				name += "*"
+			a := Argument{Name: name, Required: !strings.Contains(opts, "omitempty"), Description: f.Tag.Get("jsonschema")}
+			switch f.Type.Kind() {
+			case reflect.Bool:
+				a.Type = "boolean"
+			case reflect.Int, reflect.Int64, reflect.Int32:
+				a.Type = "integer"
+			default:
+				a.Type = "string"
 			}
-			out = append(out, "`"+name+"`")
+			out = append(out, a)
 		}
 	}
 	walk(reflect.TypeOf(in))
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
+	return out
 }

@@ -64,6 +64,48 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "RALPH_GATE_MCP_TOKEN_%s" (. | upper | replace "-" "_") }}
 {{- end }}
 
+{{/* Where the App's private key is mounted (read-only, from the App's Secret); the pod
+     names it in GITHUB_APP_PRIVATE_KEY_FILE. */}}
+{{- define "ralph-gate.privateKeyDir" -}}/var/run/secrets/ralph-gate/github{{- end }}
+{{- define "ralph-gate.privateKeyFile" -}}{{ include "ralph-gate.privateKeyDir" . }}/private-key.pem{{- end }}
+
+{{/* The environment variables other values set that a token_env may name, one a line:
+     mcp.tokens, mcp.existingTokens and extraEnv. */}}
+{{- define "ralph-gate.otherEnvNames" -}}
+{{- range $name, $_ := .Values.mcp.tokens }}
+{{ include "ralph-gate.mcpEnv" $name }}
+{{- end }}
+{{- range $name := .Values.mcp.existingTokens }}
+{{ include "ralph-gate.mcpEnv" $name }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{ .name }}
+{{- end }}
+{{- end }}
+
+{{/* The token_env names of config.mcp.agents that mcp.agentTokensSecret provides, one a line
+     (each once): those no other chart value already sets. */}}
+{{- define "ralph-gate.agentTokenEnvs" -}}
+{{- $other := splitList "\n" (include "ralph-gate.otherEnvNames" .) }}
+{{- $seen := dict }}
+{{- range dig "mcp" "agents" list (.Values.config | default dict) }}
+{{- $env := get (. | default dict) "token_env" | default "" }}
+{{- if and $env (not (has $env $other)) (not (hasKey $seen $env)) }}
+{{- $_ := set $seen $env true }}
+{{ $env }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secrets created outside the chart that the pod reads, comma-separated. */}}
+{{- define "ralph-gate.externalSecrets" -}}
+{{- $names := list }}
+{{- with .Values.github.existingSecret }}{{ $names = append $names . }}{{ end }}
+{{- if and (eq .Values.store.driver "postgres") .Values.store.existingSecret }}{{ $names = append $names .Values.store.existingSecret }}{{ end }}
+{{- if and .Values.mcp.agentTokensSecret (trim (include "ralph-gate.agentTokenEnvs" .)) }}{{ $names = append $names .Values.mcp.agentTokensSecret }}{{ end }}
+{{- $names | uniq | join "," }}
+{{- end }}
+
 {{/* Refuses values that cannot work, naming the values key to change. */}}
 {{- define "ralph-gate.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (ne .Values.store.driver "postgres") }}
@@ -84,6 +126,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
 {{- fail "ingress.host: the public host name GitHub delivers webhooks to is required when ingress.enabled=true" }}
 {{- end }}
+{{- include "ralph-gate.validateMCP" . }}
+{{- if not (get (.Values.podSecurityContext | default dict) "fsGroup") }}
+{{- fail "podSecurityContext.fsGroup: the App's private key is mounted with mode 0440, readable through the pod's fsGroup; set one (the chart's default is 65532)" }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{- if eq .name "GITHUB_APP_PRIVATE_KEY" }}
+{{- fail "extraEnv: GITHUB_APP_PRIVATE_KEY would pass the PEM as an environment variable beside the mounted key (GITHUB_APP_PRIVATE_KEY_FILE), and ralph-gate refuses both; give the key with github.privateKey or github.existingSecret" }}
+{{- end }}
+{{- end }}
 {{- if .Values.goMemLimit.enabled }}
 {{- range .Values.extraEnv }}
 {{- if eq .name "GOMEMLIMIT" }}
@@ -97,6 +148,33 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $held := mul (int64 (.Values.webhooks.maxConcurrent | default 16)) (int64 (.Values.webhooks.maxBodyBytes | default 1048576)) }}
 {{- if gt (mul $held 2) (int64 $limit) }}
 {{- fail (printf "webhooks.maxConcurrent x webhooks.maxBodyBytes: %d bytes of unauthenticated webhook bodies may be held at once, more than half of resources.limits.memory (%d bytes); lower webhooks.maxConcurrent or webhooks.maxBodyBytes, or raise resources.limits.memory" $held (int64 $limit)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Refuses MCP values that would leave an agent without its token or expose nobody. */}}
+{{- define "ralph-gate.validateMCP" -}}
+{{- $agents := dig "mcp" "agents" list (.Values.config | default dict) }}
+{{- $other := splitList "\n" (include "ralph-gate.otherEnvNames" .) }}
+{{- range $i, $a := $agents }}
+{{- $a = $a | default dict }}
+{{- $env := get $a "token_env" | default "" }}
+{{- if get $a "token" }}
+{{- fail (printf "config.mcp.agents[%d].token: a token in config.yml sits in clear in the ConfigMap; give token_env and put the token in mcp.agentTokensSecret under that key (or give token_sha256)" $i) }}
+{{- end }}
+{{- if and $env (not $.Values.mcp.agentTokensSecret) (not (has $env $other)) }}
+{{- fail (printf "config.mcp.agents[%d].token_env: nothing sets %s in the pod, so ralph-gate would refuse to start; set mcp.agentTokensSecret to a Secret holding the key %s (or use mcp.tokens, mcp.existingTokens or extraEnv)" $i $env $env) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.mcp.agentTokensSecret (not (trim (include "ralph-gate.agentTokenEnvs" .))) }}
+{{- fail (printf "mcp.agentTokensSecret: no config.mcp.agents[].token_env is read from %s; name each agent's variable in token_env (the Secret's keys are those names), or unset mcp.agentTokensSecret" .Values.mcp.agentTokensSecret) }}
+{{- end }}
+{{- if .Values.mcp.expose }}
+{{- if not .Values.ingress.enabled }}
+{{- fail "mcp.expose: /mcp is added to the Ingress, so it needs ingress.enabled=true and ingress.host" }}
+{{- end }}
+{{- if not $agents }}
+{{- fail "mcp.expose: config.mcp.agents lists no agent, so /mcp would refuse every request; add agents (see docs/INSTALL.md, Connect your agents)" }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -152,6 +230,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 # Rendered by the ralph-gate Helm chart from its values (docs/CONFIGURATION.md).
 # Secrets come from the environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET,
-# GITHUB_APP_PRIVATE_KEY{{ if eq .Values.store.driver "postgres" }} and RALPH_GATE_STORE_DSN{{ end }}.
+# GITHUB_APP_PRIVATE_KEY_FILE (the mounted key){{ if eq .Values.store.driver "postgres" }} and RALPH_GATE_STORE_DSN{{ end }}.
 {{ toYaml $cfg }}
 {{- end }}

@@ -1,0 +1,137 @@
+package toolspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+func tool(t testing.TB, name string) Spec {
+	t.Helper()
+	for _, s := range Tools() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return Spec{}
+}
+
+func TestArguments(t *testing.T) {
+	got := tool(t, HandoffTicket).Arguments()
+	want := []Argument{
+		{Name: "owner", Type: "string"}, {Name: "repo", Type: "string"}, {Name: "number", Type: "integer", Required: true},
+		{Name: "project", Type: "integer"}, {Name: "command", Type: "string", Required: true}, {Name: "intent", Type: "string"},
+		{Name: "to_state", Type: "string"}, {Name: "reason", Type: "string", Required: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i := range want {
+		got[i].Description = ""
+		if got[i] != want[i] {
+			t.Errorf("argument %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if a := tool(t, PickActionableIssue).Arguments(); a[4].Name != "claim" || a[4].Type != "boolean" {
+		t.Errorf("%+v", a[4])
+	}
+	if len(tool(t, DescribeWorkflow).Arguments()) != 0 {
+		t.Error("describe_workflow takes no arguments")
+	}
+}
+
+func TestCheckArguments(t *testing.T) {
+	commands := func(arg string) []string {
+		if arg == "command" {
+			return []string{"research", "plan"}
+		}
+		return nil
+	}
+	tests := []struct {
+		tool, args string
+		want       string // the whole message; "" = well-formed
+	}{
+		{HandoffTicket, `{"number":1,"command":"research","intent":"lock","reason":"r"}`, ""},
+		{PickActionableIssue, `{"workflowState":"Backlog","claim":true,"project":2}`, ""},
+		{DescribeWorkflow, ``, ""},
+		{DescribeWorkflow, `null`, ""},
+		{HandoffTicket, `{"number":"5","command":"research","reason":"r"}`,
+			"handoff_ticket: argument `number` must be an integer, got a string (\"5\"). `number`: The issue's number. Recovery: retry with number 5"},
+		{HandoffTicket, `{"number":5.0,"command":"research","reason":"r"}`, "must be an integer, got a number (5.0). `number`: The issue's number. Recovery: retry with number 5"},
+		{HandoffTicket, `{"number":1e3,"command":"research","reason":"r"}`, "Recovery: retry with number 1000"},
+		{HandoffTicket, `{"number":99999999999999999999,"command":"research","reason":"r"}`, "Recovery: retry with number set to the issue's number"},
+		{HandoffTicket, `{"number":1,"command":"research"}`,
+			"handoff_ticket: argument `reason` is missing. `reason` is required: Why you are moving the issue, one or two sentences; posted in the audit comment on the issue. Recovery: retry with reason set to why you are moving the issue, one or two sentences"},
+		{HandoffTicket, `{"number":1,"reason":"r"}`, "argument `command` is missing. `command` is required: The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ... Recovery: retry with command \"research\" or \"plan\""},
+		{HandoffTicket, `{"number":1,"command":"research","reason":"r","state":"Done"}`,
+			"handoff_ticket: unknown argument `state`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required). Recovery: retry without state, with to_state \"Done\""},
+		{HandoffTicket, `{"number":1,"command":"research","reason":"r","state":"Done","to_state":"Done"}`, "Recovery: retry without state"},
+		{HandoffTicket, `{"Number":1,"command":"research","reason":"r"}`, "unknown argument `Number`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required). Recovery: retry without Number, with number 1"},
+		{CheckConvergence, `{"number":1,"target_state":"Done"}`, "Recovery: retry without target_state, with targetState \"Done\""},
+		{PickActionableIssue, `{"workflowState":"Backlog","claim":"true"}`, "argument `claim` must be a boolean, got a string (\"true\")"},
+		{PickActionableIssue, `{"workflowState":"Backlog","claim":1}`, "Recovery: retry with claim true or false"},
+		{HandoffTicket, `{"number":1,"command":"research","reason":"r","intent":null}`, "argument `intent` must be a string, got null"},
+		{HandoffTicket, `{"number":1,"command":["research"],"reason":"r"}`, "argument `command` must be a string, got an array. `command`: The command you are running"},
+		{HandoffTicket, `{"number":1,"command":7,"reason":"r"}`, "Recovery: retry with command \"7\""},
+		{HandoffTicket, `[1]`, "handoff_ticket: the arguments are not a JSON object. got an array. Recovery: retry with the arguments as one JSON object, e.g. {\"number\": …, \"command\": …, \"reason\": …}"},
+		{DescribeWorkflow, `{"verbose":true}`, "describe_workflow: unknown argument `verbose`. describe_workflow takes no arguments. Recovery: retry without verbose"},
+		{GetWorkflowState, `{"number":1,"long":"` + strings.Repeat("x", 100) + `"}`, "unknown argument `long`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+" "+tt.args, func(t *testing.T) {
+			err := tool(t, tt.tool).CheckArguments(json.RawMessage(tt.args), commands)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected %v", err)
+				}
+				return
+			}
+			var r *policy.Refusal
+			if !errors.As(err, &r) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got  %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+	if err := tool(t, GetWorkflowState).CheckArguments(json.RawMessage(`{"number":"x"}`), nil); err == nil || !strings.Contains(err.Error(), "retry with number set to the issue's number") {
+		t.Errorf("no values: %v", err)
+	}
+}
+
+// FuzzCheckArguments: whatever arguments pass the check decode into the tool's input type,
+// as the SDK decodes them (no unknown field, every value of its type); what fails is a
+// refusal with a Recovery.
+func FuzzCheckArguments(f *testing.F) {
+	for _, s := range []string{`{"number":1,"command":"research","intent":"lock","reason":"go"}`, `{"number":"1"}`, `{"number":1.5}`, `null`, `[]`,
+		`{"workflowState":"Backlog","claim":true}`, `{"x":1}`, `{"number":1,"streamCount":2,"autoMode":false}`, `{"number":-0}`, `{"number":1e2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		for _, sp := range Tools() {
+			err := sp.CheckArguments(data, nil)
+			if err != nil {
+				if !strings.Contains(err.Error(), ". Recovery: ") {
+					t.Fatalf("%s: error without Recovery: %v", sp.Name, err)
+				}
+				continue
+			}
+			in := reflect.New(reflect.TypeOf(sp.Input)).Interface()
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			if string(bytes.TrimSpace(data)) == "null" {
+				continue
+			}
+			if err := dec.Decode(in); err != nil {
+				t.Fatalf("%s: %s passed the check but does not decode: %v", sp.Name, data, err)
+			}
+		}
+	})
+}
