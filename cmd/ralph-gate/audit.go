@@ -44,7 +44,7 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	if err != nil {
 		var problems config.Problems
 		if errors.As(err, &problems) {
-			printProblems(s, err, *file) // every problem by its key path
+			printProblems(s, "audit", err, *file) // every problem by its key path
 			return exitError
 		}
 		return fail(s, "audit", exitError, "cannot read the configuration: "+err.Error(), "check --config, or leave it out to use the embedded config.yml with --dsn")

@@ -280,6 +280,12 @@ func TestErrorForm(t *testing.T) {
 		{[]string{"demo", "--listen", "0.0.0.0:0"}, exitError, `ralph-gate demo: could not start: the sandbox listens on loopback addresses only, not "0.0.0.0:0"; choose another loopback address with --listen`},
 		{[]string{"demo", "--sim-listen", "192.0.2.1:80"}, exitError, "ralph-gate demo: could not start: start simulator: ghsim listens on loopback addresses only"},
 		{[]string{"version", "extra"}, exitUsage, `ralph-gate version: unexpected argument "extra"`},
+		{[]string{"mcp"}, exitUsage, "ralph-gate mcp: give --stdio"},
+		{[]string{"mcp", "--stdio", "--config", filepath.Join(dir, "none.yml")}, exitError, "ralph-gate mcp: read config: open " + filepath.Join(dir, "none.yml")},
+		{[]string{"serve", "--config", filepath.Join(dir, "none.yml")}, exitError, "ralph-gate serve: read config: open " + filepath.Join(dir, "none.yml")},
+		{[]string{"register"}, exitUsage, "ralph-gate register: --org must name the GitHub organization"},
+		{[]string{"validate", "--for", "x"}, exitUsage, `ralph-gate validate: --for: unknown mode "x"`},
+		{[]string{"policy", "check", "--config", filepath.Join(dir, "none.yml"), "--to", "Done"}, exitError, "ralph-gate policy: read config: open " + filepath.Join(dir, "none.yml")},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runCLI(t, "", tt.args...)

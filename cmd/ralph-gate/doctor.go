@@ -124,7 +124,7 @@ func runDoctor(ctx context.Context, args []string, s streams) int {
 		return code
 	}
 	if *file == "" {
-		fmt.Fprintln(s.err, "doctor: no --config given: checking the embedded config.yml, which names no project (give --config FILE, the file serve uses)")
+		fmt.Fprintln(s.err, "ralph-gate doctor: no --config given: checking the embedded config.yml, which names no project (give --config FILE, the file serve uses)")
 	}
 	d := &doctor{}
 	d.run(ctx, *file, *timeout)
@@ -133,7 +133,7 @@ func runDoctor(ctx context.Context, args []string, s streams) int {
 		enc.SetIndent("", "  ")
 		rep := doctorReport{OK: d.failures == 0, Failures: d.failures, Warnings: d.warned, Checks: d.checks}
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(s.err, "doctor: %v\n", err)
+			fmt.Fprintf(s.err, "ralph-gate doctor: %v\n", err)
 			return exitError
 		}
 	} else {

@@ -25,17 +25,17 @@ func runMCP(ctx context.Context, args []string, s streams) int {
 		return code
 	}
 	if !*stdio {
-		fmt.Fprintln(s.err, "mcp: give --stdio (over HTTP the façade is served by `ralph-gate serve` at /mcp)")
+		fmt.Fprintln(s.err, "ralph-gate mcp: give --stdio (over HTTP the façade is served by `ralph-gate serve` at /mcp)")
 		return exitUsage
 	}
 	cfg, err := config.LoadFor(*file, config.ForMCP, os.LookupEnv)
 	if err != nil {
-		printProblems(s, err, *file)
+		printProblems(s, "mcp", err, *file)
 		return exitError
 	}
 	name, err := stdioAgent(cfg, *agent)
 	if err != nil {
-		fmt.Fprintf(s.err, "mcp: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate mcp: %v\n", err)
 		return exitUsage
 	}
 	logger := newLogger(s.err, cfg.Logging)

@@ -75,7 +75,7 @@ func loadMachine(file string, s streams) (*policy.Machine, bool) {
 			return m, true
 		}
 	}
-	fmt.Fprintf(s.err, "ralph-gate: %v\n", err)
+	fmt.Fprintf(s.err, "ralph-gate policy: %v\n", err)
 	return nil, false
 }
 

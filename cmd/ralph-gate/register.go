@@ -76,7 +76,7 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(s.err, "register: "+format+"\n", a...)
+		fmt.Fprintf(s.err, "ralph-gate register: "+format+"\n", a...)
 		return exitUsage
 	}
 	if !orgLogin.MatchString(*org) {
@@ -118,21 +118,21 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 	}
 	// Everything that can fail before GitHub creates the App fails now.
 	if err := checkWritable(r.file, r.force); err != nil {
-		fmt.Fprintf(s.err, "register: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
 		return exitError
 	}
 	manifest, err := loadManifest(*manifestFile, *name, *webhookURL)
 	if err != nil {
-		fmt.Fprintf(s.err, "register: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
 		return exitError
 	}
 	if r.state, err = randomHex(32); err != nil {
-		fmt.Fprintf(s.err, "register: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
 		return exitError
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(s.err, "register: listen: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: listen: %v\n", err)
 		return exitError
 	}
 	r.addr = ln.Addr().String()
@@ -140,7 +140,7 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 	manifest["redirect_url"] = base + "/callback"
 	if r.manifest, err = json.Marshal(manifest); err != nil {
 		ln.Close()
-		fmt.Fprintf(s.err, "register: manifest: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: manifest: %v\n", err)
 		return exitError
 	}
 	r.appName, _ = manifest["name"].(string)
@@ -174,7 +174,7 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 		err = fmt.Errorf("GitHub did not send the browser back within %s; nothing was written. Run register again", *timeout)
 	}
 	if err != nil {
-		fmt.Fprintf(s.err, "register: %v\n", err)
+		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
 		return exitError
 	}
 	r.nextSteps()

@@ -20,7 +20,7 @@ func runServe(ctx context.Context, args []string, s streams) int {
 	// The same checks as validate and doctor (config.Preflight), for what serving needs.
 	cfg, err := config.LoadFor(*file, config.ForServe, os.LookupEnv)
 	if err != nil {
-		printProblems(s, err, *file)
+		printProblems(s, "serve", err, *file)
 		return exitError
 	}
 	logger := newLogger(s.err, cfg.Logging)
@@ -45,7 +45,7 @@ func runServe(ctx context.Context, args []string, s streams) int {
 }
 
 // printProblems prints every configuration problem, one per line.
-func printProblems(s streams, err error, file string) {
+func printProblems(s streams, cmd string, err error, file string) {
 	var problems config.Problems
 	if errors.As(err, &problems) {
 		for _, p := range problems {
@@ -57,5 +57,5 @@ func printProblems(s streams, err error, file string) {
 		}
 		return
 	}
-	fmt.Fprintf(s.err, "ralph-gate: %v\n", err)
+	fmt.Fprintf(s.err, "ralph-gate %s: %v\n", cmd, err)
 }

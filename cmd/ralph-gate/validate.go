@@ -77,7 +77,7 @@ func runValidate(args []string, s streams) int {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(s.err, "validate: %v\n", err)
+			fmt.Fprintf(s.err, "ralph-gate validate: %v\n", err)
 			return exitError
 		}
 	} else {
