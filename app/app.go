@@ -151,13 +151,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		jobOpts.Periodic = a.maint.periodic()
 	}
 	proc := observed{next: processor{service: a.service, boards: a.boards}, metrics: mx}
-	switch st.Driver() {
-	case store.DriverPostgres:
-		a.queue, err = jobs.New(ctx, riverpgxv5.New(st.Pool()), proc, jobOpts)
-	default:
-		a.queue, err = jobs.New(ctx, riversqlite.New(st.DB()), proc, jobOpts)
-	}
-	if err != nil {
+	if a.queue, err = prepareQueue(ctx, st, proc, jobOpts); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("prepare queue: %w", err)
 	}
@@ -172,6 +166,22 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.handler = a.routes()
 	return a, nil
+}
+
+// prepareQueue runs River's migrations on the store's database and returns the queue. The
+// migrations run under the store's migration lock, as the store's own do (store.Open), so
+// replicas that start together on one PostgreSQL database migrate one at a time.
+func prepareQueue(ctx context.Context, st *store.Store, proc jobs.Processor, opts jobs.Options) (jobs.Queue, error) {
+	var q jobs.Queue
+	err := st.WithMigrationLock(ctx, func(ctx context.Context) (err error) {
+		if st.Driver() == store.DriverPostgres {
+			q, err = jobs.New(ctx, riverpgxv5.New(st.Pool()), proc, opts)
+		} else {
+			q, err = jobs.New(ctx, riversqlite.New(st.DB()), proc, opts)
+		}
+		return err
+	})
+	return q, err
 }
 
 // AppLogin is the app's own bot login, "<slug>[bot]".

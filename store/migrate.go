@@ -188,10 +188,12 @@ func (s *Store) ddl(stmt string) string {
 // SchemaVersion is the newest migration this build knows.
 func SchemaVersion() int { return migrations[len(migrations)-1].version }
 
-// migrate applies the missing migrations in one transaction. On Postgres a
-// transaction-scoped advisory lock (per schema) makes concurrent starts of
-// several replicas wait for each other; on SQLite the transaction begins
-// IMMEDIATE, which takes the database's write lock up front. Versions newer
+// migrate applies the missing migrations in one transaction. Open runs it under
+// the migration lock (WithMigrationLock), which replicas that start together on
+// Postgres take in turn; inside, a transaction-scoped advisory lock (per schema)
+// still makes it wait for a replica of an older build, which takes only that
+// one. On SQLite the transaction begins IMMEDIATE, which takes the database's
+// write lock up front. Versions newer
 // than this build are left alone, so an older replica can keep running
 // during a rolling upgrade (migrations only ever add).
 func (s *Store) migrate(ctx context.Context) (err error) {

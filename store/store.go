@@ -96,7 +96,8 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	// Under the migration lock: replicas that start together migrate one at a time.
+	if err := s.WithMigrationLock(ctx, s.migrate); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
