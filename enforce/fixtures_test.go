@@ -251,6 +251,7 @@ type hookBoard struct {
 	pageFails  int              // ProjectItems fails this many more times
 	pageErr    error
 	beforeItem func(id string)
+	beforeSet  func(id string)
 	beforePage func()
 }
 
@@ -276,6 +277,23 @@ func (b *hookBoard) SetState(ctx context.Context, it Item, state string) error {
 		return fmt.Errorf("set %s: %w", it.ID, err)
 	}
 	return b.fakeBoard.SetState(ctx, it, state)
+}
+
+// SetStateIf runs beforeSet (a move made while the write waited for its turn), then guards.
+func (b *hookBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
+	b.mu.Lock()
+	hook := b.beforeSet
+	b.mu.Unlock()
+	if hook != nil {
+		hook(it.ID)
+	}
+	b.mu.Lock()
+	err := b.failSet[it.ID]
+	b.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("set %s: %w", it.ID, err)
+	}
+	return b.fakeBoard.SetStateIf(ctx, it, from, to)
 }
 
 func (b *hookBoard) SetStates(ctx context.Context, ws []StateWrite) error {

@@ -89,6 +89,16 @@ func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
 	return b.lostAnswer("set state")
 }
 
+func (b *simBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
+	b.mu.Lock()
+	cur := b.items[it.ID].State
+	b.mu.Unlock()
+	if cur != from {
+		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur, from, ErrBoardMoved)
+	}
+	return b.SetState(ctx, it, to)
+}
+
 func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
 	if err := b.fail("add comment"); err != nil {
 		return Comment{}, err

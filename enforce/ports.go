@@ -19,6 +19,11 @@ type Board interface {
 	Item(ctx context.Context, itemID string) (Item, error)
 	// SetState writes the Workflow State of an item; "" clears it.
 	SetState(ctx context.Context, it Item, state string) error
+	// SetStateIf writes the Workflow State of an item only if the board still shows from when
+	// the write's turn comes (writes are paced, so a value read before may be seconds old);
+	// otherwise it writes nothing and returns an error wrapping ErrBoardMoved. GitHub has no
+	// conditional write: the read and the write are as close as one request apart.
+	SetStateIf(ctx context.Context, it Item, from, to string) error
 	// SetStates writes several states, batched into as few requests as GitHub allows.
 	SetStates(ctx context.Context, writes []StateWrite) error
 	// AddComment comments on an issue or pull request (by node id).

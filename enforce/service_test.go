@@ -105,6 +105,16 @@ func (b *fakeBoard) SetState(_ context.Context, it Item, state string) error {
 	return nil
 }
 
+func (b *fakeBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
+	b.mu.Lock()
+	cur, ok := b.items[it.ID]
+	b.mu.Unlock()
+	if ok && cur.State != from {
+		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, ErrBoardMoved)
+	}
+	return b.SetState(ctx, it, to)
+}
+
 func (b *fakeBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

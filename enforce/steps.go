@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -101,7 +102,26 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 			return err
 		}
 	}
-	if err := w.board.SetState(ctx, w.it, a.To); err != nil {
+	// Guarded: a move made since the walk read the board (writes wait for their turn) is
+	// newer than the refused one, and its report follows it in the history; it is judged
+	// first, from a fresh read, instead of being overwritten.
+	if err := w.board.SetStateIf(ctx, w.it, w.it.State, a.To); errors.Is(err, ErrBoardMoved) {
+		zerolog.Ctx(ctx).Info().Int("issue", w.it.Number).Str("item", w.it.ID).Str("from", w.it.State).Str("to", a.To).
+			Msg("revert not written: the card was moved since it was read; judging the newer move first")
+		rec := w.rec
+		rec.RevertPending = ""
+		w.read = false
+		if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
+			return err
+		}
+		// The newer move's report may have come in meanwhile (reports are recorded at intake).
+		pending, err := e.store().PendingObservations(ctx, w.it.ID)
+		if err != nil {
+			return fmt.Errorf("load reports of item %s: %w", w.it.ID, err)
+		}
+		w.pending = pending
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("revert item %s to %q: %w", w.it.ID, a.To, err)
 	}
 	// The actor is the refused step's when this run judged it ("" after a crash between the

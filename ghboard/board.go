@@ -217,5 +217,22 @@ func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) err
 	return nil
 }
 
+// SetStateIf writes an item's state only if GitHub still shows from: the item is read again
+// once the write's turn has come (writes are paced, so the caller's read may be seconds old),
+// and the mutation follows at once. A card moved meanwhile is left alone: an error wrapping
+// enforce.ErrBoardMoved.
+func (b *Board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
+	return b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
+		cur, err := b.Item(ctx, it.ID)
+		if err != nil {
+			return fmt.Errorf("read %s before writing it: %w", it.ID, err)
+		}
+		if cur.State != from {
+			return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
+		}
+		return b.SetState(ctx, it, to)
+	})
+}
+
 // RateLimit is GitHub's GraphQL budget for this installation as last reported.
 func (b *Board) RateLimit() (enforce.RateLimit, bool) { return b.gql.RateLimit() }

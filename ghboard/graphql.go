@@ -167,10 +167,28 @@ func (c *Client) jitter(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// turnHeld marks a context whose caller holds the client's write turn (WithWriteTurn).
+type turnHeld struct{}
+
+// WithWriteTurn runs fn holding the client's write turn: what fn reads and the mutation it
+// then sends happen back to back, with no other mutation of this client between them and the
+// write gap kept before and after. It is how a write is guarded by a fresh read.
+func (c *Client) WithWriteTurn(ctx context.Context, fn func(ctx context.Context) error) error {
+	if c.writes == nil {
+		return fn(ctx)
+	}
+	if err := c.writeTurn(ctx); err != nil {
+		return err
+	}
+	err := fn(context.WithValue(ctx, turnHeld{}, true))
+	c.writeDone(true)
+	return err
+}
+
 // once sends one request, unless GitHub asked us to wait. A mutation waits for its turn
 // first (writeTurn) and ends it once its answer is in, or at once when it was not sent.
 func (c *Client) once(ctx context.Context, body []byte, mutation bool) (json.RawMessage, error) {
-	if !mutation || c.writes == nil {
+	if !mutation || c.writes == nil || ctx.Value(turnHeld{}) != nil {
 		data, _, err := c.send(ctx, body)
 		return data, err
 	}

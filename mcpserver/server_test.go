@@ -66,6 +66,13 @@ func (b *board) SetState(_ context.Context, it enforce.Item, state string) error
 	return nil
 }
 
+func (b *board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
+	if cur := b.items[it.ID]; cur.State != from {
+		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
+	}
+	return b.SetState(ctx, it, to)
+}
+
 func (b *board) SetStates(ctx context.Context, ws []enforce.StateWrite) error {
 	for _, w := range ws {
 		if err := b.SetState(ctx, w.Item, w.State); err != nil {

@@ -19,8 +19,9 @@ func TestAPICostPerStep(t *testing.T) {
 		budget int
 	}{
 		{"legal leaf move", func() { e.move("alice", 51, "Ready for Plan") }, 1},
-		{"illegal move (revert + comment)", func() { e.move("agent-1", 60, "In Review") }, 3},
-		{"illegal move again (revert + coalesced comment update)", func() { e.move("agent-1", 60, "Done") }, 3},
+		// A revert reads the card again once its write's turn has come (guarded write).
+		{"illegal move (revert + comment)", func() { e.move("agent-1", 60, "In Review") }, 4},
+		{"illegal move again (revert + coalesced comment update)", func() { e.move("agent-1", 60, "Done") }, 4},
 		{"child move, parent not converged (item + parent family)", func() { e.move("agent-1", 21, "Ready for Plan") }, 2},
 		{"child move converging parent and grandparent", func() {
 			e.move("agent-1", 22, "Ready for Plan")
