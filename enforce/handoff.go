@@ -142,23 +142,11 @@ func (f *Facade) Handoff(ctx context.Context, b Board, it Item, h Handoff) (Hand
 // hands it off to the lock state; a lost race is errClaimLost, a refused handoff releases the
 // claim and returns the refusal.
 func (f *Facade) claim(ctx context.Context, b Board, it Item, h Handoff, lockState string) (HandoffResult, error) {
-	unlock, err := f.items.lock(ctx, it.ID)
+	cur, unlock, err := f.lockForClaim(ctx, b, it)
 	if err != nil {
 		return HandoffResult{}, err
 	}
 	defer unlock()
-	cur, err := b.Item(ctx, it.ID)
-	if err != nil {
-		return HandoffResult{}, fmt.Errorf("read item %s: %w", it.ID, err)
-	}
-	if cur.State != it.State {
-		return HandoffResult{}, fmt.Errorf("#%d moved to %s meanwhile: %w", cur.Number, cur.State, errClaimLost)
-	}
-	// The record must exist with a baseline before the claim, or the claim would create one
-	// whose last legal state is "unset".
-	if _, err := f.baseline(ctx, cur); err != nil {
-		return HandoffResult{}, err
-	}
 	won, err := f.store().ClaimLock(ctx, cur.ID, h.Agent, f.now())
 	if err != nil {
 		return HandoffResult{}, fmt.Errorf("claim #%d: %w", cur.Number, err)
@@ -174,6 +162,30 @@ func (f *Facade) claim(ctx context.Context, b Board, it Item, h Handoff, lockSta
 		}
 	}
 	return res, err
+}
+
+// lockForClaim takes the item's lock for a claim and reads it again: errClaimLost when it moved
+// since it was ranked. The record is baselined first, or the claim would create one whose last
+// legal state is "unset". The caller unlocks.
+func (f *Facade) lockForClaim(ctx context.Context, b Board, it Item) (Item, func(), error) {
+	unlock, err := f.items.lock(ctx, it.ID)
+	if err != nil {
+		return Item{}, nil, err
+	}
+	cur, err := b.Item(ctx, it.ID)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("read item %s: %w", it.ID, err)
+	case cur.State != it.State:
+		err = fmt.Errorf("#%d moved to %s meanwhile: %w", cur.Number, cur.State, errClaimLost)
+	default:
+		_, err = f.baseline(ctx, cur)
+	}
+	if err != nil {
+		unlock()
+		return Item{}, nil, err
+	}
+	return cur, unlock, nil
 }
 
 // baseline returns the item's record, creating it from the board's current value when the

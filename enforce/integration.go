@@ -86,21 +86,11 @@ func (f *Facade) claimsInPlace(req PickRequest) bool {
 // claimIntegration claims an item for integration: the repository's slot, without moving the
 // card. A slot held for another live item refuses the claim, with a Recovery to wait.
 func (f *Facade) claimIntegration(ctx context.Context, b Board, it Item, h Handoff) (HandoffResult, error) {
-	unlock, err := f.items.lock(ctx, it.ID)
+	cur, unlock, err := f.lockForClaim(ctx, b, it)
 	if err != nil {
 		return HandoffResult{}, err
 	}
 	defer unlock()
-	cur, err := b.Item(ctx, it.ID)
-	if err != nil {
-		return HandoffResult{}, fmt.Errorf("read item %s: %w", it.ID, err)
-	}
-	if cur.State != it.State {
-		return HandoffResult{}, fmt.Errorf("#%d moved to %s meanwhile: %w", cur.Number, cur.State, errClaimLost)
-	}
-	if _, err := f.baseline(ctx, cur); err != nil {
-		return HandoffResult{}, err
-	}
 	cmd, _ := f.CanonicalCommand(h.Command)
 	key := integrationSlot(cur.Repo)
 	want := Slot{Key: key, ItemID: cur.ID, Holder: h.Agent, Role: h.Role, Repo: cur.Repo, IssueNumber: cur.Number, Since: f.now()}
