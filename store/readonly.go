@@ -49,24 +49,7 @@ const readOnlyPostgresConns = 2
 // A missing store, or a database without ralph-gate's tables, is an error wrapping
 // ErrNoStore. A store with an older schema opens; CheckSchema says so.
 func OpenReadOnly(ctx context.Context, driver, dsn string) (*Store, error) {
-	var (
-		s   *Store
-		err error
-	)
-	switch strings.ToLower(strings.TrimSpace(driver)) {
-	case "", DriverSQLite, "sqlite3":
-		if err := checkDSN(DriverSQLite, dsn); err != nil {
-			return nil, err
-		}
-		s, err = openSQLiteReadOnly(ctx, dsn)
-	case DriverPostgres, "postgresql", "pgx":
-		if err := checkDSN(DriverPostgres, dsn); err != nil {
-			return nil, err
-		}
-		s, err = openPostgresReadOnly(ctx, dsn)
-	default:
-		return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", driver, DriverSQLite, DriverPostgres)
-	}
+	s, err := connect(ctx, driver, dsn, true)
 	if err != nil {
 		return nil, err
 	}

@@ -75,24 +75,7 @@ type Store struct {
 // Open connects to the database selected by driver ("sqlite", the default when
 // empty, or "postgres") and dsn, and brings its schema up to date.
 func Open(ctx context.Context, driver, dsn string) (*Store, error) {
-	var (
-		s   *Store
-		err error
-	)
-	switch strings.ToLower(strings.TrimSpace(driver)) {
-	case "", DriverSQLite, "sqlite3":
-		if err := checkDSN(DriverSQLite, dsn); err != nil {
-			return nil, err
-		}
-		s, err = openSQLite(ctx, dsn)
-	case DriverPostgres, "postgresql", "pgx":
-		if err := checkDSN(DriverPostgres, dsn); err != nil {
-			return nil, err
-		}
-		s, err = openPostgres(ctx, dsn)
-	default:
-		return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", driver, DriverSQLite, DriverPostgres)
-	}
+	s, err := connect(ctx, driver, dsn, false)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +85,30 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// connect opens the driver's database once the DSN is known to suit it: for reading only
+// (OpenReadOnly) or to read and write (Open).
+func connect(ctx context.Context, driver, dsn string, readOnly bool) (*Store, error) {
+	switch strings.ToLower(strings.TrimSpace(driver)) {
+	case "", DriverSQLite, "sqlite3":
+		if err := checkDSN(DriverSQLite, dsn); err != nil {
+			return nil, err
+		}
+		if readOnly {
+			return openSQLiteReadOnly(ctx, dsn)
+		}
+		return openSQLite(ctx, dsn)
+	case DriverPostgres, "postgresql", "pgx":
+		if err := checkDSN(DriverPostgres, dsn); err != nil {
+			return nil, err
+		}
+		if readOnly {
+			return openPostgresReadOnly(ctx, dsn)
+		}
+		return openPostgres(ctx, dsn)
+	}
+	return nil, fmt.Errorf("store: unknown driver %q (want %q or %q)", driver, DriverSQLite, DriverPostgres)
 }
 
 func openSQLite(ctx context.Context, dsn string) (*Store, error) {
