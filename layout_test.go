@@ -41,6 +41,7 @@ const (
 	gqlparser     = "github.com/vektah/gqlparser/v2"
 	yaml          = "gopkg.in/yaml.v3"
 	moderncSQLite = "modernc.org/sqlite"
+	xoauth2       = "golang.org/x/oauth2"
 )
 
 // layering pins the direct imports of every package of the module. It is the intended
@@ -53,7 +54,7 @@ var layering = map[string]layer{
 	// Wiring: configuration, GitHub clients, store, durable queue, webhook handlers and
 	// HTTP routes, run until shutdown. The only place that knows every adapter.
 	"app": {
-		internal: []string{"app/config", "enforce", "ghboard", "handlers", "jobs", "mcpserver", "metrics", "policy", "redeliver", "store"},
+		internal: []string{"app/config", "enforce", "ghboard", "handlers", "health", "jobs", "mcpserver", "metrics", "policy", "redeliver", "store", "web", "webauth"},
 		external: []string{goGitHub, httpcache, mcpSDK, githubapp, riverpgxv5, riversqlite, zerolog},
 	},
 	// Decodes, defaults and validates the configuration file.
@@ -71,7 +72,7 @@ var layering = map[string]layer{
 	},
 	// Command ralph-gate: the GitHub App and its tools (validate, evaluate, demo, bench…).
 	"cmd/ralph-gate": {
-		internal: []string{"app", "app/config", "bench", "enforce", "ghboard", "policy", "sandbox", "store"},
+		internal: []string{"app", "app/config", "bench", "enforce", "ghboard", "health", "policy", "sandbox", "store"},
 		external: []string{goGitHub, mcpSDK, githubapp, yaml, zerolog},
 	},
 	// The use cases: observe a Workflow State change, ask policy, act (revert, explain,
@@ -94,6 +95,11 @@ var layering = map[string]layer{
 		internal: []string{"enforce", "payload"},
 		external: []string{zerolog},
 	},
+	// The board health report: each enforced project's health computed from the store's
+	// records and the reconciler's snapshot (declares the port it reads).
+	"health": {
+		internal: []string{"enforce", "policy"},
+	},
 	// The reference judge of a true history of moves, for the history suites.
 	// Tells a file path from a PostgreSQL connection string and redacts one (config, store).
 	"internal/dsn": {},
@@ -109,7 +115,7 @@ var layering = map[string]layer{
 	"marker": {},
 	// The MCP façade for agents: typed tools mapped to enforce use cases.
 	"mcpserver": {
-		internal: []string{"enforce", "mcpserver/toolspec", "policy"},
+		internal: []string{"enforce", "health", "mcpserver/toolspec", "policy"},
 		external: []string{mcpSDK, zerolog},
 	},
 	// The MCP contract: tool names, descriptions, typed input and output, input validation.
@@ -140,6 +146,16 @@ var layering = map[string]layer{
 	"store": {
 		internal: []string{"enforce", "internal/dsn"},
 		external: []string{pgx, moderncSQLite, zerolog},
+	},
+	// The board health pages: server-rendered HTML of health reports and audit decisions.
+	"web": {
+		internal: []string{"enforce", "health", "policy", "store"},
+		external: []string{zerolog},
+	},
+	// The sign-in of the board health pages: GitHub's OAuth web flow (go-githubapp's oauth2),
+	// signed session cookies, organization membership checked with the App's installations.
+	"webauth": {
+		external: []string{goGitHub, githubapp, zerolog, xoauth2},
 	},
 }
 

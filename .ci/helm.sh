@@ -81,6 +81,13 @@ must_fail "mcp.expose" -f "$defaults" --set mcp.expose=true --set "$agent.name=a
 must_fail "config.mcp.agents\[0\].token_env" -f "$defaults" --set "$agent.name=a" --set "$agent.token_env=A_TOKEN"
 must_fail "config.mcp.agents\[0\].token:" -f "$defaults" --set "$agent.name=a" --set "$agent.token=ci-placeholder-token-0001"
 must_fail "mcp.agentTokensSecret" -f "$defaults" --set mcp.agentTokensSecret=tokens
+# The board health pages: the sign-in needs the App's client and a session key, from values or
+# github.existingSecret, and a public URL (ui.publicUrl or the Ingress's host).
+uivalues="$chart/ci/ui-values.yaml"
+must_fail "ui.oauthClientId" -f "$uivalues" --set ui.oauthClientId=
+must_fail "ui.publicUrl" -f "$uivalues" --set ingress.enabled=false
+must_fail "/ui/sessionKey" -f "$uivalues" --set ui.sessionKey=short
+must_fail "config.ui" -f "$uivalues" --set config.ui.enabled=true
 
 # What the schema cannot say (ranges, references between keys) `ralph-gate validate` says:
 # such values render, and validate must refuse the rendered config.yml, naming the key.

@@ -58,6 +58,7 @@ type App struct {
 	maint    *maintenance // reconciler and redelivery sweeper (reliability.go)
 	version  string
 	mcp      http.Handler // the MCP façade at /mcp, behind bearer auth
+	ui       http.Handler // the board health pages at /ui/ (ui.enabled; ui.go)
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -74,6 +75,10 @@ type Options struct {
 	// GitHubWriteGap is the least time between two mutations of one installation; 0 keeps
 	// ghboard's default, GitHub's advice of a second. The sandbox sets a small one.
 	GitHubWriteGap time.Duration
+	// LiftContentBudget lets the app create comments without its own count below GitHub's
+	// content-creation limit (ghboard.WithContentBudget): for the sandbox when its simulator
+	// enforces no secondary limits, as it shortens the write gap. Never in production.
+	LiftContentBudget bool
 	// CheckBoards makes Serve check every enforced project's board before /readyz answers
 	// ready: the project, its workflow field and an option for every state (CheckBoards).
 	// serve sets it; the sandbox, whose boards are seeded, leaves it off.
@@ -135,6 +140,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if opts.GitHubWriteGap > 0 {
 		boardOpts = append(boardOpts, ghboard.WithMinWriteGap(opts.GitHubWriteGap))
 	}
+	if opts.LiftContentBudget {
+		boardOpts = append(boardOpts, ghboard.WithContentBudget(0, 0))
+	}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field(), boardOpts...)
 	a.maint = newMaintenance(a, gate)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
@@ -146,7 +154,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Enforced:       cfg.Enforces,
 		Observer:       automationCounter{metrics: mx},
 	})
-	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx)}
+	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx), Count: st.QueueDepth}
 	if !opts.NoPeriodic {
 		jobOpts.Periodic = a.maint.periodic()
 	}
@@ -163,6 +171,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if a.mcp, err = a.mcpHandler(); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if cfg.UI.Enabled {
+		if a.ui, err = a.uiHandler(opts.Now); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	a.handler = a.routes()
 	return a, nil
@@ -235,6 +249,10 @@ func (a *App) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle(mcpserver.Route, a.mcp)
+	if a.ui != nil {
+		mux.Handle(UIRoute, a.ui)
+		mux.Handle("GET /{$}", http.RedirectHandler(UIRoute, http.StatusFound))
+	}
 	return mux
 }
 

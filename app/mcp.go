@@ -2,13 +2,19 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/mcpserver"
+	"github.com/ralph-gate/ralph-gate/redeliver"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // MCPServer builds the MCP façade over the app's enforcement service and GitHub boards. agent,
@@ -21,6 +27,7 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		DefaultRepo: a.cfg.MCP.DefaultRepo,
 		Agent:       agent,
 		Version:     a.version,
+		Health:      HealthReader(a.cfg, a.store),
 	}
 	for _, p := range a.cfg.Projects {
 		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
@@ -43,4 +50,34 @@ func (a *App) mcpHandler() (http.Handler, error) {
 		out[i] = mcpserver.Credential{Name: c.Name, Hash: c.Hash}
 	}
 	return mcpserver.Handler(a.MCPServer(""), out), nil
+}
+
+// HealthReader is the board health report of cfg's projects over st, with cfg's health
+// thresholds: what board_health answers and what `ralph-gate report` prints, from a store
+// alone (the command opens one read-only, without an App).
+func HealthReader(cfg config.Config, st *store.Store) *health.Reader {
+	refs := make([]enforce.ProjectRef, 0, len(cfg.Projects))
+	for _, p := range cfg.Projects {
+		refs = append(refs, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
+	}
+	// The sweeper only reads its proof here: it never lists or redelivers anything.
+	src := storeHealth{Store: st, sweeper: redeliver.New(nil, st, redeliver.Options{}, nil)}
+	return health.New(src, health.Options{Projects: refs, Spec: cfg.Workflow,
+		StaleLockAfter: cfg.Health.StaleLockAfter, HumanWaitAfter: cfg.Health.HumanWaitAfter})
+}
+
+// storeHealth is what a health report reads: the store, and when the newest complete
+// redelivery sweep began (its proof, kept in the store).
+type storeHealth struct {
+	*store.Store
+	sweeper *redeliver.Sweeper
+}
+
+// LastSweep implements health.Source.
+func (h storeHealth) LastSweep(ctx context.Context) (time.Time, error) {
+	p, err := h.sweeper.Proof(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redelivery proof: %w", err)
+	}
+	return p.Until, nil
 }

@@ -45,6 +45,13 @@ type Options struct {
 	BurstConcurrency int
 	// ReconcileSizes are the board sizes reconciled (items).
 	ReconcileSizes []int
+	// Storm is how many items one actor moves at once in the storm phase (0: no storm);
+	// StormTimeout bounds how long the storm is waited for.
+	Storm        int
+	StormTimeout time.Duration
+	// NoSecondaryLimits runs the simulator without GitHub's secondary rate limits (they are
+	// on by default).
+	NoSecondaryLimits bool
 	// Workers overrides enforcement.workers (0: the configuration's default).
 	Workers int
 	// Quick marks a smoke run (recorded in the result).
@@ -58,10 +65,10 @@ type Options struct {
 func Defaults(quick bool) Options {
 	if quick {
 		return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 200, LatencySamples: 12, CorrectSamples: 20, CostRepeats: 3,
-			CascadeN: 50, BurstEvents: 200, BurstConcurrency: 32, ReconcileSizes: []int{1000}, Quick: true}
+			CascadeN: 50, BurstEvents: 200, BurstConcurrency: 32, ReconcileSizes: []int{1000}, Storm: 50, StormTimeout: 30 * time.Second, Quick: true}
 	}
 	return Options{RTT: 50 * time.Millisecond, Rate: 100, AckWebhooks: 1000, LatencySamples: 60, CorrectSamples: 60, CostRepeats: 5,
-		CascadeN: 50, BurstEvents: 1000, BurstConcurrency: 32, ReconcileSizes: []int{1000, 10000}}
+		CascadeN: 50, BurstEvents: 1000, BurstConcurrency: 32, ReconcileSizes: []int{1000, 10000}, Storm: 500, StormTimeout: 5 * time.Minute}
 }
 
 func (o *Options) fill() {
@@ -88,6 +95,12 @@ func (o *Options) fill() {
 	if len(o.ReconcileSizes) == 0 {
 		o.ReconcileSizes = d.ReconcileSizes
 	}
+	if o.Storm < 0 {
+		o.Storm = 0
+	}
+	if o.StormTimeout <= 0 {
+		o.StormTimeout = d.StormTimeout
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -102,6 +115,10 @@ type Result struct {
 	Store     string    `json:"store"`
 	Workers   int       `json:"workers"`
 	RTTMS     float64   `json:"rtt_ms"`
+	// SecondaryLimits says whether the simulator enforced GitHub's secondary rate limits;
+	// SecondaryLimitAnswers counts its refusals in the main phases (the storm has its own).
+	SecondaryLimits       bool `json:"secondary_limits"`
+	SecondaryLimitAnswers int  `json:"secondary_limit_answers"`
 
 	AckRate     int      `json:"ack_rate_per_s"`
 	AckWebhooks int      `json:"ack_webhooks"`
@@ -148,6 +165,23 @@ type Result struct {
 	BurstCalls     int      `json:"burst_api_calls"`
 	PeakRSSMB      *float64 `json:"peak_rss_mb"`
 	PeakRSSScope   string   `json:"peak_rss_scope"`
+	// BurstRequestsPerLegal is the app's GitHub requests during the burst over its legal events.
+	BurstRequestsPerLegal *float64 `json:"burst_requests_per_legal_event"`
+
+	// The storm: one actor moves StormEvents items at once (none when 0). StormRevertAllS and
+	// StormExplainAllS are null when the storm was not reverted or explained in full within
+	// its time limit (StormTimedOut); StormReverted and StormExplained say how far it got.
+	StormEvents           int      `json:"storm_events"`
+	StormMoveS            *float64 `json:"storm_move_s"`
+	StormRevertAllS       *float64 `json:"storm_revert_all_s"`
+	StormExplainAllS      *float64 `json:"storm_explain_all_s"`
+	StormReverted         int      `json:"storm_reverted"`
+	StormExplained        int      `json:"storm_explained"`
+	StormRequests         int      `json:"storm_requests"`
+	StormSecondaryAnswers int      `json:"storm_secondary_limit_answers"`
+	StormTimedOut         bool     `json:"storm_timed_out"`
+	StormTimeoutS         float64  `json:"storm_timeout_s"`
+	StormSeconds          float64  `json:"storm_seconds"`
 
 	ReconcileStatus       string          `json:"reconcile_status"`
 	ReconcileItems        *int            `json:"reconcile_items"`
@@ -190,9 +224,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.fill()
 	began := time.Now()
 	r := &Result{StartedAt: began.UTC().Truncate(time.Second), Machine: machine(), Quick: o.Quick, RTTMS: ms(o.RTT),
-		Store: "sqlite", PeakRSSScope: "VmHWM of the one process running the simulator, the app and the load generator, during the burst"}
+		SecondaryLimits: !o.NoSecondaryLimits, Store: "sqlite", PeakRSSScope: "VmHWM of the one process running the simulator, the app and the load generator, during the burst"}
 	if err := runMain(ctx, o, r); err != nil {
 		return r, err
+	}
+	if o.Storm > 0 {
+		r.StormTimeoutS = o.StormTimeout.Seconds()
+		if err := runStorm(ctx, o, r); err != nil {
+			return r, fmt.Errorf("storm: %w", err)
+		}
 	}
 	if err := runReconcile(ctx, o, r); err != nil {
 		return r, err
@@ -226,8 +266,10 @@ func startSandbox(ctx context.Context, o Options, seed []byte, mw func(http.Hand
 		Seed:              seed,
 		Version:           o.Version,
 		WebhookMiddleware: mw,
-		// A budget no run can spend: the benchmark measures ralph-gate, not GitHub's limits.
-		SimOptions: ghsim.Options{RateLimit: 1 << 30},
+		// A primary budget no run can spend; the secondary limits are GitHub's, unless asked
+		// not to: they bound what ralph-gate can do at once.
+		SimOptions:      ghsim.Options{RateLimit: 1 << 30},
+		SecondaryLimits: !o.NoSecondaryLimits,
 		Configure: func(c *config.Config) {
 			c.Logging.Level = "error"
 			// Drift made a moment ago is reconciled at once (the default leaves a minute for its
@@ -272,10 +314,14 @@ func runMain(ctx context.Context, o Options, r *Result) error {
 		{"webhook acknowledgement", h.ack},
 		{"burst", h.burst},
 	} {
+		// Each phase starts from unspent secondary-limit windows: a phase measures itself,
+		// not what the one before it spent.
+		sb.Sim.ClearSecondaryWindows()
 		if err := phase.run(ctx, r); err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
 		}
 	}
+	r.SecondaryLimitAnswers = sb.Sim.SecondaryStats().Answers
 	return nil
 }
 

@@ -149,6 +149,9 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 	r.BurstLost = len(moves) - len(decided)
 	r.BurstReverted = reverted
 	r.BurstCalls = len(calls)
+	if legal := len(moves) - illegal; legal > 0 {
+		r.BurstRequestsPerLegal = num(round(float64(len(calls))/float64(legal), 2))
+	}
 	r.BurstInjectS = num(round(injected.Sub(t0).Seconds(), 2))
 	r.BurstDrainS = num(round(max(last.Sub(injected), 0).Seconds(), 2))
 	r.BurstEventsPS = num(round(float64(len(moves))/last.Sub(t0).Seconds(), 1))

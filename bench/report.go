@@ -43,6 +43,28 @@ func fmti(v *int) string {
 	return fmt.Sprint(*v)
 }
 
+// The storm's and the burst's targets (docs/BENCHMARKS.md).
+const (
+	stormRevertTargetS  = 120.0
+	maxRequestsPerLegal = 0.2
+)
+
+// stormReverted says when the storm was reverted, or how far it got.
+func (r *Result) stormReverted() string {
+	if r.StormRevertAllS != nil {
+		return fmtf(r.StormRevertAllS, "s")
+	}
+	return fmt.Sprintf("%d of %d reverted within %g s", r.StormReverted, r.StormEvents, r.StormTimeoutS)
+}
+
+// stormExplained says when every revert of the storm was explained, or how far it got.
+func (r *Result) stormExplained() string {
+	if r.StormExplainAllS != nil {
+		return fmtf(r.StormExplainAllS, "s")
+	}
+	return fmt.Sprintf("%d of %d explained within %g s", r.StormExplained, r.StormEvents, r.StormTimeoutS)
+}
+
 func targets(r *Result) []TargetVerdict {
 	var out []TargetVerdict
 	out = append(out, verdict("ack_p99", fmt.Sprintf("≤ 10 ms at %d webhooks/s (SQLite)", r.AckRate), fmtf(r.AckP99MS, "ms"), cmpf(r.AckP99MS, 10)))
@@ -88,6 +110,22 @@ func targets(r *Result) []TargetVerdict {
 	out = append(out, verdict("calls_per_cascade", fmt.Sprintf("≤ 2 + ⌈%d/50⌉ = %d", r.CascadeChildren, budget), fmti(r.CallsPerCascade), cascade))
 	out = append(out, verdict("burst_lost", fmt.Sprintf("0 of %d", r.BurstEvents), fmt.Sprint(r.BurstLost), boolp(r.BurstLost == 0 && r.BurstEvents > 0)))
 	out = append(out, verdict("peak_rss", "≤ 150 MB", fmtf(r.PeakRSSMB, "MB"), cmpf(r.PeakRSSMB, 150)))
+	out = append(out, verdict("burst_requests_per_legal_event", fmt.Sprintf("≤ %g", maxRequestsPerLegal), fmtf(r.BurstRequestsPerLegal, ""), cmpf(r.BurstRequestsPerLegal, maxRequestsPerLegal)))
+	if r.SecondaryLimits {
+		out = append(out, verdict("secondary_limit_answers", "0 (main phases)", fmt.Sprint(r.SecondaryLimitAnswers), boolp(r.SecondaryLimitAnswers == 0)))
+	}
+	if r.StormEvents > 0 {
+		var met *bool
+		if r.StormRevertAllS != nil {
+			met = boolp(*r.StormRevertAllS <= stormRevertTargetS)
+		} else if r.StormTimedOut {
+			met = boolp(false) // not every item came back within the time limit
+		}
+		out = append(out, verdict("storm_revert_all", fmt.Sprintf("all %d reverted ≤ %g s after the first move", r.StormEvents, stormRevertTargetS), r.stormReverted(), met))
+		if r.SecondaryLimits {
+			out = append(out, verdict("storm_secondary_limit_answers", "0", fmt.Sprint(r.StormSecondaryAnswers), boolp(r.StormSecondaryAnswers == 0)))
+		}
+	}
 	if len(r.ReconcileRuns) == 0 {
 		out = append(out, verdict("reconcile_reads", "≤ ⌈items/100⌉ + 1 GraphQL reads", "blocked", nil))
 	}
@@ -141,7 +179,18 @@ func (r *Result) WriteTable(w io.Writer) {
 		fmt.Sprintf("%s events/s (made in %s, drained %s after)", fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s")), "")
 	row("burst delivered / decided / lost", fmt.Sprintf("%d / %d / %d (%d reverted, %d API calls)",
 		r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
+	row("burst: app requests per legal event", fmtf(r.BurstRequestsPerLegal, ""), fmt.Sprintf("≤ %g", maxRequestsPerLegal))
 	row("peak RSS (burst; whole process)", fmtf(r.PeakRSSMB, "MB"), "≤ 150 MB")
+	if r.SecondaryLimits {
+		row("secondary-limit answers (main phases)", fmt.Sprint(r.SecondaryLimitAnswers), "0")
+	} else {
+		row("secondary rate limits", "off (--secondary-limits=false)", "")
+	}
+	if r.StormEvents > 0 {
+		row(fmt.Sprintf("storm of %d moves by one actor: all reverted", r.StormEvents), r.stormReverted(), fmt.Sprintf("≤ %g s", stormRevertTargetS))
+		row("storm: all explained on GitHub", r.stormExplained(), "")
+		row("storm: app requests / secondary-limit answers", fmt.Sprintf("%d / %d", r.StormRequests, r.StormSecondaryAnswers), "0 answers")
+	}
 	if len(r.ReconcileRuns) == 0 {
 		row("reconciliation", r.ReconcileStatus, "≤ ⌈items/100⌉ + 1 reads")
 	}

@@ -31,6 +31,11 @@ type Item struct {
 	ParentNumber int
 	SubIssues    int // number of sub-issues
 	OpenBlockers int // open issues this one is blocked by
+	// Blockers counts every issue this one is blocked by, open or closed, and URL is the
+	// issue's or pull request's page: both read only when paging through a project (the
+	// health report's snapshot).
+	Blockers int
+	URL      string
 	// Estimate and Priority are read only when paging through a project (pick ranking).
 	Estimate, Priority string
 	// StateUpdatedAt is when the Workflow State value last changed (read when paging through

@@ -280,6 +280,10 @@ func (e *Enforcer) hold(ctx context.Context, w *walk, a policy.Action) (Result, 
 func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 	if w.found {
 		if err := e.explainAll(ctx, w); err != nil {
+			if later, ok := isExplainLater(err); ok {
+				// A storm: the job comes back once the summary is due, holding no worker.
+				return Result{Verdict: VerdictWait, Reason: later.why, RetryAfter: later.after}, nil
+			}
 			return Result{}, err
 		}
 		if err := e.automatePending(ctx, w); err != nil {
@@ -319,11 +323,11 @@ func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 		return fmt.Errorf("load refused steps of item %s: %w", w.rec.ItemID, err)
 	}
 	for _, o := range unexplained {
-		if err := e.explain(ctx, w, o); err != nil {
+		if err := e.explainStep(ctx, w, o); err != nil {
+			if _, later := isExplainLater(err); later {
+				return err
+			}
 			return fmt.Errorf("explain the revert of item %s: %w", w.it.ID, err)
-		}
-		if err := e.store().MarkExplained(ctx, o.DeliveryID); err != nil {
-			return fmt.Errorf("record the explanation of %s: %w", o.DeliveryID, err)
 		}
 	}
 	return nil

@@ -463,6 +463,33 @@ func (w *simWorld) periodicSweep(t time.Time) {
 // from it gives.
 func (w *simWorld) check() {
 	ctx := context.Background()
+	// A violation comment explains moves of its own issue; a storm's summary explains moves
+	// of the issues it names, wherever it is posted: each marker counts for its move's item.
+	itemOf := map[string]string{}
+	for _, d := range w.dels {
+		itemOf[d.id] = d.ch.ItemID
+	}
+	explainedBy := map[string]map[string]int{}
+	for i := range w.h.Items {
+		id := simItemID(i)
+		for _, c := range w.board.comments["I_"+id] {
+			body := w.board.bodies[c.ID]
+			ms, err := marker.ParseTransitions(body)
+			if err != nil {
+				w.problem("%s: %v", id, err)
+			}
+			for _, m := range ms {
+				owner := id
+				if strings.HasPrefix(body, SummaryMarker) && itemOf[m.Delivery] != "" {
+					owner = itemOf[m.Delivery]
+				}
+				if explainedBy[owner] == nil {
+					explainedBy[owner] = map[string]int{}
+				}
+				explainedBy[owner][m.Delivery]++
+			}
+		}
+	}
 	for i := range w.h.Items {
 		id := simItemID(i)
 		it, _ := w.board.Item(ctx, id)
@@ -471,15 +498,9 @@ func (w *simWorld) check() {
 			w.problem("%s: %v", id, err)
 			continue
 		}
-		explained := map[string]int{}
-		for _, c := range w.board.comments["I_"+id] {
-			ms, err := marker.ParseTransitions(w.board.bodies[c.ID])
-			if err != nil {
-				w.problem("%s: %v", id, err)
-			}
-			for _, m := range ms {
-				explained[m.Delivery]++
-			}
+		explained := explainedBy[id]
+		if explained == nil {
+			explained = map[string]int{}
 		}
 		for _, d := range w.or.Check(id, it.State, rec.LockHolder, explained) {
 			w.problem("%s", d)

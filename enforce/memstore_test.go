@@ -24,6 +24,7 @@ type memStore struct {
 	comments map[string]ViolationComment
 	cursors  map[string]string
 	slots    map[string]Slot
+	snapshot map[string]snapshotRow // the reconciler's snapshot, by item id
 	fail     func(op string) error
 	broken   map[string]error // method name -> the error it returns
 }
@@ -233,6 +234,36 @@ func (m *memStore) Unexplained(_ context.Context, itemID string) ([]Observation,
 	return out, nil
 }
 
+func (m *memStore) UnexplainedBy(_ context.Context, actor string, limit int) ([]RefusedStep, error) {
+	if err := m.call("UnexplainedBy"); err != nil {
+		return nil, err
+	}
+	obs := m.list(func(o Observation) bool {
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained
+	})
+	slices.SortStableFunc(obs, func(a, b Observation) int { return a.JudgedAt.Compare(b.JudgedAt) })
+	if limit > 0 && len(obs) > limit {
+		obs = obs[:limit]
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]RefusedStep, len(obs))
+	for i, o := range obs {
+		rec := m.items[o.ItemID]
+		out[i] = RefusedStep{Observation: o, Repo: rec.Repo, IssueNumber: rec.IssueNumber, LegalNow: rec.LastLegalState}
+	}
+	return out, nil
+}
+
+func (m *memStore) CountRefusedBy(_ context.Context, actor string, since time.Time) (int, error) {
+	if err := m.call("CountRefusedBy"); err != nil {
+		return 0, err
+	}
+	return len(m.list(func(o Observation) bool {
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.JudgedAt.Before(since)
+	})), nil
+}
+
 func (m *memStore) list(keep func(Observation) bool) []Observation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -401,6 +432,42 @@ func (m *memStore) PutCursor(_ context.Context, name, value string) error {
 	defer m.mu.Unlock()
 	m.cursors[name] = value
 	return nil
+}
+
+func (m *memStore) PutSnapshot(_ context.Context, projectID string, items []Item, readAt time.Time) error {
+	if err := m.call("PutSnapshot"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snapshot == nil {
+		m.snapshot = map[string]snapshotRow{}
+	}
+	for _, it := range items {
+		m.snapshot[it.ID] = snapshotRow{Item: it, projectID: projectID, readAt: readAt}
+	}
+	return nil
+}
+
+func (m *memStore) PruneSnapshot(_ context.Context, projectID string, before time.Time) error {
+	if err := m.call("PruneSnapshot"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, row := range m.snapshot {
+		if row.projectID == projectID && row.readAt.Before(before) {
+			delete(m.snapshot, id)
+		}
+	}
+	return nil
+}
+
+// snapshotRow is one item of the reconciler's snapshot.
+type snapshotRow struct {
+	Item
+	projectID string
+	readAt    time.Time
 }
 
 var (

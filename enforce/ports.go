@@ -76,6 +76,11 @@ type Store interface {
 	GetObservation(ctx context.Context, deliveryID string) (Observation, error)
 	// Unexplained lists an item's refused steps whose explanation is not on GitHub yet.
 	Unexplained(ctx context.Context, itemID string) ([]Observation, error)
+	// UnexplainedBy lists one actor's refused steps whose explanation is not on GitHub yet, on
+	// every item, oldest first, at most limit, each with its item's issue.
+	UnexplainedBy(ctx context.Context, actor string, limit int) ([]RefusedStep, error)
+	// CountRefusedBy counts one actor's refused steps judged at or after since, on every item.
+	CountRefusedBy(ctx context.Context, actor string, since time.Time) (int, error)
 	// MarkExplained records that a refused step's explanation is on GitHub.
 	MarkExplained(ctx context.Context, deliveryID string) error
 	// CommitStep writes a step in one transaction if the item is still at its expected version.
@@ -107,6 +112,11 @@ type ReconcileStore interface {
 	GetCursor(ctx context.Context, name string) (string, error)
 	// PutCursor stores a named value.
 	PutCursor(ctx context.Context, name, value string) error
+	// PutSnapshot records items as a pass read them at readAt (titles, open, blockers: what
+	// the health report shows besides the records); PruneSnapshot forgets a project's items
+	// not read since before, once a walk over the whole project has read every page.
+	PutSnapshot(ctx context.Context, projectID string, items []Item, readAt time.Time) error
+	PruneSnapshot(ctx context.Context, projectID string, before time.Time) error
 }
 
 // Redeliveries is what enforcement needs of the redelivery sweeper: to ask for the failed

@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -69,6 +70,7 @@ type pass struct {
 	budget budgetWindow
 	known  map[string]Record // the project's records, read at the first page
 	cursor string            // the cursor's name
+	status PassStatus        // what the walks over the project recorded (health report)
 }
 
 // errPaused stops a pass early; rep.Paused says why.
@@ -141,6 +143,9 @@ func (r *Reconciler) pages(ctx context.Context, p *pass) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("load reconcile cursor: %w", err)
 	}
+	if p.status, err = LoadPassStatus(ctx, p.st, ProjectRef{Owner: p.rep.Owner, Number: p.rep.Number}); err != nil {
+		return err
+	}
 	for {
 		if ctx.Err() != nil {
 			p.rep.Paused = "stopping"
@@ -151,11 +156,15 @@ func (r *Reconciler) pages(ctx context.Context, p *pass) error {
 		if !p.affords(1) {
 			return errPaused
 		}
+		readAt := r.now()
 		page, err := r.readPage(ctx, p, after)
 		if err != nil {
 			return err
 		}
 		p.rep.Pages++
+		if err := r.snapshot(ctx, p, page, after == "", readAt); err != nil {
+			return err
+		}
 		if p.rep.Pages%20 == 0 {
 			zerolog.Ctx(ctx).Debug().Int("pages", p.rep.Pages).Int("items", p.rep.Items).Int("of", page.Total).
 				Int("drifted", p.rep.Drifted).Int("requests", p.board.calls()).Msg("reconciling")
@@ -184,6 +193,11 @@ func (r *Reconciler) pages(ctx context.Context, p *pass) error {
 		}
 		if !page.HasNext {
 			p.rep.Complete = true
+		}
+		if err := r.saveStatus(ctx, p); err != nil {
+			return err
+		}
+		if p.rep.Complete {
 			return nil
 		}
 	}
@@ -316,4 +330,85 @@ func (r *Reconciler) adopt(ctx context.Context, it Item) (bool, error) {
 		return false, fmt.Errorf("adopt item %s: %w", it.ID, err)
 	}
 	return true, nil
+}
+
+// PassStatus is what the reconciler records of its walks over one project, for readers in
+// other processes (the health report): the project's node id, when the walk under way began
+// and when the newest complete one ended, and GitHub's primary budget as last reported.
+type PassStatus struct {
+	ProjectID string `json:"projectId,omitempty"`
+	// Started is when the newest walk read its first page (a walk may span several passes
+	// when the budget pauses it); Completed is when the newest complete walk read its last,
+	// and CompletedFrom when that walk read its first: an item changed since may be missing
+	// from the snapshot.
+	Started       time.Time `json:"started,omitzero"`
+	Completed     time.Time `json:"completed,omitzero"`
+	CompletedFrom time.Time `json:"completedFrom,omitzero"`
+	// RateLimit is GitHub's primary budget as last reported to a pass (nil before any).
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+}
+
+const cursorPassStatusPrefix = "reconcile/status/"
+
+// PassStatusCursor is the cursor a project's PassStatus is kept under.
+func PassStatusCursor(project ProjectRef) string {
+	return cursorPassStatusPrefix + project.Owner + "/" + strconv.Itoa(project.Number)
+}
+
+// LoadPassStatus reads what the reconciler recorded of a project (zero before any pass).
+func LoadPassStatus(ctx context.Context, st interface {
+	GetCursor(ctx context.Context, name string) (string, error)
+}, project ProjectRef) (PassStatus, error) {
+	v, err := st.GetCursor(ctx, PassStatusCursor(project))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return PassStatus{}, nil
+	case err != nil:
+		return PassStatus{}, fmt.Errorf("load reconcile status: %w", err)
+	}
+	var ps PassStatus
+	if json.Unmarshal([]byte(v), &ps) != nil {
+		return PassStatus{}, nil // unreadable: what the next page writes replaces it
+	}
+	return ps, nil
+}
+
+// snapshot records a page as read (the health report's titles, open and blockers); first
+// says it is a walk's first page.
+func (r *Reconciler) snapshot(ctx context.Context, p *pass, page ItemsPage, first bool, readAt time.Time) error {
+	if first {
+		p.status.Started = readAt
+	}
+	if len(page.Items) == 0 {
+		return nil
+	}
+	p.status.ProjectID = page.Items[0].ProjectID
+	if err := p.st.PutSnapshot(ctx, p.status.ProjectID, page.Items, readAt); err != nil {
+		return fmt.Errorf("save reconcile snapshot: %w", err)
+	}
+	return nil
+}
+
+// saveStatus records the walk's progress after a page: the rate limit, and at the end of a
+// walk its completion (the items no page listed are no longer on the project).
+func (r *Reconciler) saveStatus(ctx context.Context, p *pass) error {
+	if rl, ok := p.board.RateLimit(); ok {
+		p.status.RateLimit = &rl
+	}
+	if p.rep.Complete {
+		p.status.Completed, p.status.CompletedFrom = r.now(), p.status.Started
+		if p.status.ProjectID != "" && !p.status.Started.IsZero() {
+			if err := p.st.PruneSnapshot(ctx, p.status.ProjectID, p.status.Started); err != nil {
+				return fmt.Errorf("prune reconcile snapshot: %w", err)
+			}
+		}
+	}
+	data, err := json.Marshal(p.status)
+	if err != nil {
+		return fmt.Errorf("encode reconcile status: %w", err)
+	}
+	if err := p.st.PutCursor(ctx, PassStatusCursor(ProjectRef{Owner: p.rep.Owner, Number: p.rep.Number}), string(data)); err != nil {
+		return fmt.Errorf("save reconcile status: %w", err)
+	}
+	return nil
 }

@@ -127,6 +127,14 @@ type Observation struct {
 	Explained  bool // a refused step's explanation is on GitHub
 }
 
+// RefusedStep is a refused step with its item's issue and the item's last legal state now.
+type RefusedStep struct {
+	Observation
+	Repo        string
+	IssueNumber int
+	LegalNow    string
+}
+
 // Step is one step of an item's history, committed at once: the item's new record, the
 // judged (or ignored) report and its audit entry.
 type Step struct {

@@ -28,6 +28,12 @@ type Options struct {
 	States LifecycleStates
 	// Observer, when set, is told about automation moves (metrics).
 	Observer Observer
+	// StormThreshold is how many of one actor's refused moves may wait for their explanation
+	// before they are explained together in one summary comment (0: DefaultStormThreshold).
+	StormThreshold int
+	// StormDelay is how long a storm's first refused move waits before the summary is
+	// written, so that the reverts go first and one summary covers many (0: DefaultStormDelay).
+	StormDelay time.Duration
 }
 
 // LifecycleStates names the states lifecycle sync moves items to.
@@ -65,6 +71,7 @@ type core struct {
 	now     Clock
 	items   *items
 	rec     recorder
+	storms  keyedMutex // one summary writer per actor in this process
 }
 
 // New builds the use cases over one store.
@@ -76,11 +83,18 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 	if opts.GapHold <= 0 {
 		opts.GapHold = 2 * time.Minute
 	}
+	if opts.StormThreshold <= 0 {
+		opts.StormThreshold = DefaultStormThreshold
+	}
+	if opts.StormDelay <= 0 {
+		opts.StormDelay = DefaultStormDelay
+	}
 	if opts.States == (LifecycleStates{}) {
 		opts.States = DefaultLifecycleStates()
 	}
 	c := &core{machine: m, actors: actors, opts: opts, now: now,
-		items: newItems(st, now), rec: recorder{now: now, app: opts.AppLogin}}
+		items: newItems(st, now), rec: recorder{now: now, app: opts.AppLogin},
+		storms: keyedMutex{locks: map[string]*keyedEntry{}}}
 	auto := &Automation{core: c}
 	enf := &Enforcer{core: c, auto: auto}
 	return &Service{

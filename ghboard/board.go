@@ -59,6 +59,8 @@ type Board struct {
 	gql       *Client
 	fieldName string
 	fields    *FieldCache
+	reads     readBatcher
+	guarded   guardBatcher
 }
 
 // New returns a Board that reads and writes through gql; fieldName is the workflow field.
@@ -112,17 +114,10 @@ func (c *contentData) fill(it *enforce.Item) {
 	it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
 }
 
-// Item reads an item with its Workflow State in one call.
-func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
+// readItem reads one item with its Workflow State in one request (Item combines reads).
+func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, error) {
 	var d struct {
-		Node *struct {
-			Typename   string       `json:"__typename"`
-			ID         string       `json:"id"`
-			IsArchived bool         `json:"isArchived"`
-			Project    projectRef   `json:"project"`
-			FieldValue *selectValue `json:"fieldValueByName"`
-			Content    *contentData `json:"content"`
-		} `json:"node"`
+		Node *itemNode `json:"node"`
 	}
 	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName}, &d); err != nil {
 		if _, other := skips(err, []any{"node"}); other == nil && !errors.Is(err, ErrNotFound) {
@@ -132,19 +127,10 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 		}
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, err)
 	}
-	n := d.Node
-	if n == nil || n.Typename != "ProjectV2Item" {
+	it, ok := d.Node.item()
+	if !ok {
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, ErrNotFound)
 	}
-	it := enforce.Item{
-		ID: n.ID, ProjectID: n.Project.ID, ProjectNumber: n.Project.Number, Owner: n.Project.Owner.Login,
-		Archived: n.IsArchived, State: n.FieldValue.name(),
-	}
-	if n.FieldValue != nil {
-		// When the value last changed: the sequencer dates a change no webhook reported by it.
-		it.StateUpdatedAt = n.FieldValue.UpdatedAt
-	}
-	n.Content.fill(&it)
 	return it, nil
 }
 
@@ -220,18 +206,22 @@ func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) err
 // SetStateIf writes an item's state only if GitHub still shows from: the item is read again
 // once the write's turn has come (writes are paced, so the caller's read may be seconds old),
 // and the mutation follows at once. A card moved meanwhile is left alone: an error wrapping
-// enforce.ErrBoardMoved.
+// enforce.ErrBoardMoved. Concurrent guarded writes of one Board share their turn (guarded.go).
 func (b *Board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
-	return b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
-		cur, err := b.Item(ctx, it.ID)
-		if err != nil {
-			return fmt.Errorf("read %s before writing it: %w", it.ID, err)
-		}
-		if cur.State != from {
-			return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
-		}
-		return b.SetState(ctx, it, to)
-	})
+	if to == "" {
+		// Clearing is rare and not batched.
+		return b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
+			cur, err := b.readItem(ctx, it.ID)
+			if err != nil {
+				return fmt.Errorf("read %s before writing it: %w", it.ID, err)
+			}
+			if cur.State != from {
+				return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
+			}
+			return b.SetState(ctx, it, to)
+		})
+	}
+	return b.guarded.write(ctx, b, guardedWrite{it: it, from: from, to: to})
 }
 
 // RateLimit is GitHub's GraphQL budget for this installation as last reported.

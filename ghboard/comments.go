@@ -50,7 +50,11 @@ func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce
 			} `json:"commentEdge"`
 		} `json:"addComment"`
 	}
-	if err := b.gql.Do(ctx, mutationAddComment, map[string]any{"subject": subjectID, "body": body}, &d); err != nil {
+	if wait, ok := b.gql.content.reserve(b.gql.now()); !ok {
+		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, &RateLimitError{RetryAfter: wait, Secondary: true,
+			Message: "held back by ralph-gate: the comments of the last minute or hour reached the budget kept below GitHub's content-creation limit"})
+	}
+	if err := b.gql.Do(asExplanation(ctx), mutationAddComment, map[string]any{"subject": subjectID, "body": body}, &d); err != nil {
 		return enforce.Comment{}, fmt.Errorf("comment on %s: %w", subjectID, err)
 	}
 	n := d.AddComment.CommentEdge.Node
@@ -59,7 +63,7 @@ func (b *Board) AddComment(ctx context.Context, subjectID, body string) (enforce
 
 // UpdateComment replaces a comment's body.
 func (b *Board) UpdateComment(ctx context.Context, commentID, body string) error {
-	if err := b.gql.Do(ctx, mutationUpdateComment, map[string]any{"id": commentID, "body": body}, nil); err != nil {
+	if err := b.gql.Do(asExplanation(ctx), mutationUpdateComment, map[string]any{"id": commentID, "body": body}, nil); err != nil {
 		return fmt.Errorf("update comment %s: %w", commentID, err)
 	}
 	return nil

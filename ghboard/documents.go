@@ -128,6 +128,7 @@ type Document struct {
 func Documents() []Document {
 	return []Document{
 		{"item", queryItem, map[string]any{"id": "PVTI_x", "field": "Workflow State"}},
+		{"items", queryItems, map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State"}},
 		{"project field", queryProjectField, map[string]any{"owner": "acme", "number": 1, "field": "Workflow State"}},
 		{"set state", mutationSetState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x", "option": "abc"}},
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
@@ -185,7 +186,7 @@ const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number:
           state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
           estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
           priority: fieldValueByName(name: $priority) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
-          content { ` + itemContent + ` }
+          content { ` + projectItemContent + ` }
         }
       }
     }

@@ -68,9 +68,10 @@ type Client struct {
 	log      *slog.Logger
 
 	// writes is held by the mutation under way (nil: Unpaced); lastWrite (guarded by holding
-	// writes) is when the previous one ended.
-	writes    chan struct{}
+	// the turn) is when the previous one ended.
+	writes    *turnstile
 	writeGap  time.Duration
+	content   contentBudget
 	lastWrite time.Time
 
 	mu        sync.Mutex
@@ -91,11 +92,12 @@ func WithMinWriteGap(d time.Duration) Option {
 	return func(c *Client) { c.writeGap = max(d, 0) }
 }
 
-// Unpaced lets the client's mutations go out at once, concurrently and without a pause: for a
+// Unpaced lets the client's mutations go out at once, concurrently, without a pause and
+// without a content budget: for a
 // client that stands for a person acting in GitHub's web interface (the sandbox's and the
 // benchmarks' seeded users), never for the app.
 func Unpaced() Option {
-	return func(c *Client) { c.writes = nil }
+	return func(c *Client) { c.writes, c.content.perMinute, c.content.perHour = nil, 0, 0 }
 }
 
 // WithLogger sets where the adapter reports what a read skipped (relatives the installation
@@ -111,7 +113,8 @@ func WithLogger(l *slog.Logger) Option {
 // NewClient returns a client for the GraphQL endpoint url (e.g. https://api.github.com/graphql).
 func NewClient(h *http.Client, url string, opts ...Option) *Client {
 	c := &Client{http: h, url: url, now: time.Now, sleep: sleepCtx, attempts: defaultAttempts, backoff: defaultBackoff,
-		log: slog.Default(), writes: make(chan struct{}, 1), writeGap: DefaultMinWriteGap}
+		log: slog.Default(), writes: &turnstile{}, writeGap: DefaultMinWriteGap,
+		content: contentBudget{perMinute: DefaultContentPerMinute, perHour: DefaultContentPerHour}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -203,21 +206,28 @@ func (c *Client) once(ctx context.Context, body []byte, mutation bool) (json.Raw
 // writeTurn waits until no other mutation of this client is under way and the write gap has
 // passed since the last one ended (or ctx ends). The caller must call writeDone.
 func (c *Client) writeTurn(ctx context.Context) error {
-	select {
-	case c.writes <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	class := classOf(ctx)
+	if err := c.writes.acquire(ctx, class); err != nil {
+		return err
 	}
-	if c.lastWrite.IsZero() {
-		return nil
-	}
-	if wait := c.lastWrite.Add(c.writeGap).Sub(c.now()); wait > 0 {
-		if err := c.sleep(ctx, wait); err != nil {
-			<-c.writes
+	for {
+		if !c.lastWrite.IsZero() {
+			if wait := c.lastWrite.Add(c.writeGap).Sub(c.now()); wait > 0 {
+				if err := c.sleep(ctx, wait); err != nil {
+					c.writes.release()
+					return err
+				}
+			}
+		}
+		// A board write that came while this explanation waited out the gap goes first.
+		yielded, err := c.writes.yield(ctx, class)
+		if err != nil {
 			return err
 		}
+		if !yielded {
+			return nil
+		}
 	}
-	return nil
 }
 
 // writeDone ends a mutation's turn; sent says it reached the network (the next one then keeps
@@ -226,7 +236,7 @@ func (c *Client) writeDone(sent bool) {
 	if sent {
 		c.lastWrite = c.now()
 	}
-	<-c.writes
+	c.writes.release()
 }
 
 // send sends one request unless GitHub asked us to wait; sent says it left.

@@ -14,6 +14,31 @@ const (
 	PriorityField = "Priority"
 )
 
+// projectItemContent is what a project page selects of an item's content besides itemContent:
+// the page's URL and every blocker, closed ones included (the health report's snapshot).
+const projectItemContent = itemContent + `
+  ... on Issue { url issueDependenciesSummary { totalBlockedBy } }
+  ... on PullRequest { url }`
+
+// pageContent decodes projectItemContent. Its summary shadows contentData's, so it reads the
+// open blockers too.
+type pageContent struct {
+	contentData
+	URL          string `json:"url"`
+	Dependencies struct {
+		BlockedBy      int `json:"blockedBy"`
+		TotalBlockedBy int `json:"totalBlockedBy"`
+	} `json:"issueDependenciesSummary"`
+}
+
+func (c *pageContent) fill(it *enforce.Item) {
+	if c == nil {
+		return
+	}
+	c.contentData.fill(it)
+	it.OpenBlockers, it.Blockers, it.URL = c.Dependencies.BlockedBy, c.Dependencies.TotalBlockedBy, c.URL
+}
+
 type selectValue struct {
 	Name string `json:"name"`
 	// UpdatedAt is read only where a document selects it (project items: the reconciler).
@@ -48,7 +73,7 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 						State      *selectValue `json:"state"`
 						Estimate   *selectValue `json:"estimate"`
 						Priority   *selectValue `json:"priority"`
-						Content    *contentData `json:"content"`
+						Content    *pageContent `json:"content"`
 					} `json:"nodes"`
 				} `json:"items"`
 			} `json:"projectV2"`

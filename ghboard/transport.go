@@ -29,6 +29,8 @@ type Gate struct {
 	next http.RoundTripper
 	now  func() time.Time
 
+	pace *pacer
+
 	mu        sync.Mutex
 	notBefore map[string]time.Time
 	held      int64
@@ -57,7 +59,7 @@ func NewGate(next http.RoundTripper) *Gate {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &Gate{next: next, now: time.Now, notBefore: map[string]time.Time{}, inFlight: map[string]int{}}
+	return &Gate{next: next, now: time.Now, pace: newPacer(), notBefore: map[string]time.Time{}, inFlight: map[string]int{}}
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -67,6 +69,27 @@ func (g *Gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	g.mu.Lock()
 	until := g.notBefore[key]
 	if now.Before(until) {
+		g.held++
+		g.mu.Unlock()
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return held(r, until.Sub(now)), nil
+	}
+	g.mu.Unlock()
+	// Below GitHub's secondary limits: wait for room rather than be told to (pacer.go).
+	release, err := g.pace.acquire(r.Context(), key, r, g.now)
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	defer release()
+	g.mu.Lock()
+	if now := g.now(); now.Before(g.notBefore[key]) {
+		// GitHub asked to wait while this request waited for room.
+		until := g.notBefore[key]
 		g.held++
 		g.mu.Unlock()
 		if r.Body != nil {

@@ -119,9 +119,9 @@ const secondaryWithoutRetryAfter = time.Minute
 // secondaryMessage is GitHub's secondary rate limit message.
 const secondaryMessage = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID GHSIM."
 
-// writeSecondary answers a secondary rate limit: for REST 403 with GitHub's body, for GraphQL
-// 403 likewise or 200 with a RATE_LIMITED error (d.status), each with retry-after unless none
-// was drawn.
+// writeSecondary answers a secondary rate limit: for REST 403 (or 429 when d.status says so)
+// with GitHub's body, for GraphQL 403 likewise or 200 with a RATE_LIMITED error (d.status), each
+// with retry-after unless none was drawn.
 func writeSecondary(w http.ResponseWriter, isGraphQL bool, d faultDecision) {
 	if d.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(d.retryAfter))
@@ -131,7 +131,11 @@ func writeSecondary(w http.ResponseWriter, isGraphQL bool, d faultDecision) {
 			"type": "RATE_LIMITED", "message": secondaryMessage}}})
 		return
 	}
-	writeJSON(w, http.StatusForbidden, map[string]any{
+	status := http.StatusForbidden
+	if !isGraphQL && d.status == http.StatusTooManyRequests {
+		status = d.status
+	}
+	writeJSON(w, status, map[string]any{
 		"message":           secondaryMessage,
 		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 }

@@ -31,6 +31,10 @@ func queryResolvers(rs resolverSet) {
 		"node": func(ec *execCtx, _ root, a args) (any, error) { return ec.node(strArg(a, "id")) },
 		"nodes": func(ec *execCtx, _ root, a args) (any, error) {
 			ids, _ := a["ids"].([]any)
+			if len(ids) > 100 {
+				// GitHub's limit on nodes(ids:).
+				return nil, fmt.Errorf("You may not provide more than 100 node ids; you provided %d.", len(ids))
+			}
 			out := make([]any, len(ids))
 			for i, id := range ids {
 				s, _ := id.(string)

@@ -61,6 +61,19 @@ func (r *rateLimiter) take(key, resource string, cost int) (s rateSnapshot, exha
 	return rateSnapshot{Limit: limit, Remaining: limit - b.used, Used: b.used, Reset: b.reset, Resource: resource}, exhausted
 }
 
+// peek reports the budget without spending it (a request refused before it is served).
+func (r *rateLimiter) peek(key, resource string) rateSnapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	limit := r.limitFor(key)
+	b := r.buckets[key+"|"+resource]
+	if b == nil || !now.Before(b.reset) {
+		return rateSnapshot{Limit: limit, Remaining: limit, Reset: now.Add(time.Hour).Truncate(time.Second), Resource: resource}
+	}
+	return rateSnapshot{Limit: limit, Remaining: limit - b.used, Used: b.used, Reset: b.reset, Resource: resource}
+}
+
 func (r *rateLimiter) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -34,9 +34,12 @@ type RequestEntry struct {
 	RetryAfter int `json:"retry_after,omitempty"`
 	// EarlyRetry marks a request made by an identity before the retry-after it was last given
 	// had elapsed (GitHub answers those with another secondary rate limit).
-	EarlyRetry bool    `json:"early_retry,omitempty"`
-	LatencyMS  int     `json:"latency_ms,omitempty"`
-	DurationMS float64 `json:"duration_ms"`
+	EarlyRetry bool `json:"early_retry,omitempty"`
+	// SecondaryLimit names the modelled secondary limit that refused the request (the Limit*
+	// names of secondary.go); empty for an injected fault.
+	SecondaryLimit string  `json:"secondary_limit,omitempty"`
+	LatencyMS      int     `json:"latency_ms,omitempty"`
+	DurationMS     float64 `json:"duration_ms"`
 }
 
 const maxLogEntries = 50000
@@ -63,6 +66,9 @@ func (l *requestLog) add(e RequestEntry) {
 	}
 	if e.EarlyRetry {
 		l.counts["fault:early_retry"]++
+	}
+	if e.SecondaryLimit != "" {
+		l.counts["secondary_limit:"+e.SecondaryLimit]++
 	}
 	if len(l.entries) >= maxLogEntries {
 		l.entries = append(l.entries[:0:0], l.entries[len(l.entries)-maxLogEntries/2:]...)

@@ -53,6 +53,12 @@ type SeedApp struct {
 	// and pull requests of the others (GraphQL answers FORBIDDEN, "Resource not accessible by
 	// integration", with the rest of the data). Empty: every repository.
 	Repositories []string `yaml:"repositories"`
+	// ClientID and ClientSecret are the App's OAuth client (user access tokens, oauth.go);
+	// empty: derived from the App id, as the manifest conversion answers them.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
+	// CallbackURLs are the App's registered callback URLs; empty: any redirect_uri.
+	CallbackURLs []string `yaml:"callback_urls"`
 }
 
 // SeedUser is a person or agent that calls the API with Token.
@@ -60,6 +66,8 @@ type SeedUser struct {
 	Login string `yaml:"login"`
 	Token string `yaml:"token"`
 	Kind  string `yaml:"kind"` // informational: human, agent
+	// OrgRole is the user's membership of the organization: member (default), admin or none.
+	OrgRole string `yaml:"org_role"`
 }
 
 // SeedProject is an organization-owned Projects V2 board.
@@ -311,6 +319,11 @@ func (s *Seed) Validate() error {
 			bad("users[%d].token: duplicate", i)
 		}
 		tokens[u.Token] = true
+		switch u.OrgRole {
+		case "", OrgRoleMember, OrgRoleAdmin, OrgRoleNone:
+		default:
+			bad("users[%d].org_role: must be member, admin or none, got %q", i, u.OrgRole)
+		}
 	}
 	if len(s.Users) == 0 {
 		bad("users: at least one user is required")

@@ -27,6 +27,9 @@ type Options struct {
 	// BaseURL is the public URL used in payload links when serving through Handler() without
 	// Start; Start sets it to the listening URL.
 	BaseURL string
+	// SecondaryLimits models GitHub's secondary rate limits per identity (zero value: off;
+	// DefaultSecondaryLimits: GitHub's documented values). See secondary.go.
+	SecondaryLimits SecondaryLimits
 }
 
 // Server is an in-memory GitHub: REST under /api/v3/, GraphQL at /api/graphql, signed webhooks to
@@ -42,9 +45,11 @@ type Server struct {
 	rate      *rateLimiter
 	log       *requestLog
 	faults    *faultState
+	secondary *secondaryState
 	hooks     *dispatcher
 	resolvers resolverSet
 	manifests manifestFlow // codes issued by the App manifest flow (rest_app.go)
+	oauth     *oauthState  // the App's OAuth client, codes and user tokens (oauth.go)
 	rest      *http.ServeMux
 	handler   http.Handler
 
@@ -73,6 +78,9 @@ func New(seed Seed, opts Options) (*Server, error) {
 	if opts.RateLimit <= 0 {
 		opts.RateLimit = 5000
 	}
+	if err := opts.SecondaryLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("secondary limits: %w", err)
+	}
 	keyPEM := []byte(seed.App.PrivateKeyPEM)
 	if len(keyPEM) == 0 {
 		var err error
@@ -95,6 +103,7 @@ func New(seed Seed, opts Options) (*Server, error) {
 	s.rate = newRateLimiter(opts.RateLimit, opts.Clock)
 	s.log = newRequestLog()
 	s.faults = newFaultState(opts.RandomSeed)
+	s.secondary = newSecondaryState(opts.SecondaryLimits)
 	hookURL := seed.App.WebhookURL
 	if opts.WebhookURL != "" {
 		hookURL = opts.WebhookURL
@@ -103,10 +112,12 @@ func New(seed Seed, opts Options) (*Server, error) {
 	s.resolvers = newResolvers()
 	s.rest = http.NewServeMux()
 	s.routes()
+	s.oauth = newOAuthState(seed, opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	s.simRoutes(mux)
 	s.webRoutes(mux)
+	s.oauthRoutes(mux)
 	s.handler = mux
 	return s, nil
 }
@@ -225,7 +236,8 @@ func (s *Server) Merge(repoName string, number int, login string) error {
 	return s.w.mergePR(by, pr)
 }
 
-// Reset restores the seed: world, request log, deliveries, rate budgets and faults. Issued
+// Reset restores the seed: world, request log, deliveries, rate budgets, faults and the
+// secondary limits (as Options gave them, windows and counters emptied). Issued
 // installation tokens stay valid.
 func (s *Server) Reset() error {
 	s.w.mu.Lock()
@@ -235,6 +247,7 @@ func (s *Server) Reset() error {
 	s.hooks.reset()
 	s.rate.reset()
 	s.faults.reset()
+	s.secondary.reset()
 	return err
 }
 
@@ -324,7 +337,7 @@ func (s *Server) serveAPI(rw http.ResponseWriter, r *http.Request) {
 	}
 
 	s.w.mu.RLock()
-	who, err := s.auth.identify(s.w, r.Header.Get("Authorization"))
+	who, err := s.identify(r.Header.Get("Authorization"))
 	s.w.mu.RUnlock()
 	entry.TokenKind = who.kind.String()
 	entry.TokenOwner = who.owner()
@@ -350,6 +363,11 @@ func (s *Server) serveAPI(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	release, refused := s.admitSecondary(rec, &entry, r.Method, gql, who)
+	defer release()
+	if refused {
+		return
+	}
 	d := s.faults.decide(entry.Operations, who.key, s.now())
 	entry.EarlyRetry = d.early
 	if d.latency > 0 {

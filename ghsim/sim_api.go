@@ -19,6 +19,7 @@ func (s *Server) simRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /_sim/reset", s.simReset)
 	mux.HandleFunc("GET /_sim/config", s.simGetConfig)
 	mux.HandleFunc("POST /_sim/config", s.simSetConfig)
+	s.secondaryRoutes(mux)
 }
 
 func simDecode(w http.ResponseWriter, r *http.Request, v any) bool {

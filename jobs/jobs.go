@@ -70,6 +70,10 @@ type Options struct {
 	Retention time.Duration
 	// Periodic is maintenance work the elected leader schedules (see periodic.go).
 	Periodic []Periodic
+	// Count, when set, counts the unfinished jobs with one query (the store's COUNT over River's
+	// table). Without it Depth lists them, decoding every row: under a burst of thousands of
+	// jobs that listing, polled, costs more than the work it measures.
+	Count func(ctx context.Context) (int, error)
 }
 
 func (o *Options) defaults() {
@@ -105,6 +109,7 @@ type Queue interface {
 
 type riverQueue[TTx any] struct {
 	client *river.Client[TTx]
+	count  func(ctx context.Context) (int, error)
 }
 
 // New migrates River's tables and returns a queue whose workers call p.
@@ -146,7 +151,7 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	return &riverQueue[TTx]{client: client}, nil
+	return &riverQueue[TTx]{client: client, count: opts.Count}, nil
 }
 
 func (q *riverQueue[TTx]) EnqueueChange(ctx context.Context, ch enforce.Change) error {
@@ -174,13 +179,23 @@ func (q *riverQueue[TTx]) Start(ctx context.Context) error { return q.client.Sta
 func (q *riverQueue[TTx]) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
 
 func (q *riverQueue[TTx]) Depth(ctx context.Context) (int, error) {
-	res, err := q.client.JobList(ctx, river.NewJobListParams().
-		States(rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled).
-		First(10000))
+	if q.count != nil {
+		n, err := q.count(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("count jobs: %w", err)
+		}
+		return n, nil
+	}
+	res, err := q.client.JobList(ctx, river.NewJobListParams().States(unfinished()...).First(10000))
 	if err != nil {
 		return 0, fmt.Errorf("list jobs: %w", err)
 	}
 	return len(res.Jobs), nil
+}
+
+// unfinished are the states of a job not yet done.
+func unfinished() []rivertype.JobState {
+	return []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
 }
 
 // Stats is the queue's state at one moment.
@@ -190,9 +205,25 @@ type Stats struct {
 }
 
 func (q *riverQueue[TTx]) Stats(ctx context.Context) (Stats, error) {
-	res, err := q.client.JobList(ctx, river.NewJobListParams().
-		States(rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled).
-		First(10000))
+	if q.count != nil {
+		n, err := q.Depth(ctx)
+		if err != nil {
+			return Stats{}, err
+		}
+		st := Stats{Depth: n}
+		if n > 0 {
+			// The lowest id is the oldest job still to finish (ids grow with insertion).
+			res, err := q.client.JobList(ctx, river.NewJobListParams().States(unfinished()...).First(1))
+			if err != nil {
+				return Stats{}, fmt.Errorf("list jobs: %w", err)
+			}
+			for _, j := range res.Jobs {
+				st.OldestAge = time.Since(j.CreatedAt)
+			}
+		}
+		return st, nil
+	}
+	res, err := q.client.JobList(ctx, river.NewJobListParams().States(unfinished()...).First(10000))
 	if err != nil {
 		return Stats{}, fmt.Errorf("list jobs: %w", err)
 	}

@@ -13,6 +13,30 @@ import (
 // Violation opens every violation comment; it is how the app finds its own comment.
 const Violation = "<!-- ralph-gate:violation -->"
 
+// ViolationSummary opens a storm's summary comment: it explains refused moves of several
+// issues, each marker naming its issue (Transition.Issue).
+const ViolationSummary = "<!-- ralph-gate:violation-summary -->"
+
+// Explained lists the refused moves a comment of the app explains, by the issue each belongs
+// to: a violation comment explains moves of the issue it is on (onIssue), a summary those of
+// the issues its markers name. Other comments explain nothing.
+func Explained(body, onIssue string) (map[string][]Transition, error) {
+	summary := strings.HasPrefix(body, ViolationSummary)
+	if !summary && !strings.Contains(body, Violation) {
+		return nil, nil
+	}
+	ms, err := ParseTransitions(body)
+	out := map[string][]Transition{}
+	for _, m := range ms {
+		issue := onIssue
+		if summary && m.Issue != "" {
+			issue = m.Issue
+		}
+		out[issue] = append(out[issue], m)
+	}
+	return out, err
+}
+
 const (
 	transitionOpen  = "<!-- ralph-transition: "
 	transitionClose = " -->"
@@ -32,6 +56,9 @@ type Transition struct {
 	// Delivery is the webhook delivery (or reconciliation) that carried the move: it makes the
 	// marker unique per move, so a retried job can tell whether it already explained it.
 	Delivery string `json:"delivery,omitempty"`
+	// Issue is the move's issue ("owner/repo#N"), written where a comment explains moves of
+	// other issues than its own (a storm's summary).
+	Issue string `json:"issue,omitempty"`
 }
 
 // String renders the hidden HTML comment. "-->" inside values is escaped by the JSON encoder

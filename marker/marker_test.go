@@ -57,3 +57,34 @@ func FuzzParseTransitions(f *testing.F) {
 		}
 	})
 }
+
+// A violation comment explains moves of its own issue; a summary those of the issues its
+// markers name; any other comment nothing.
+func TestExplained(t *testing.T) {
+	one := Transition{From: "Backlog", To: "Done", Actor: "alice", Delivery: "d1"}
+	other := Transition{From: "Backlog", To: "Done", Actor: "alice", Delivery: "d2", Issue: "acme/app#7"}
+	for _, tt := range []struct {
+		name, body string
+		want       map[string]int
+	}{
+		{"violation comment", Violation + "\n" + one.String() + "\ntext", map[string]int{"acme/app#1": 1}},
+		{"summary", ViolationSummary + "\n" + other.String() + "\n" + one.String(), map[string]int{"acme/app#7": 1, "acme/app#1": 1}},
+		{"another comment", "hello " + one.String(), map[string]int{}},
+		{"an issue named outside a summary stays on its own issue", Violation + "\n" + other.String(), map[string]int{"acme/app#1": 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Explained(tt.body, "acme/app#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("%v, want %v", got, tt.want)
+			}
+			for issue, n := range tt.want {
+				if len(got[issue]) != n {
+					t.Errorf("%s: %d moves, want %d", issue, len(got[issue]), n)
+				}
+			}
+		})
+	}
+}

@@ -113,6 +113,9 @@ func (s *server) argumentValues(tool, arg string, agent Agent) []string {
 	case "owner":
 		return s.owners()
 	case "project":
+		if tool == toolspec.BoardHealth {
+			return s.projectNames()
+		}
 		var out []string
 		for _, p := range s.opts.Projects {
 			out = append(out, fmt.Sprint(p.Number))

@@ -386,6 +386,7 @@ func TestBadArguments(t *testing.T) {
 		toolspec.AdvanceChildren:        {"number": 1, "targetState": "Research Needed"},
 		toolspec.PickActionableIssue:    {"workflowState": "Research Needed"},
 		toolspec.DescribeWorkflow:       {},
+		toolspec.BoardHealth:            {"project": "acme/1"},
 	}
 	hints := map[string]any{"number": 1, "reason": "r", "streamCount": 1, "project": 1, "repo": "app", "owner": "acme"}
 	type badCase struct {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,6 +49,10 @@ type Options struct {
 	// caller is the agent the HTTP bearer token authenticated.
 	Agent   string
 	Version string
+	// Health computes board_health's report from the store.
+	Health HealthReporter
+	// Now is the time board_health reports at (nil: the clock).
+	Now func() time.Time
 }
 
 type server struct {
@@ -74,6 +79,7 @@ func New(opts Options) *mcp.Server {
 	addTool(srv, s, specs[toolspec.AdvanceChildren], s.advance)
 	addTool(srv, s, specs[toolspec.PickActionableIssue], s.pick)
 	addTool(srv, s, specs[toolspec.DescribeWorkflow], s.describe)
+	addTool(srv, s, specs[toolspec.BoardHealth], s.boardHealth)
 	srv.AddResource(&mcp.Resource{
 		URI: toolspec.WorkflowResourceURI, Name: "workflow", Title: "The workflow ralph-gate enforces",
 		Description: "States, transitions, intents, commands, pipeline order and gates, as describe_workflow returns them.",

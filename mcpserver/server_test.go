@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/store"
@@ -191,6 +192,7 @@ func newFixtureSpec(t *testing.T, edit func(*policy.Spec), items ...enforce.Item
 		DefaultRepo: "app",
 		Agents:      []Agent{{Name: "agent-1"}, {Name: "researcher", Commands: []string{"research"}}},
 		Version:     "test",
+		Health:      health.New(healthSource{st}, health.Options{Projects: []enforce.ProjectRef{{Owner: "acme", Number: 1}}, Spec: spec}),
 	}
 	return f
 }

@@ -45,6 +45,12 @@ type Options struct {
 	MaxAge time.Duration
 	// MaxPages of 100 deliveries listed per sweep. Default 10.
 	MaxPages int
+	// MaxGapPages of 100 deliveries listed by a sweep enforcement asks for (SweepSince): it
+	// must reach back to the end of the newest proof, or it proves nothing and every change
+	// of a burst waits enforcement.gap_hold. A burst of a few thousand moves (a column pasted
+	// over) is more than MaxPages' thousand deliveries. Default 100; the Gate paces the
+	// listing below GitHub's 900 points a minute per endpoint.
+	MaxGapPages int
 	// MaxPerSweep redeliveries per sweep. Default 50.
 	MaxPerSweep int
 	// MaxAttempts redeliveries of one delivery, ever. Default 3.
@@ -65,6 +71,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPages <= 0 {
 		o.MaxPages = 10
+	}
+	if o.MaxGapPages <= 0 {
+		o.MaxGapPages = 100
 	}
 	if o.MaxPerSweep <= 0 {
 		o.MaxPerSweep = 50
@@ -177,6 +186,10 @@ func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, erro
 	}
 	listedAll := false
 	opt := &github.ListCursorOptions{PerPage: 100}
+	maxPages := s.opts.MaxPages
+	if !since.IsZero() {
+		maxPages = max(maxPages, s.opts.MaxGapPages)
+	}
 	stop := func(err error) (Report, error) {
 		if wait, ok := waitFor(err, now); ok {
 			st.NotBefore = now.Add(wait)
@@ -189,7 +202,7 @@ func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, erro
 		return rep, err
 	}
 listing:
-	for rep.Pages < s.opts.MaxPages {
+	for rep.Pages < maxPages {
 		page, resp, err := s.list(ctx, hooks, opt, &rep)
 		rep.Pages++
 		if err != nil {

@@ -64,6 +64,7 @@ var everyTool = []struct {
 	args map[string]any
 }{
 	{toolspec.DescribeWorkflow, map[string]any{}},
+	{toolspec.BoardHealth, map[string]any{"project": "acme/1"}},
 	{toolspec.GetWorkflowState, map[string]any{"number": 1}},
 	{toolspec.DetectPipelinePosition, map[string]any{"number": 10}},
 	{toolspec.CheckConvergence, map[string]any{"number": 10, "targetState": "Research Needed"}},
@@ -102,7 +103,8 @@ func TestConnectAgentsFromChart(t *testing.T) {
 	// The Deployment's environment, exactly: nothing else of this process's environment that
 	// ralph-gate reads may leak in.
 	for _, name := range []string{"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY",
-		"GITHUB_APP_PRIVATE_KEY_FILE", "RALPH_GATE_STORE_DSN", "RALPH_GATE_MCP_RESEARCHER_1", "RALPH_GATE_MCP_PLANNER_1"} {
+		"GITHUB_APP_PRIVATE_KEY_FILE", "RALPH_GATE_STORE_DSN", "RALPH_GATE_MCP_RESEARCHER_1", "RALPH_GATE_MCP_PLANNER_1",
+		config.EnvOAuthClientID, config.EnvOAuthClientSecret, config.EnvSessionKey} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}

@@ -51,6 +51,9 @@ type Options struct {
 	// default, so that tests counting API calls are not disturbed: tests call
 	// App.ReconcileNow and App.SweepNow when they want a pass.
 	Periodic bool
+	// SecondaryLimits has the simulator enforce GitHub's documented secondary rate limits
+	// (ghsim.DefaultSecondaryLimits) unless SimOptions sets its own. Off by default for now.
+	SecondaryLimits bool
 	// SimAddr and AppAddr are where the simulator and the app listen (host:port, loopback
 	// only); empty means 127.0.0.1 on a free port.
 	SimAddr, AppAddr string
@@ -98,6 +101,9 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		seed.App.PrivateKeyFile = filepath.Join(sb.Dir, "app.pem")
 	}
 	sb.seed = seed
+	if opts.SecondaryLimits && !opts.SimOptions.SecondaryLimits.Enabled {
+		opts.SimOptions.SecondaryLimits = ghsim.DefaultSecondaryLimits()
+	}
 	sim, err := ghsim.New(seed, opts.SimOptions)
 	if err != nil {
 		sb.cleanup()
@@ -136,7 +142,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	sb.Config = cfg
 
 	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic,
-		GitHubWriteGap: WriteGap})
+		GitHubWriteGap: WriteGap, LiftContentBudget: !opts.SimOptions.SecondaryLimits.Enabled})
 	if err != nil {
 		sb.cleanup()
 		return nil, fmt.Errorf("start ralph-gate: %w", err)

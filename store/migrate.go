@@ -173,6 +173,38 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 6,
+		name:    "item snapshots",
+		stmts: []string{
+			// What the newest reconciler pass read of every item (titles, open, blockers): the
+			// health report reads it instead of GitHub.
+			`CREATE TABLE item_snapshots (
+				item_id        TEXT PRIMARY KEY,
+				project_id     TEXT NOT NULL,
+				repo           TEXT NOT NULL DEFAULT '',
+				issue_number   BIGINT NOT NULL DEFAULT 0,
+				title          TEXT NOT NULL DEFAULT '',
+				url            TEXT NOT NULL DEFAULT '',
+				open           BOOLEAN NOT NULL DEFAULT FALSE,
+				archived       BOOLEAN NOT NULL DEFAULT FALSE,
+				state          TEXT NOT NULL DEFAULT '',
+				open_blockers  BIGINT NOT NULL DEFAULT 0,
+				total_blockers BIGINT NOT NULL DEFAULT 0,
+				read_at        {{ts}} NOT NULL
+			)`,
+			`CREATE INDEX item_snapshots_project ON item_snapshots (project_id, read_at)`,
+		},
+	},
+	{
+		version: 7,
+		name:    "unexplained refused steps by actor",
+		stmts: []string{
+			// A storm of one actor's refused moves is explained in one summary: an actor's
+			// recent refused steps are counted, and those waiting for an explanation listed.
+			`CREATE INDEX observations_actor ON observations (actor, judged_at)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -65,8 +65,11 @@ type checker struct {
 	ingresses   []*networkingv1.Ingress
 }
 
-// publicPaths are the only routes an Ingress may expose: the webhook and the MCP façade.
-var publicPaths = map[string]bool{"/api/github/hook": true, "/mcp": true}
+// publicPaths are the only routes an Ingress may expose, with the path type each must have:
+// the webhook and the MCP façade exactly, the board health pages (behind their sign-in) as a
+// prefix.
+var publicPaths = map[string]networkingv1.PathType{"/api/github/hook": networkingv1.PathTypeExact,
+	"/mcp": networkingv1.PathTypeExact, "/ui/": networkingv1.PathTypePrefix}
 
 func (c *checker) fail(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
@@ -177,11 +180,11 @@ func (c *checker) ingress(ing *networkingv1.Ingress) {
 			continue
 		}
 		for _, p := range r.HTTP.Paths {
-			if !publicPaths[p.Path] {
-				c.fail("%s: path %s is not a public route (only /api/github/hook and /mcp)", id, p.Path)
-			}
-			if p.PathType == nil || *p.PathType != networkingv1.PathTypeExact {
-				c.fail("%s: path %s must be pathType Exact", id, p.Path)
+			want, public := publicPaths[p.Path]
+			if !public {
+				c.fail("%s: path %s is not a public route (only /api/github/hook, /mcp and /ui/)", id, p.Path)
+			} else if p.PathType == nil || *p.PathType != want {
+				c.fail("%s: path %s must be pathType %s", id, p.Path, want)
 			}
 			svc := p.Backend.Service
 			if svc == nil {

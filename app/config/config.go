@@ -30,9 +30,11 @@ type Config struct {
 	Enforcement Enforcement `yaml:"enforcement"`
 	Reconcile   Reconcile   `yaml:"reconcile"`
 	Redelivery  Redelivery  `yaml:"redelivery"`
+	Health      Health      `yaml:"health"`
 	Logging     Logging     `yaml:"logging"`
 	Actors      Actors      `yaml:"actors"`
 	MCP         MCP         `yaml:"mcp"`
+	UI          UI          `yaml:"ui"`
 	Workflow    policy.Spec `yaml:"workflow"`
 }
 
@@ -46,6 +48,8 @@ type Server struct {
 	// MaxConcurrentWebhooks bounds the webhook bodies read at once, before their signature
 	// can be checked; a delivery that finds no free slot within a short wait is answered 503.
 	MaxConcurrentWebhooks int `yaml:"max_concurrent_webhooks"`
+	// PublicURL is the address people open (links, the sign-in's callback URL).
+	PublicURL string `yaml:"public_url"`
 }
 
 // GitHub is go-githubapp's configuration (same keys), secrets overridable from the
@@ -56,6 +60,7 @@ type GitHub struct {
 	V3APIURL string `yaml:"v3_api_url"`
 	V4APIURL string `yaml:"v4_api_url"`
 	App      App    `yaml:"app"`
+	OAuth    OAuth  `yaml:"oauth"`
 }
 
 // App identifies the GitHub App.
@@ -209,6 +214,7 @@ func yamlMessage(err error) string {
 func (c Config) Validate() Problems {
 	problems := c.validateService()
 	problems = append(problems, c.validateMCP()...)
+	problems = append(problems, c.validateUI()...)
 	problems = append(problems, c.PolicyActors("").Validate()...)
 	seen := map[string]bool{}
 	for i, login := range c.Actors.Bypass {

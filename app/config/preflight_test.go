@@ -203,7 +203,7 @@ func TestTypeErrorsNameTheirKeyPath(t *testing.T) {
 		{"a list for a string", "store: {driver: [sqlite]}\n", `store.driver: line 1: want a string, got a list`},
 		{"a string for a list", "actors: {agents: agent-*}\n", `actors.agents: line 1: want a list, got "agent-*"`},
 		{"a mapping for a list", "projects: {owner: acme, number: 1}\n", `projects: line 1: want a list, got a mapping`},
-		{"a string for a mapping", "github: https://github.com\n", `github: line 1: want a mapping (web_url, v3_api_url, v4_api_url, app), got "https://github.com"`},
+		{"a string for a mapping", "github: https://github.com\n", `github: line 1: want a mapping (web_url, v3_api_url, v4_api_url, app, oauth), got "https://github.com"`},
 		{"deep in a list", "projects:\n  - {owner: acme, number: 1}\n  - {owner: acme, number: two}\n",
 			`projects[1].number: line 3: want a whole number, got "two"`},
 		{"deep in a map of a list", "mcp:\n  agents:\n    - name: a\n      token: a-local-test-token-000\n      commands: {research: true}\n",

@@ -65,6 +65,9 @@ Secrets are best kept out of the file. These variables, when set, replace the ke
 | ` + "`" + EnvPrivateKeyFile + "`" + ` | ` + "`github.app.private_key`" + `, read from this file (the ` + "`.pem`" + ` GitHub generated; the Helm chart mounts the key's Secret as a file and sets it). A file that cannot be read or holds no RSA private key is a problem naming the variable and the path, never the content |
 | ` + "`" + EnvPrivateKey + "`" + ` | ` + "`github.app.private_key`" + ` (the PEM text itself); setting it beside ` + "`" + EnvPrivateKeyFile + "`" + ` is a problem: give the key one way |
 | ` + "`" + EnvStoreDSN + "`" + ` | ` + "`store.dsn`" + ` |
+| ` + "`" + EnvOAuthClientID + "`" + ` | ` + "`github.oauth.client_id`" + ` |
+| ` + "`" + EnvOAuthClientSecret + "`" + ` | ` + "`github.oauth.client_secret`" + ` |
+| ` + "`" + EnvSessionKey + "`" + ` | nothing in the file: the key that signs the board health pages' session cookies, at least 32 bytes (` + "`openssl rand -hex 32`" + `); a shorter or repetitive key is refused. ` + "`serve`" + ` asks for it, ` + "`server.public_url`" + ` and ` + "`github.oauth`" + ` only with ` + "`ui.enabled`" + ` |
 `)
 	t := reflect.TypeOf(Config{})
 	v := reflect.ValueOf(def)

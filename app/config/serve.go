@@ -75,6 +75,7 @@ func (c *Config) applyDefaults() {
 		c.Enforcement.Workers = 8
 	}
 	c.reconcileDefaults()
+	c.healthDefaults()
 	if c.Logging.Level == "" {
 		c.Logging.Level = "info"
 	}
@@ -114,6 +115,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
 	if v, ok := lookup(EnvStoreDSN); ok && strings.TrimSpace(v) != "" {
 		c.Store.DSN = strings.TrimSpace(v)
 	}
+	c.applyUIEnv(lookup)
 	return problems
 }
 
@@ -181,6 +183,7 @@ func (c Config) validateService() Problems {
 		add("enforcement.workers", "must be between 1 and 256, got %d", c.Enforcement.Workers)
 	}
 	problems = append(problems, c.validateReconcile()...)
+	problems = append(problems, c.validateHealth()...)
 	switch c.Logging.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -199,7 +202,8 @@ func (c Config) validateService() Problems {
 // agents' tokens.
 func (c Config) ValidateServe() Problems {
 	problems := c.validateApp()
-	return append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
+	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
+	return append(problems, c.validateUIServe()...)
 }
 
 // validateApp checks what acting as the App needs (serve and `mcp --stdio`): its id, its

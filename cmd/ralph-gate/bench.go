@@ -27,6 +27,9 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	concurrency := fs.Int("concurrency", 0, "users moving at once during the burst (default 32)")
 	reconcile := fs.String("reconcile", "", "comma-separated board sizes to reconcile (default 1000,10000; quick 1000)")
 	workers := fs.Int("workers", 0, "enforcement.workers (default: the configuration's, 8)")
+	storm := fs.Int("storm", -1, "items one actor moves at once in the storm phase; 0 skips it (default 500; quick 50)")
+	stormTimeout := fs.Duration("storm-timeout", 0, "how long the storm is waited for before what it reached is reported (default 5m; quick 30s)")
+	secondary := fs.Bool("secondary-limits", true, "have the simulator enforce GitHub's secondary rate limits (--secondary-limits=false: off)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	verbose := fs.Bool("verbose", false, "show the app's warnings on stderr too (errors are always shown)")
 	if code, ok := parseFlags(fs, args, s); !ok {
@@ -35,6 +38,12 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	if *rtt < 0 {
 		return fail(s, "bench", exitUsage, fmt.Sprintf("--rtt %s is negative", *rtt), "give the latency to add to every API request, such as --rtt 50ms, or --rtt 0 for none")
 	}
+	if *storm < -1 {
+		return fail(s, "bench", exitUsage, fmt.Sprintf("--storm %d is negative", *storm), "give how many items the storm moves, such as --storm 500, or --storm 0 for none")
+	}
+	if *stormTimeout < 0 {
+		return fail(s, "bench", exitUsage, fmt.Sprintf("--storm-timeout %s is negative", *stormTimeout), "give how long to wait for the storm, such as --storm-timeout 5m")
+	}
 	o := bench.Defaults(*quick)
 	if *rtt > 0 {
 		o.RTT = *rtt
@@ -42,6 +51,13 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	o.Rate, o.AckWebhooks, o.LatencySamples, o.BurstEvents, o.BurstConcurrency, o.Workers =
 		pick(*rate, o.Rate), pick(*acks, o.AckWebhooks), pick(*samples, o.LatencySamples), pick(*burst, o.BurstEvents),
 		pick(*concurrency, o.BurstConcurrency), *workers
+	if *storm >= 0 {
+		o.Storm = *storm
+	}
+	if *stormTimeout > 0 {
+		o.StormTimeout = *stormTimeout
+	}
+	o.NoSecondaryLimits = !*secondary
 	if *reconcile != "" {
 		o.ReconcileSizes = nil
 		for _, f := range strings.Split(*reconcile, ",") {

@@ -11,7 +11,7 @@ import (
 // Benchmarks are tools, not tests: no timing is asserted beyond being a number.
 func TestBenchQuickJSON(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "bench", "--quick", "--json", "--rtt", "5ms", "--rate", "200",
-		"--webhooks", "20", "--samples", "3", "--burst", "24", "--concurrency", "8", "--reconcile", "150")
+		"--webhooks", "20", "--samples", "3", "--burst", "24", "--concurrency", "8", "--reconcile", "150", "--storm", "6", "--storm-timeout", "90s")
 	if code != exitOK {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -73,18 +73,51 @@ func TestBenchQuickJSON(t *testing.T) {
 	if v := number("reconcile_graphql_reads"); v < 2 {
 		t.Errorf("reconcile_graphql_reads = %v, want at least the 2 pages", v)
 	}
+	// The burst's requests per legal event, and the storm: every move back and explained within
+	// the time limit (6 moves, 90 s), with the secondary limits on by default.
+	if v := number("burst_requests_per_legal_event"); v <= 0 {
+		t.Errorf("burst_requests_per_legal_event = %v, want > 0 (every legal move is at least read)", v)
+	}
+	if on, _ := r["secondary_limits"].(bool); !on {
+		t.Errorf("secondary_limits = %v, want true by default", r["secondary_limits"])
+	}
+	number("secondary_limit_answers")
+	if v := number("storm_events"); v != 6 {
+		t.Errorf("storm_events = %v, want 6", v)
+	}
+	if to, _ := r["storm_timed_out"].(bool); to {
+		t.Fatalf("a storm of 6 moves timed out: %v of 6 reverted, %v explained", r["storm_reverted"], r["storm_explained"])
+	}
+	revert, explain := number("storm_revert_all_s"), number("storm_explain_all_s")
+	if revert <= 0 || explain < revert {
+		t.Errorf("storm_revert_all_s = %v, storm_explain_all_s = %v: want both > 0, the explanation not before its revert", revert, explain)
+	}
+	if v, e := number("storm_reverted"), number("storm_explained"); v != 6 || e != 6 {
+		t.Errorf("storm_reverted = %v, storm_explained = %v, want 6 and 6", v, e)
+	}
+	// Each move is at least read and reverted (reverts may share a request), and explained.
+	if v := number("storm_requests"); v < 3 {
+		t.Errorf("storm_requests = %v, want the reads, reverts and comments of 6 moves", v)
+	}
+	if v := number("storm_secondary_limit_answers"); v < 0 {
+		t.Errorf("storm_secondary_limit_answers = %v", v)
+	}
 	if targets, ok := r["targets"].([]any); !ok || len(targets) < 9 {
 		t.Errorf("targets = %v, want every target of issue 9", r["targets"])
 	}
 
 	// The table names every figure too.
+	// With the secondary limits off, and a storm given no time: the table says how far it got.
 	code, out, errOut = runCLI(t, "", "bench", "--quick", "--rtt", "5ms", "--rate", "200", "--webhooks", "10",
-		"--samples", "2", "--burst", "8", "--concurrency", "4", "--reconcile", "120")
+		"--samples", "2", "--burst", "8", "--concurrency", "4", "--reconcile", "120", "--storm", "4", "--storm-timeout", "1ms",
+		"--secondary-limits=false")
 	if code != exitOK {
 		t.Fatalf("bench (table) exited %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"webhook ack p50 / p99", "receipt → revert", "receipt → comment", "API calls per illegal event",
-		"API calls per cascade of 50", "burst of 8 moves", "peak RSS", "reconcile 120 items", "× RTT", "CPUs"} {
+		"API calls per cascade of 50", "burst of 8 moves", "peak RSS", "reconcile 120 items", "× RTT", "CPUs",
+		"burst: app requests per legal event", "secondary rate limits", "off", "storm of 4 moves by one actor",
+		"of 4 reverted within 0.001 s", "of 4 explained within", "target missed: storm_revert_all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
@@ -92,7 +125,8 @@ func TestBenchQuickJSON(t *testing.T) {
 }
 
 func TestBenchUsage(t *testing.T) {
-	for _, args := range [][]string{{"bench", "--rtt", "-1s"}, {"bench", "--reconcile", "ten"}, {"bench", "extra"}} {
+	for _, args := range [][]string{{"bench", "--rtt", "-1s"}, {"bench", "--reconcile", "ten"}, {"bench", "extra"},
+		{"bench", "--storm", "-5"}, {"bench", "--storm-timeout", "-1s"}, {"bench", "--secondary-limits=maybe"}} {
 		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
 			t.Errorf("%v exited %d, want %d", args, code, exitUsage)
 		}

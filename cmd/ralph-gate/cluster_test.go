@@ -573,9 +573,28 @@ func clusterCheck(ctx context.Context, t *testing.T, sim *ghsim.Server, st *stor
 		or.Step(fc.ItemID, mv)
 	}
 	sum.illegal = len(or.Violations)
+	// A storm's summary, on one issue, explains refused moves of the issues it names.
+	inSummaries := map[string]int{}
+	for _, is := range byNumber {
+		for _, cm := range is.Comments {
+			if cm.Author == appLogin && strings.HasPrefix(cm.Body, marker.ViolationSummary) {
+				byIssue, _ := marker.Explained(cm.Body, "")
+				for _, ms := range byIssue {
+					for _, mk := range ms {
+						inSummaries[mk.Delivery]++
+					}
+				}
+			}
+		}
+	}
 	for _, k := range burst {
 		is := byNumber[k]
 		explained := map[string]int{}
+		for _, mv := range or.Moves(is.ItemID) {
+			if n := inSummaries[mv.Delivery]; n > 0 {
+				explained[mv.Delivery] += n
+			}
+		}
 		comments := map[string]int{} // actor → violation comments
 		for _, cm := range is.Comments {
 			if cm.Author != appLogin || !strings.Contains(cm.Body, marker.Violation) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -29,6 +30,25 @@ var RequiredPermissions = map[string]string{
 	"metadata":              "read",  // mandatory for every App
 }
 
+// UIPermissions are what the board health pages add (ui.enabled): the sign-in asks whether a
+// person is a member of the organizations with the installation's token. app.yml does not ask
+// for them, since the pages are off by default (docs/INSTALL.md, step 7).
+var UIPermissions = map[string]string{
+	"members": "read",
+}
+
+// requiredPermissions are exactly what ralph-gate needs with cfg.
+func requiredPermissions(cfg config.Config) map[string]string {
+	want := maps.Clone(RequiredPermissions)
+	if cfg.UI.Enabled {
+		maps.Copy(want, UIPermissions)
+	}
+	return want
+}
+
+// permissionOrder is the order permissions are listed in, as GitHub's settings page shows them.
+var permissionOrder = []string{"organization_projects", "members", "issues", "pull_requests", "metadata"}
+
 // RequiredEvents are the webhook events ralph-gate subscribes to. "installation" is not
 // listed: GitHub sends it to every App and it cannot be subscribed to.
 var RequiredEvents = []string{"projects_v2_item", "issues", "pull_request"}
@@ -41,6 +61,7 @@ var permissionLevel = map[string]int{"read": 1, "write": 2, "admin": 3}
 // permissionNames are the names GitHub's settings page shows, for the fixes.
 var permissionNames = map[string]string{
 	"organization_projects": "Organization permissions → Projects",
+	"members":               "Organization permissions → Members",
 	"issues":                "Repository permissions → Issues",
 	"pull_requests":         "Repository permissions → Pull requests",
 	"metadata":              "Repository permissions → Metadata",
@@ -220,7 +241,8 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	}
 	d.ok("app", "authenticated as %s (App ID %d)", ghApp.GetSlug(), ghApp.GetID())
 	settings := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/settings/apps/" + ghApp.GetSlug() + "/permissions"
-	d.permissions("app", permissionMap(ghApp.GetPermissions()), settings, true)
+	want := requiredPermissions(cfg)
+	d.permissions("app", want, permissionMap(ghApp.GetPermissions()), settings, true)
 	d.events("app", ghApp.Events, settings)
 	d.webhook(ctx, client)
 
@@ -246,7 +268,7 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 		d.ok("installation", "%d on %s (repositories: %s)", inst.GetID(), owner, inst.GetRepositorySelection())
 		accept := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/organizations/" + owner + "/settings/installations/" + fmt.Sprint(inst.GetID())
 		who := "installation on " + owner
-		d.permissions(who, permissionMap(inst.GetPermissions()), accept, false)
+		d.permissions(who, want, permissionMap(inst.GetPermissions()), accept, false)
 		d.events(who, inst.Events, accept)
 		if inst.GetRepositorySelection() == "selected" {
 			d.warn(who, "only selected repositories: issues in other repositories cannot be explained or synced",
@@ -278,10 +300,12 @@ func permissionMap(p *github.InstallationPermissions) map[string]string {
 	return out
 }
 
-func (d *doctor) permissions(who string, have map[string]string, where string, warnExcess bool) {
+// permissions checks have against required: each one missing fails; with warnExcess (the App,
+// whose settings an admin changes), each one beyond is a warning.
+func (d *doctor) permissions(who string, required, have map[string]string, where string, warnExcess bool) {
 	missing := false
-	for _, name := range sortedKeys(RequiredPermissions) {
-		want := RequiredPermissions[name]
+	for _, name := range sortedKeys(required) {
+		want := required[name]
 		got := have[name]
 		if permissionLevel[got] < permissionLevel[want] {
 			missing = true
@@ -289,18 +313,31 @@ func (d *doctor) permissions(who string, have map[string]string, where string, w
 			if !warnExcess {
 				fix = fmt.Sprintf("an organization owner accepts the App's updated permissions at %s (the App asks for %s: %s)", where, name, want)
 			}
-			d.fail(who, fmt.Sprintf("permission %s is %q, ralph-gate needs %s", name, levelOrNone(got), want), fix)
+			why := ""
+			if _, ui := UIPermissions[name]; ui {
+				why = " for the board health pages' sign-in (ui.enabled)"
+			}
+			d.fail(who, fmt.Sprintf("permission %s is %q, ralph-gate needs %s%s", name, levelOrNone(got), want, why), fix)
 		}
 	}
 	if !missing {
-		d.ok(who, "permissions organization_projects=write issues=write pull_requests=read metadata=read")
+		var granted []string
+		for _, name := range permissionOrder {
+			if want, ok := required[name]; ok {
+				granted = append(granted, name+"="+want)
+			}
+		}
+		d.ok(who, "permissions %s", strings.Join(granted, " "))
 	}
 	if !warnExcess {
 		return
 	}
 	for _, name := range sortedKeys(have) {
-		want, needed := RequiredPermissions[name]
+		want, needed := required[name]
 		switch {
+		case !needed && UIPermissions[name] != "" && permissionLevel[have[name]] <= permissionLevel[UIPermissions[name]]:
+			d.warn(who, fmt.Sprintf("permission %s=%s is more than ralph-gate needs with ui.enabled false (the board health pages need it)", name, have[name]),
+				fmt.Sprintf("at %s set it to \"No access\", or keep it for when the pages are enabled", where))
 		case !needed:
 			d.warn(who, fmt.Sprintf("permission %s=%s is more than ralph-gate needs", name, have[name]),
 				fmt.Sprintf("at %s set it to \"No access\"", where))

@@ -94,6 +94,7 @@ func TestDoctor(t *testing.T) {
 		edit     func(string) string
 		adjust   func(*ghsim.Seed)
 		config   func(map[string]any)
+		env      map[string]string
 		code     int
 		contains []string
 		absent   []string
@@ -174,6 +175,41 @@ func TestDoctor(t *testing.T) {
 			},
 		},
 		{
+			name:   "the board health pages need Members: read, on the App and the installation",
+			config: enableUI,
+			env:    map[string]string{"RALPH_GATE_SESSION_KEY": testSessionKey},
+			code:   exitError,
+			contains: []string{
+				`FAIL  app: permission members is "none", ralph-gate needs read for the board health pages' sign-in (ui.enabled)`,
+				`Organization permissions → Members to "Read-only"`,
+				`FAIL  installation on acme: permission members is "none", ralph-gate needs read`,
+				"2 failure(s), 0 warning(s)",
+			},
+		},
+		{
+			name:   "with the pages on, Members: read is exactly what is needed",
+			adjust: grantMembers,
+			config: enableUI,
+			env:    map[string]string{"RALPH_GATE_SESSION_KEY": testSessionKey},
+			code:   exitOK,
+			contains: []string{
+				"ok    config: ",
+				"ok    app: permissions organization_projects=write members=read issues=write pull_requests=read metadata=read",
+				"ok    installation on acme: permissions organization_projects=write members=read issues=write pull_requests=read metadata=read",
+				"0 failure(s), 0 warning(s)",
+			},
+		},
+		{
+			name:   "with the pages off, Members: read is more than needed",
+			adjust: grantMembers,
+			code:   exitOK,
+			contains: []string{
+				"ok    app: permissions organization_projects=write issues=write pull_requests=read metadata=read",
+				"warn  app: permission members=read is more than ralph-gate needs with ui.enabled false (the board health pages need it)",
+				"0 failure(s), 1 warning(s)",
+			},
+		},
+		{
 			name: "a missing permission fails with the settings to change",
 			adjust: func(s *ghsim.Seed) {
 				s.App.Permissions = map[string]string{"organization_projects": "read", "issues": "write", "pull_requests": "read", "metadata": "read"}
@@ -187,6 +223,9 @@ func TestDoctor(t *testing.T) {
 			file := startSim(t, tt.edit, tt.adjust)
 			if tt.config != nil {
 				editConfig(t, file, tt.config)
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
 			}
 			code, out, errOut := runCLI(t, "", "doctor", "--config", file)
 			if code != tt.code {
@@ -207,6 +246,24 @@ func TestDoctor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testSessionKey is a session key serve accepts (config.MinSessionKeyBytes, random-looking).
+const testSessionKey = "3f9c1a7e5b2d4068ae1f7c3b9d5e2a4c6b8d0f1e3a5c7e9b"
+
+// enableUI turns the board health pages on, with everything serve needs for them in the file
+// (the session key comes from the environment).
+func enableUI(c map[string]any) {
+	c["ui"] = map[string]any{"enabled": true}
+	c["server"] = map[string]any{"public_url": "https://ralph.example.com"}
+	gh := c["github"].(map[string]any)
+	gh["oauth"] = map[string]any{"client_id": "Iv1.0123456789abcdef", "client_secret": "0123456789abcdef0123456789abcdef01234567"}
+}
+
+// grantMembers gives the App (and so its installation) Members: read besides what ralph-gate
+// always needs.
+func grantMembers(s *ghsim.Seed) {
+	s.App.Permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read", "members": "read"}
 }
 
 // Without --config doctor checks the embedded config.yml like the other commands, and says

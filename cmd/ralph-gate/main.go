@@ -89,6 +89,8 @@ Usage:
   ralph-gate audit [--item N] [--since T] [--limit N] [--json]
                    [--config FILE | --driver sqlite|postgres --dsn DSN]
                                            print recorded decisions (reads an existing store, never creates one)
+  ralph-gate report [--project OWNER/N] [--json] [--config FILE | --driver sqlite|postgres --dsn DSN]
+                                           print each enforced project's health (reads an existing store, never creates one)
   ralph-gate validate [--config FILE] [--for serve|mcp|file] [--json]
                                            check a configuration, reporting every problem
   ralph-gate register --org ORG [--webhook-url URL] [--out FILE | --k8s-secret NAME] [--github-url URL]
@@ -128,6 +130,7 @@ func commands() []command {
 		{"serve", runServe},
 		{"mcp", runMCP},
 		{"audit", runAudit},
+		{"report", runReport},
 		{"validate", func(_ context.Context, args []string, s streams) int { return runValidate(args, s) }},
 		{"register", runRegister},
 		{"doctor", runDoctor},

@@ -17,7 +17,7 @@ import (
 
 // appEnv are the variables that give the App's identity and secrets.
 var appEnv = []string{"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY",
-	"GITHUB_APP_PRIVATE_KEY_FILE", "RALPH_GATE_STORE_DSN"}
+	"GITHUB_APP_PRIVATE_KEY_FILE", "RALPH_GATE_STORE_DSN", "GITHUB_OAUTH_CLIENT_ID", "GITHUB_OAUTH_CLIENT_SECRET", "RALPH_GATE_SESSION_KEY"}
 
 // clearAppEnv unsets the App's variables for the test, so a developer's own do not leak in.
 func clearAppEnv(t *testing.T) {

@@ -7,7 +7,8 @@ package main
 // <github-url>/organizations/ORG/settings/apps/new; GitHub creates the App once the admin
 // confirms and redirects the browser to /callback?code=…&state=…; the code is exchanged with
 // POST /app-manifests/{code}/conversions (no authentication, within an hour, once) for the
-// App's ID, private key and secrets, which are written to a mode-0600 file and never printed.
+// App's ID, private key and secrets, which are written to a mode-0600 file and never printed,
+// with a random session key for the board health pages' sign-in.
 
 import (
 	"bytes"
@@ -45,11 +46,13 @@ const (
 )
 
 // The Secret keys the chart reads by default (charts/ralph-gate/values.yaml,
-// github.existingSecretKeys).
+// github.existingSecretKeys): register writes exactly these.
 const (
-	secretKeyAppID         = "app-id"
-	secretKeyWebhookSecret = "webhook-secret"
-	secretKeyPrivateKey    = "private-key"
+	secretKeyAppID             = "app-id"
+	secretKeyWebhookSecret     = "webhook-secret"
+	secretKeyPrivateKey        = "private-key"
+	secretKeyOAuthClientSecret = "client-secret"
+	secretKeySessionKey        = "session-key"
 )
 
 var (
@@ -130,6 +133,12 @@ func runRegister(ctx context.Context, args []string, s streams) int {
 		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
 		return exitError
 	}
+	// The board health pages' session key is ours, not GitHub's: drawn here so the file holds
+	// everything serve reads with ui.enabled.
+	if r.sessionKey, err = randomHex(config.MinSessionKeyBytes); err != nil {
+		fmt.Fprintf(s.err, "ralph-gate register: %v\n", err)
+		return exitError
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(s.err, "ralph-gate register: listen: %v\n", err)
@@ -192,11 +201,12 @@ type registration struct {
 	force     bool
 	client    *http.Client
 
-	addr     string // the listening host:port
-	state    string
-	manifest []byte // JSON, with redirect_url
-	appName  string
-	hookURL  string
+	addr       string // the listening host:port
+	state      string
+	sessionKey string // RALPH_GATE_SESSION_KEY, hex
+	manifest   []byte // JSON, with redirect_url
+	appName    string
+	hookURL    string
 
 	mu       sync.Mutex
 	opened   bool
@@ -374,7 +384,7 @@ func (r *registration) callback(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	abs, _ := filepath.Abs(r.file)
-	r.say("register: wrote the App ID, private key, webhook secret and client ID/secret to %s (mode 0600)", abs)
+	r.say("register: wrote the App ID, private key, webhook secret, OAuth client ID/secret and a session key to %s (mode 0600)", abs)
 	writePage(w, http.StatusOK, page{
 		Title: "Registered " + app.Slug,
 		Paragraphs: []string{
@@ -507,9 +517,15 @@ func (r *registration) render(app *appCreated) []byte {
 		b.WriteString("# The Secret the Helm chart reads (github.existingSecret, default github.existingSecretKeys).\n")
 		b.WriteString("# It holds the App's private key: apply it (kubectl -n NAMESPACE apply -f FILE), then delete\n")
 		b.WriteString("# this file or keep it only in your secret manager. Never commit it.\n")
-		data := secretData{AppID: strconv.FormatInt(app.ID, 10), PrivateKey: app.PEM, ClientID: app.ClientID, ClientSecret: app.ClientSecret}
-		if app.WebhookSecret != nil {
-			data.WebhookSecret = *app.WebhookSecret
+		fmt.Fprintf(&b, "# The App's Client ID, not a secret, goes in the chart's ui.oauthClientId: %s\n", app.ClientID)
+		data := map[string]string{
+			secretKeyAppID:             strconv.FormatInt(app.ID, 10),
+			secretKeyPrivateKey:        app.PEM,
+			secretKeyOAuthClientSecret: app.ClientSecret,
+			secretKeySessionKey:        r.sessionKey,
+		}
+		if app.WebhookSecret != nil && *app.WebhookSecret != "" {
+			data[secretKeyWebhookSecret] = *app.WebhookSecret
 		}
 		doc := k8sSecretDoc{APIVersion: "v1", Kind: "Secret", Type: "Opaque", StringData: data}
 		doc.Metadata.Name = r.k8sSecret
@@ -523,7 +539,8 @@ func (r *registration) render(app *appCreated) []byte {
 	b.WriteString("# It holds the App's private key and secrets: never commit it; delete it once they are in your\n")
 	b.WriteString("# secret manager. Load it into a POSIX shell before `ralph-gate serve` or `doctor`:\n")
 	b.WriteString("#   set -a; . " + sourcePath(r.file) + "; set +a\n")
-	b.WriteString("# ralph-gate reads the first three; the slug and OAuth client ID/secret are kept for reference.\n")
+	b.WriteString("# serve reads them all but the slug, kept for reference; the OAuth client and the session key\n")
+	b.WriteString("# sign people in to the board health pages (ui.enabled).\n")
 	fmt.Fprintf(&b, "%s=%d\n", config.EnvIntegrationID, app.ID)
 	if app.WebhookSecret != nil && *app.WebhookSecret != "" {
 		fmt.Fprintf(&b, "%s=%s\n", config.EnvWebhookSecret, shellQuote(*app.WebhookSecret))
@@ -531,9 +548,10 @@ func (r *registration) render(app *appCreated) []byte {
 		fmt.Fprintf(&b, "# %s: GitHub returned none; set one on the App's settings page and here.\n", config.EnvWebhookSecret)
 	}
 	fmt.Fprintf(&b, "%s=%s\n", config.EnvPrivateKey, shellQuote(app.PEM))
+	fmt.Fprintf(&b, "%s=%s\n", config.EnvOAuthClientID, shellQuote(app.ClientID))
+	fmt.Fprintf(&b, "%s=%s\n", config.EnvOAuthClientSecret, shellQuote(app.ClientSecret))
+	fmt.Fprintf(&b, "%s=%s\n", config.EnvSessionKey, shellQuote(r.sessionKey))
 	fmt.Fprintf(&b, "GITHUB_APP_SLUG=%s\n", shellQuote(app.Slug))
-	fmt.Fprintf(&b, "GITHUB_APP_CLIENT_ID=%s\n", shellQuote(app.ClientID))
-	fmt.Fprintf(&b, "GITHUB_APP_CLIENT_SECRET=%s\n", shellQuote(app.ClientSecret))
 	return b.Bytes()
 }
 
@@ -543,16 +561,9 @@ type k8sSecretDoc struct {
 	Metadata   struct {
 		Name string `yaml:"name"`
 	} `yaml:"metadata"`
-	Type       string     `yaml:"type"`
-	StringData secretData `yaml:"stringData"`
-}
-
-type secretData struct {
-	AppID         string `yaml:"app-id"`
-	WebhookSecret string `yaml:"webhook-secret,omitempty"`
-	PrivateKey    string `yaml:"private-key"`
-	ClientID      string `yaml:"client-id,omitempty"`
-	ClientSecret  string `yaml:"client-secret,omitempty"`
+	Type string `yaml:"type"`
+	// StringData is keyed by the secretKey constants.
+	StringData map[string]string `yaml:"stringData"`
 }
 
 // sourcePath is file as the shell's "." command finds it (a bare name is looked up in PATH).
@@ -596,16 +607,30 @@ func (r *registration) nextSteps() {
 		r.say("  2. Check it from here (config.yml lists the projects to enforce):")
 		r.say("       set -a; . %s; set +a", sourcePath(r.file))
 		r.say("       ralph-gate doctor --config config.yml")
-		r.say("  3. Deploy: put %s, %s and %s in the Secret the chart reads", config.EnvIntegrationID, config.EnvWebhookSecret, config.EnvPrivateKey)
-		r.say("     (keys %s, %s, %s; `ralph-gate register --k8s-secret NAME` writes one), then", secretKeyAppID, secretKeyWebhookSecret, secretKeyPrivateKey)
+		r.say("  3. Deploy: put %s, %s, %s, %s and %s in the Secret the chart reads", config.EnvIntegrationID, config.EnvWebhookSecret, config.EnvPrivateKey,
+			config.EnvOAuthClientSecret, config.EnvSessionKey)
+		r.say("     (keys %s, %s, %s, %s, %s; `ralph-gate register --k8s-secret NAME` writes one), then",
+			secretKeyAppID, secretKeyWebhookSecret, secretKeyPrivateKey, secretKeyOAuthClientSecret, secretKeySessionKey)
 		r.say("       helm upgrade --install ralph-gate charts/ralph-gate -n NAMESPACE -f values.yaml")
 	}
 	r.say("  GitHub sends webhooks to %s: ralph-gate must be reachable there.", r.hookURL)
+	r.say("  Optional, the board health pages at /ui/ (docs/INSTALL.md, step 7): the file holds their OAuth client")
+	r.say("  secret and session key; the App's Client ID is %s (ui.oauthClientId), and the App then needs", app.ClientID)
+	r.say("  the Callback URL %s and the Members organization permission (read).", callbackGuess(r.hookURL))
 	if !strings.EqualFold(r.web.Host, "github.com") {
 		api := strings.TrimRight(r.api.String(), "/")
 		r.say("  This is not github.com: the configuration needs github.web_url: %s,", strings.TrimRight(r.web.String(), "/"))
 		r.say("  github.v3_api_url: %s/ and github.v4_api_url: %s.", api, graphQLURL(r.web, r.api))
 	}
+}
+
+// callbackGuess is the pages' callback URL on the webhook's host, where the chart serves both.
+func callbackGuess(hookURL string) string {
+	u, err := url.Parse(hookURL)
+	if err != nil || u.Host == "" {
+		return "{server.public_url}" + config.CallbackPath
+	}
+	return u.Scheme + "://" + u.Host + config.CallbackPath
 }
 
 func graphQLURL(web, api *url.URL) string {

@@ -21,6 +21,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/sandbox"
 )
@@ -292,20 +293,23 @@ func TestRegisterEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := loadEnvFile(t, out, "GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY",
-		"GITHUB_APP_SLUG", "GITHUB_APP_CLIENT_ID", "GITHUB_APP_CLIENT_SECRET")
+		"GITHUB_APP_SLUG", "GITHUB_OAUTH_CLIENT_ID", "GITHUB_OAUTH_CLIENT_SECRET", "RALPH_GATE_SESSION_KEY")
 	if vars["GITHUB_APP_INTEGRATION_ID"] != "1001" || vars["GITHUB_APP_WEBHOOK_SECRET"] != sim.seed.App.WebhookSecret ||
 		vars["GITHUB_APP_PRIVATE_KEY"] != string(sim.PrivateKeyPEM()) || vars["GITHUB_APP_SLUG"] != "ralph-gate" ||
-		!strings.HasPrefix(vars["GITHUB_APP_CLIENT_ID"], "Iv1.") || len(vars["GITHUB_APP_CLIENT_SECRET"]) != 40 {
+		!strings.HasPrefix(vars["GITHUB_OAUTH_CLIENT_ID"], "Iv1.") || len(vars["GITHUB_OAUTH_CLIENT_SECRET"]) != 40 ||
+		len(vars["RALPH_GATE_SESSION_KEY"]) != 2*config.MinSessionKeyBytes {
 		t.Errorf("env file:\n%s", data)
 	}
 
 	printed := r.out.String() + r.err.String()
-	assertNoSecrets(t, printed, vars["GITHUB_APP_WEBHOOK_SECRET"], vars["GITHUB_APP_CLIENT_SECRET"], pemBody(sim.PrivateKeyPEM()), foreignCode)
+	assertNoSecrets(t, printed, vars["GITHUB_APP_WEBHOOK_SECRET"], vars["GITHUB_OAUTH_CLIENT_SECRET"], vars["RALPH_GATE_SESSION_KEY"],
+		pemBody(sim.PrivateKeyPEM()), foreignCode)
 	for _, want := range []string{
 		"register: manifest", "register: page opened", "register: GitHub sent the browser back with a code",
 		"register: GitHub created the App ralph-gate (App ID 1001)", "register: wrote", out, "(mode 0600)",
 		sim.url + "/apps/ralph-gate/installations/new", "set -a; . " + out + "; set +a", "helm upgrade --install",
 		"github.v3_api_url: " + sim.url + "/api/v3/",
+		"the App's Client ID is " + vars["GITHUB_OAUTH_CLIENT_ID"], "https://ralph-gate.test/ui/oauth/callback",
 	} {
 		if !strings.Contains(r.out.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.out.String())
@@ -327,6 +331,20 @@ func TestRegisterEndToEnd(t *testing.T) {
 	_, doctorOut, doctorErr := runCLI(t, "", "doctor", "--config", cfgFile)
 	if !strings.Contains(doctorOut, "ok    app: authenticated as ralph-gate (App ID 1001)") {
 		t.Errorf("doctor with the registered credentials:\n%s%s", doctorOut, doctorErr)
+	}
+	// With the board health pages on, the file's variables are all serve asks for besides
+	// the public address.
+	editConfig(t, cfgFile, func(c map[string]any) {
+		c["ui"] = map[string]any{"enabled": true}
+		c["server"] = map[string]any{"public_url": "https://ralph-gate.test"}
+	})
+	loaded, problems, err := config.Preflight(cfgFile, config.ForServe, os.LookupEnv)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("serve with ui.enabled and the registered variables: %v %v", err, problems)
+	}
+	if loaded.GitHub.OAuth.ClientID != vars["GITHUB_OAUTH_CLIENT_ID"] || loaded.GitHub.OAuth.ClientSecret != vars["GITHUB_OAUTH_CLIENT_SECRET"] ||
+		loaded.UI.SessionKey != vars["RALPH_GATE_SESSION_KEY"] {
+		t.Error("serve did not load the OAuth client and the session key register wrote")
 	}
 
 	// A second run refuses the existing file before anything is created.
@@ -376,10 +394,12 @@ func TestRegisterK8sSecret(t *testing.T) {
 	keys := chartSecretKeys(t)
 	if secret.APIVersion != "v1" || secret.Kind != "Secret" || secret.Metadata.Name != "ralph-gate-github" || secret.Type != "Opaque" ||
 		secret.StringData[keys["appId"]] != "1001" || secret.StringData[keys["webhookSecret"]] != sim.seed.App.WebhookSecret ||
-		secret.StringData[keys["privateKey"]] != string(sim.PrivateKeyPEM()) {
+		secret.StringData[keys["privateKey"]] != string(sim.PrivateKeyPEM()) || len(secret.StringData[keys["oauthClientSecret"]]) != 40 ||
+		len(secret.StringData[keys["sessionKey"]]) != 2*config.MinSessionKeyBytes {
 		t.Errorf("secret:\n%s", data)
 	}
-	assertNoSecrets(t, r.out.String()+r.err.String(), sim.seed.App.WebhookSecret, secret.StringData["client-secret"], pemBody(sim.PrivateKeyPEM()))
+	assertNoSecrets(t, r.out.String()+r.err.String(), sim.seed.App.WebhookSecret, secret.StringData[keys["oauthClientSecret"]],
+		secret.StringData[keys["sessionKey"]], pemBody(sim.PrivateKeyPEM()))
 	for _, want := range []string{"kubectl -n NAMESPACE apply -f " + out, "existingSecret: ralph-gate-github", "helm upgrade --install"} {
 		if !strings.Contains(r.out.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.out.String())
@@ -405,10 +425,27 @@ func chartSecretKeys(t *testing.T) map[string]string {
 	return v.GitHub.ExistingSecretKeys
 }
 
+// The Secret register writes holds exactly the keys the chart reads from
+// github.existingSecret, each under the chart's name for it.
 func TestRegisterSecretKeysMatchChart(t *testing.T) {
-	want := map[string]string{"appId": secretKeyAppID, "webhookSecret": secretKeyWebhookSecret, "privateKey": secretKeyPrivateKey}
-	if got := chartSecretKeys(t); !maps.Equal(got, want) {
-		t.Errorf("chart's github.existingSecretKeys %v, register writes %v", got, want)
+	want := map[string]string{"appId": secretKeyAppID, "webhookSecret": secretKeyWebhookSecret, "privateKey": secretKeyPrivateKey,
+		"oauthClientSecret": secretKeyOAuthClientSecret, "sessionKey": secretKeySessionKey}
+	chart := chartSecretKeys(t)
+	if !maps.Equal(chart, want) {
+		t.Errorf("chart's github.existingSecretKeys %v, register writes %v", chart, want)
+	}
+	hook := "webhook secret"
+	r := &registration{org: "acme", web: &url.URL{Scheme: "https", Host: "github.com"}, k8sSecret: "ralph-gate-github", sessionKey: "k"}
+	var secret struct {
+		StringData map[string]string `yaml:"stringData"`
+	}
+	if err := yaml.Unmarshal(r.render(&appCreated{ID: 1, Slug: "s", ClientID: "Iv1.x", ClientSecret: "c", WebhookSecret: &hook, PEM: "p"}), &secret); err != nil {
+		t.Fatal(err)
+	}
+	written := slices.Sorted(maps.Keys(secret.StringData))
+	read := slices.Sorted(maps.Values(chart))
+	if !slices.Equal(written, read) {
+		t.Errorf("register's Secret has the keys %v, the chart reads %v", written, read)
 	}
 }
 

@@ -64,6 +64,23 @@ type PickInput struct {
 // DescribeInput is describe_workflow's input: nothing.
 type DescribeInput struct{}
 
+// HealthInput is board_health's input.
+type HealthInput struct {
+	Project string `json:"project,omitempty" jsonschema:"One enforced project, as owner/number (e.g. acme/3). Omit for every enforced project."`
+}
+
+var projectPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[1-9][0-9]{0,9}$`)
+
+// Normalize trims the project and checks its shape.
+func (in *HealthInput) Normalize() error {
+	in.Project = strings.TrimSpace(in.Project)
+	if in.Project != "" && !projectPattern.MatchString(in.Project) {
+		return refusal("project", fmt.Sprintf("%q is not a project: want owner/number, e.g. acme/3", in.Project),
+			retryWith("project", "the project as owner/number", true))
+	}
+	return nil
+}
+
 // Bounds on free text, so a runaway agent cannot post megabytes into a comment.
 const (
 	maxReason = 4000

@@ -64,8 +64,8 @@ func TestEveryToolHasASpec(t *testing.T) {
 		}
 		seen[s.Name] = true
 	}
-	if len(seen) != 7 {
-		t.Errorf("want 7 tools, got %d", len(seen))
+	if len(seen) != 8 {
+		t.Errorf("want 8 tools, got %d", len(seen))
 	}
 }
 
@@ -81,7 +81,7 @@ func FuzzToolInputs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		inputs := []interface{ Normalize() error }{&HandoffInput{}, &StateInput{}, &PipelineInput{}, &ConvergenceInput{}, &AdvanceInput{}, &PickInput{}}
+		inputs := []interface{ Normalize() error }{&HandoffInput{}, &StateInput{}, &PipelineInput{}, &ConvergenceInput{}, &AdvanceInput{}, &PickInput{}, &HealthInput{}}
 		for _, in := range inputs {
 			if json.Unmarshal(data, in) != nil {
 				continue
@@ -110,6 +110,10 @@ func FuzzToolInputs(f *testing.F) {
 				issue = &v.Issue
 			case *PickInput:
 				if v.WorkflowState == "" || (v.Claim && v.Command == "") {
+					t.Fatalf("accepted %+v", v)
+				}
+			case *HealthInput:
+				if owner, n, ok := strings.Cut(v.Project, "/"); v.Project != "" && (!ok || owner == "" || n == "" || n[0] == '0') {
 					t.Fatalf("accepted %+v", v)
 				}
 			}

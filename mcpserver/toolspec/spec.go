@@ -15,6 +15,7 @@ const (
 	AdvanceChildren        = "advance_children"
 	PickActionableIssue    = "pick_actionable_issue"
 	DescribeWorkflow       = "describe_workflow"
+	BoardHealth            = "board_health"
 )
 
 // WorkflowResourceURI is describe_workflow's answer as an MCP resource.
@@ -102,6 +103,16 @@ func Tools() []Spec {
 			Title:   "Describe the workflow",
 			Description: "Describe the workflow ralph-gate enforces: every state with its kind and the moves open to agents and to humans, the transitions, the semantic intents and what they resolve to per command, each command's input and output states, the pipeline order, the gates that are on, and the commands you may use. " +
 				"Also available as the resource " + WorkflowResourceURI + ".",
+			ReadOnly: true, Idempotent: true,
+		},
+		{
+			Name:    BoardHealth,
+			Summary: "each enforced project's health from ralph-gate's store: items per state against WIP limits, locks and their age, items waiting for a person, unblocked and unset items, hygiene findings, queue depth and rate limit",
+			Input:   HealthInput{},
+			Title:   "Report the health of the enforced boards",
+			Description: "Report the health of every enforced project (or of project, \"owner/number\"), computed from what ralph-gate has recorded, without asking GitHub: the number of items in each state with its WIP limit, the locks with their holder and age (stale ones flagged), the items waiting in a human gate and for how long, open items waiting in a queue whose blockers have all closed, items with no state, " +
+				"and a hygiene list of findings (stale_lock, wip_over_limit, long_human_wait, unblocked_waiting, unset_state), most pressing first, each with a sentence saying what to do. " +
+				"States and locks follow every judged change; titles, open and blockers are as of snapshotAt, the newest reconciliation. Ages are in nanoseconds (ageNs)." + errorsNote,
 			ReadOnly: true, Idempotent: true,
 		},
 	}

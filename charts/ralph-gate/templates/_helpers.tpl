@@ -53,7 +53,26 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Whether the chart renders its own Secret: for inline App credentials, an inline
      Postgres DSN or inline MCP tokens. */}}
 {{- define "ralph-gate.ownSecret" -}}
-{{- if or (not .Values.github.existingSecret) (include "ralph-gate.inlineDSN" .) .Values.mcp.tokens }}true{{ end }}
+{{- if or (not .Values.github.existingSecret) (include "ralph-gate.inlineDSN" .) .Values.mcp.tokens (include "ralph-gate.inlineUISecrets" .) }}true{{ end }}
+{{- end }}
+
+{{/* Whether ui.oauthClientSecret or ui.sessionKey is given inline (the chart's Secret holds it). */}}
+{{- define "ralph-gate.inlineUISecrets" -}}
+{{- if and .Values.ui.enabled (or .Values.ui.oauthClientSecret .Values.ui.sessionKey) }}true{{ end }}
+{{- end }}
+
+{{/* The Secret holding one of the sign-in's secrets: the chart's when the value is inline,
+     else github.existingSecret. Called with (list $ value). */}}
+{{- define "ralph-gate.uiSecret" -}}
+{{- $root := index . 0 }}
+{{- if index . 1 }}{{ include "ralph-gate.fullname" $root }}{{ else }}{{ $root.Values.github.existingSecret }}{{ end }}
+{{- end }}
+
+{{/* server.public_url: ui.publicUrl, or the Ingress host ("" when neither). */}}
+{{- define "ralph-gate.publicUrl" -}}
+{{- if .Values.ui.publicUrl }}{{ trimSuffix "/" .Values.ui.publicUrl }}
+{{- else if and .Values.ingress.enabled .Values.ingress.host }}{{ ternary "https" "http" (not (empty .Values.ingress.tls)) }}://{{ .Values.ingress.host }}
+{{- end }}
 {{- end }}
 
 {{- define "ralph-gate.inlineDSN" -}}
@@ -127,6 +146,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail "ingress.host: the public host name GitHub delivers webhooks to is required when ingress.enabled=true" }}
 {{- end }}
 {{- include "ralph-gate.validateMCP" . }}
+{{- include "ralph-gate.validateUI" . }}
 {{- if not (get (.Values.podSecurityContext | default dict) "fsGroup") }}
 {{- fail "podSecurityContext.fsGroup: the App's private key is mounted with mode 0440, readable through the pod's fsGroup; set one (the chart's default is 65532)" }}
 {{- end }}
@@ -179,6 +199,31 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* Refuses ui values that would leave the sign-in without what it needs. */}}
+{{- define "ralph-gate.validateUI" -}}
+{{- $cfg := .Values.config | default dict }}
+{{- if hasKey $cfg "ui" }}
+{{- fail "config.ui: the chart renders this section itself; use ui.enabled" }}
+{{- end }}
+{{- if hasKey (get $cfg "github" | default dict) "oauth" }}
+{{- fail "config.github.oauth: the chart renders it from ui.oauthClientId, and the client secret comes from a Secret; use ui.oauthClientId and ui.oauthClientSecret (or github.existingSecret)" }}
+{{- end }}
+{{- if .Values.ui.enabled }}
+{{- if not .Values.ui.oauthClientId }}
+{{- fail "ui.oauthClientId: the App's Client ID (its settings page) is required when ui.enabled=true" }}
+{{- end }}
+{{- if not (include "ralph-gate.publicUrl" .) }}
+{{- fail "ui.publicUrl: the address people open (e.g. https://ralph-gate.example.com) is required when ui.enabled=true without ingress.host" }}
+{{- end }}
+{{- if and (not .Values.ui.oauthClientSecret) (not .Values.github.existingSecret) }}
+{{- fail "ui.oauthClientSecret: a client secret of the App is required when ui.enabled=true (or put it in github.existingSecret under github.existingSecretKeys.oauthClientSecret)" }}
+{{- end }}
+{{- if and (not .Values.ui.sessionKey) (not .Values.github.existingSecret) }}
+{{- fail "ui.sessionKey: a random key of at least 32 bytes (openssl rand -hex 32) is required when ui.enabled=true (or put it in github.existingSecret under github.existingSecretKeys.sessionKey)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* resources.limits.memory in bytes ("" when unset). Kubernetes quantities: a number with an
      optional binary (Ki, Mi, Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E) suffix. */}}
 {{- define "ralph-gate.memoryLimitBytes" -}}
@@ -222,6 +267,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.webhooks.maxConcurrent }}
 {{- $_ := set $server "max_concurrent_webhooks" (int64 .) }}
 {{- end }}
+{{- if .Values.ui.enabled }}
+{{- $_ := set $server "public_url" (include "ralph-gate.publicUrl" .) }}
+{{- $_ := set $cfg "ui" (dict "enabled" true) }}
+{{- $github := get $cfg "github" | default dict }}
+{{- $_ := set $github "oauth" (dict "client_id" .Values.ui.oauthClientId) }}
+{{- $_ := set $cfg "github" $github }}
+{{- end }}
 {{- $_ := set $cfg "server" $server }}
 {{- if eq .Values.store.driver "postgres" }}
 {{- $_ := set $cfg "store" (dict "driver" "postgres") }}
@@ -230,6 +282,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 # Rendered by the ralph-gate Helm chart from its values (docs/CONFIGURATION.md).
 # Secrets come from the environment: GITHUB_APP_INTEGRATION_ID, GITHUB_APP_WEBHOOK_SECRET,
-# GITHUB_APP_PRIVATE_KEY_FILE (the mounted key){{ if eq .Values.store.driver "postgres" }} and RALPH_GATE_STORE_DSN{{ end }}.
+# GITHUB_APP_PRIVATE_KEY_FILE (the mounted key){{ if eq .Values.store.driver "postgres" }}, RALPH_GATE_STORE_DSN{{ end }}{{ if .Values.ui.enabled }}, GITHUB_OAUTH_CLIENT_SECRET, RALPH_GATE_SESSION_KEY{{ end }}.
 {{ toYaml $cfg }}
 {{- end }}

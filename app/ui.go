@@ -1,0 +1,45 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/ralph-gate/ralph-gate/web"
+	"github.com/ralph-gate/ralph-gate/webauth"
+)
+
+// UIRoute is where the board health pages are served (ui.enabled), behind the GitHub sign-in.
+const UIRoute = "/ui/"
+
+// uiHandler builds /ui/: the pages (package web) over the health report and the audit log,
+// behind the sign-in (package webauth), which admits only members of the organizations that
+// own the enforced projects.
+func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
+	cfg := a.cfg
+	var gh githubapp.Config
+	gh.WebURL, gh.V3APIURL, gh.V4APIURL = cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL
+	gh.OAuth.ClientID, gh.OAuth.ClientSecret = cfg.GitHub.OAuth.ClientID, cfg.GitHub.OAuth.ClientSecret
+	var orgs []string
+	for _, p := range cfg.Projects {
+		if !slices.ContainsFunc(orgs, func(o string) bool { return strings.EqualFold(o, p.Owner) }) {
+			orgs = append(orgs, p.Owner)
+		}
+	}
+	auth, err := webauth.New(webauth.Options{GitHub: gh, PublicURL: cfg.PublicBase(), SessionKey: []byte(cfg.UI.SessionKey),
+		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	base := strings.TrimSuffix(UIRoute, "/")
+	pages, err := web.New(web.Options{Reports: HealthReader(cfg, a.store), Decisions: a.store, Machine: a.machine, BasePath: base,
+		WebURL: cfg.GitHub.WebURL, Viewer: webauth.Viewer, CSRFToken: webauth.CSRFToken, CSRFField: webauth.CSRFField, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	return auth.Wrap(http.StripPrefix(base, pages)), nil
+}

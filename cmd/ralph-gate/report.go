@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/app"
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/health"
+	"github.com/ralph-gate/ralph-gate/store"
+)
+
+// runReport prints the health of the enforced projects from the store alone (no GitHub call):
+// the same report the board_health MCP tool answers.
+func runReport(ctx context.Context, args []string, s streams) int {
+	fs := newFlags("report", s)
+	file := fs.String("config", "", "configuration file naming the projects, the store and the health thresholds (default: the embedded config.yml, which names no project; RALPH_GATE_STORE_DSN counts as for serve)")
+	project := fs.String("project", "", "only this project, as owner/number (default: every configured project)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (the board_health tool's answer)")
+	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
+	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
+	}
+	cfg, err := config.LoadFor(*file, config.ForFile, os.LookupEnv)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			printProblems(s, "report", err, *file)
+			return exitError
+		}
+		return fail(s, "report", exitError, "cannot read the configuration: "+err.Error(), "check --config")
+	}
+	if len(cfg.Projects) == 0 {
+		return fail(s, "report", exitError, "the configuration names no project to report on", "give --config with the file the service runs with (its projects list)")
+	}
+	setStore(&cfg, *driver, *dsn)
+	if *project != "" {
+		p, err := health.ParseProject(*project)
+		var names []string
+		keep := cfg.Projects[:0:0]
+		for _, q := range cfg.Projects {
+			names = append(names, fmt.Sprintf("%s/%d", q.Owner, q.Number))
+			if err == nil && strings.EqualFold(q.Owner, p.Owner) && q.Number == p.Number {
+				keep = append(keep, q)
+			}
+		}
+		if len(keep) == 0 {
+			what := fmt.Sprintf("--project %s is not one of the configured projects", *project)
+			if err != nil {
+				what = "--project: " + err.Error()
+			}
+			return fail(s, "report", exitUsage, what, "give one of "+strings.Join(names, ", ")+", or leave --project out for all")
+		}
+		cfg.Projects = keep
+	}
+	st, err := store.OpenReadOnly(ctx, cfg.Store.Driver, cfg.Store.DSN)
+	if err != nil {
+		return fail(s, "report", exitError, storeProblem(err), storeHint(err, cfg.Store.Driver, cfg.Store.DSN, *dsn != ""))
+	}
+	defer st.Close()
+	var behind *store.SchemaBehindError
+	if errors.As(st.CheckSchema(ctx), &behind) {
+		return fail(s, "report", exitError, fmt.Sprintf("the store's schema is at version %d, older than this ralph-gate's %d: it has no snapshot of the boards yet", behind.Applied, behind.Known),
+			"upgrade the service first (it migrates the store when it starts), or run the report of the version it runs")
+	}
+	rep, err := app.HealthReader(cfg, st).Report(ctx, time.Now())
+	if err != nil {
+		return fail(s, "report", exitError, "cannot compute the report: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
+	}
+	if *asJSON {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fail(s, "report", exitError, "cannot write the output: "+err.Error(), "")
+		}
+		return exitOK
+	}
+	printReport(s.out, rep)
+	return exitOK
+}
+
+// setStore applies --driver and --dsn to the configuration, as audit does.
+func setStore(cfg *config.Config, driver, dsn string) {
+	if dsn != "" {
+		cfg.Store.DSN = dsn
+		if driver == "" {
+			cfg.Store.Driver = store.DriverSQLite
+			if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+				cfg.Store.Driver = store.DriverPostgres
+			}
+		}
+	}
+	if driver != "" {
+		cfg.Store.Driver = driver
+	}
+}
+
+// printReport writes a report for a person: per project its states against their limits,
+// locks, waits for a person, what to look at, and what the service reports of itself.
+func printReport(w io.Writer, rep health.Report) {
+	now := rep.GeneratedAt
+	for i, p := range rep.Projects {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s/%d", p.Owner, p.Number)
+		if p.SnapshotAt.IsZero() {
+			fmt.Fprintf(w, ": %d items; no reconciliation has completed yet (titles, open and blockers unknown)\n", p.Items)
+		} else {
+			fmt.Fprintf(w, ": %d items; board read %s ago (%s)\n", p.Items, health.Age(now.Sub(p.SnapshotAt)), p.SnapshotAt.Format(time.RFC3339))
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STATE\tKIND\tITEMS\tLIMIT")
+		for _, st := range p.States {
+			limit := ""
+			if st.Limit > 0 {
+				limit = fmt.Sprint(st.Limit)
+				if st.Over {
+					limit += "  OVER"
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", st.Name, st.Kind, st.Count, limit)
+		}
+		if len(p.Unset) > 0 {
+			fmt.Fprintf(tw, "  (no state)\t\t%d\t\n", len(p.Unset))
+		}
+		tw.Flush()
+		if len(p.Locks) > 0 {
+			fmt.Fprintf(w, "  Locks (%d, oldest first):\n", len(p.Locks))
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			for _, l := range p.Locks {
+				mark := ""
+				if l.Stale {
+					mark = "STALE"
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", itemName(l.Item), l.Item.State, l.Holder, since(l.Since, l.Age), mark)
+			}
+			tw.Flush()
+		}
+		if len(p.HumanNeeded) > 0 {
+			fmt.Fprintf(w, "  Waiting for a person (%d, longest first):\n", len(p.HumanNeeded))
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			for _, h := range p.HumanNeeded {
+				mark := ""
+				if h.Long {
+					mark = "LONG"
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", itemName(h.Item), h.Item.State, since(h.Since, h.Age), mark)
+			}
+			tw.Flush()
+		}
+		if len(p.Hygiene) == 0 {
+			fmt.Fprintln(w, "  Hygiene: nothing to look at")
+		} else {
+			fmt.Fprintf(w, "  Hygiene (%d, most pressing first):\n", len(p.Hygiene))
+			for _, f := range p.Hygiene {
+				fmt.Fprintf(w, "    %s: %s\n", f.Kind, f.Detail)
+			}
+		}
+		fmt.Fprintf(w, "  Service: %s\n", runtimeLine(p.Runtime, now))
+	}
+}
+
+func itemName(it health.ItemRef) string {
+	n := it.ItemID
+	if it.Number > 0 {
+		n = fmt.Sprintf("%s#%d", it.Repo, it.Number)
+	}
+	if it.Title != "" {
+		n += fmt.Sprintf(" %q", it.Title)
+	}
+	return n
+}
+
+// since says how long ago something began ("for 5h10m"), or that nobody knows.
+func since(t time.Time, age time.Duration) string {
+	if t.IsZero() {
+		return "since an unknown time"
+	}
+	return "for " + health.Age(age)
+}
+
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return health.Age(now.Sub(t)) + " ago"
+}
+
+func runtimeLine(rt health.Runtime, now time.Time) string {
+	queue := "queue unknown (no job table)"
+	if rt.QueueDepth >= 0 {
+		queue = fmt.Sprintf("%d jobs queued", rt.QueueDepth)
+	}
+	rate := "GitHub budget not reported yet"
+	if rt.RateLimitKnown {
+		rate = fmt.Sprintf("GitHub budget %d of %d left", rt.RateRemaining, rt.RateLimit)
+		if !rt.RateReset.IsZero() {
+			rate += fmt.Sprintf(" (resets %s)", rt.RateReset.Format(time.RFC3339))
+		}
+	}
+	return fmt.Sprintf("%s; last reconciliation %s; last complete redelivery sweep %s; %s", queue, ago(rt.LastReconcile, now), ago(rt.LastSweep, now), rate)
+}

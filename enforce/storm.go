@@ -1,0 +1,178 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/marker"
+)
+
+// A storm: one actor makes many refused moves at once (a column bulk-edited on the board, an
+// agent in a loop). One comment per issue would spend GitHub's content budget (about 80 new
+// comments a minute, 500 an hour per installation) on one person's mistake, and the comments
+// would hold up the reverts that put the board right. So the first few refused moves of an
+// actor are explained on their issues as they come; once they made more than StormThreshold
+// within StormWindow, the rest wait StormDelay (the reverts go first) and are then explained together in one summary
+// comment that mentions the actor — GitHub notifies a person who is @mentioned — and names
+// every issue (docs/ENFORCEMENT.md, "A storm of refused moves").
+
+// Storm defaults.
+const (
+	DefaultStormThreshold = 5
+	DefaultStormDelay     = 5 * time.Second
+	// explainRetry is when a job comes back whose actor's explanations were being written.
+	explainRetry = 250 * time.Millisecond
+	// StormWindow is how far back an actor's refused moves count towards a storm.
+	StormWindow = 10 * time.Minute
+	// maxSummaryLines bounds one summary comment (GitHub refuses bodies over 65,536
+	// characters); a longer storm gets several.
+	maxSummaryLines = 100
+)
+
+// SummaryMarker opens every storm summary comment.
+const SummaryMarker = marker.ViolationSummary
+
+// explainLater is an explanation that waits for a storm's summary.
+type explainLater struct {
+	after time.Duration
+	why   string
+}
+
+func (e *explainLater) Error() string { return e.why }
+
+// explainStep explains one refused step: on its issue, or, in a storm, in a summary. An
+// actor's explanations are written one at a time (in this process and across replicas), so
+// that a summary never lists a step whose own comment is being written.
+func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) error {
+	if unknownAuthor(o.Actor) || o.Actor == "" {
+		// Nobody to address a summary to.
+		return e.explainOne(ctx, w, o)
+	}
+	unlockHere, ok := e.storms.tryLock(o.Actor)
+	if !ok {
+		// Another job is explaining this actor's moves (a comment waits for its turn behind
+		// the reverts): come back rather than hold a worker that a revert may need.
+		return &explainLater{after: explainRetry, why: fmt.Sprintf("another of %s's refused moves is being explained", o.Actor)}
+	}
+	defer unlockHere()
+	unlock, err := e.store().LockItem(ctx, "violation-explanations/"+o.Actor)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if cur, err := e.store().GetObservation(ctx, o.DeliveryID); err != nil {
+		return fmt.Errorf("load report %s: %w", o.DeliveryID, err)
+	} else if cur.Explained {
+		return nil // in a summary written meanwhile
+	}
+	if vc, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, o.Actor); err == nil &&
+		vc.NodeID != "" && e.now().Sub(vc.UpdatedAt) < e.opts.CoalesceWindow {
+		// The actor's comment on this issue takes it in (an edit, not a new comment).
+		return e.explainOne(ctx, w, o)
+	}
+	recent, err := e.store().CountRefusedBy(ctx, o.Actor, e.now().Add(-StormWindow))
+	if err != nil {
+		return fmt.Errorf("count the refused moves of %s: %w", o.Actor, err)
+	}
+	if recent <= e.opts.StormThreshold {
+		return e.explainOne(ctx, w, o)
+	}
+	waiting, err := e.store().UnexplainedBy(ctx, o.Actor, 1)
+	if err != nil {
+		return fmt.Errorf("list the unexplained refused moves of %s: %w", o.Actor, err)
+	}
+	if len(waiting) > 0 && waiting[0].JudgedAt.Add(e.opts.StormDelay).After(e.now()) {
+		wait := waiting[0].JudgedAt.Add(e.opts.StormDelay).Sub(e.now())
+		return &explainLater{after: wait, why: fmt.Sprintf("%s made more than %d refused moves: explained together in a summary", o.Actor, e.opts.StormThreshold)}
+	}
+	return e.summarize(ctx, w, o.Actor)
+}
+
+// explainOne explains one refused step on its issue and records it.
+func (e *Enforcer) explainOne(ctx context.Context, w *walk, o Observation) error {
+	if err := e.explain(ctx, w, o); err != nil {
+		return err
+	}
+	if err := e.store().MarkExplained(ctx, o.DeliveryID); err != nil {
+		return fmt.Errorf("record the explanation of %s: %w", o.DeliveryID, err)
+	}
+	return nil
+}
+
+// summarize explains every refused step of actor waiting for it, in summary comments on the
+// walked item's issue, each naming its issues and mentioning the actor. The caller holds the
+// actor's explanation lock.
+func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
+	for {
+		steps, err := e.store().UnexplainedBy(ctx, actor, maxSummaryLines)
+		if err != nil {
+			return fmt.Errorf("list the unexplained refused moves of %s: %w", actor, err)
+		}
+		if len(steps) == 0 {
+			return nil
+		}
+		body := renderSummary(actor, steps)
+		// A summary posted before a crash carries its first step's marker: find it rather than
+		// post it twice.
+		needle := summaryMarker(steps[0]).String()
+		c, found, err := w.board.FindComment(ctx, w.it.ContentID, needle)
+		if err != nil {
+			return fmt.Errorf("look for an interrupted summary: %w", err)
+		}
+		if !found {
+			if c, err = w.board.AddComment(ctx, w.it.ContentID, body); err != nil {
+				return fmt.Errorf("add violation summary: %w", err)
+			}
+		}
+		for _, s := range steps {
+			if err := e.store().MarkExplained(ctx, s.DeliveryID); err != nil {
+				return fmt.Errorf("record the explanation of %s: %w", s.DeliveryID, err)
+			}
+		}
+		zerolog.Ctx(ctx).Info().Str("actor", actor).Int("moves", len(steps)).Int("issue", w.it.Number).Str("comment", c.ID).
+			Msg("explained a storm of refused moves in one summary")
+		if len(steps) < maxSummaryLines {
+			return nil
+		}
+	}
+}
+
+// renderSummary is one summary comment: markers (one per step), the actor addressed, one line
+// per issue.
+func renderSummary(actor string, steps []RefusedStep) string {
+	var b strings.Builder
+	b.WriteString(SummaryMarker + "\n")
+	for _, s := range steps {
+		b.WriteString(summaryMarker(s).String() + "\n")
+	}
+	fmt.Fprintf(&b, "@%s, **ralph-gate reverted %d Workflow State changes of yours that the workflow does not allow.** ", actor, len(steps))
+	b.WriteString("They came together, so they are explained here at once rather than one comment per issue.\n\n")
+	for _, s := range steps {
+		fmt.Fprintf(&b, "- %s#%d: **%s** → **%s** at %s. Refused: %s Now in **%s**.\n", s.Repo, s.IssueNumber,
+			orNoState(s.LegalFrom), orNoState(s.To), s.At.UTC().Format(time.RFC3339), ensureStop(s.Reason), orNoState(s.LegalNow))
+	}
+	if r := steps[0].Recovery; r != "" {
+		fmt.Fprintf(&b, "\nRecovery: %s.\n", strings.TrimSuffix(r, "."))
+	}
+	b.WriteString("\nAgents: hand off through ralph-gate's `handoff_ticket` tool to get the allowed moves. People: `ralph-gate policy check` explains any move.\n")
+	return b.String()
+}
+
+// summaryMarker is a refused step's marker in a summary: it names the step's issue.
+func summaryMarker(s RefusedStep) marker.Transition {
+	m := violationMarker(s.Observation)
+	m.Issue = fmt.Sprintf("%s#%d", s.Repo, s.IssueNumber)
+	return m
+}
+
+// isExplainLater reports whether err is an explanation waiting for a storm's summary.
+func isExplainLater(err error) (*explainLater, bool) {
+	var l *explainLater
+	ok := errors.As(err, &l)
+	return l, ok
+}

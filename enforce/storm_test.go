@@ -1,0 +1,91 @@
+package enforce
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/marker"
+)
+
+// A storm: one person moves twelve issues to a state the workflow refuses, at once. Every move
+// is reverted at once; the first StormThreshold are explained on their issues as they come;
+// the rest wait StormDelay, then one summary comment mentions the person and names each of
+// their issues. Every refused move is explained exactly once, and nothing is posted twice when
+// the summary's job runs again.
+func TestStormIsExplainedInOneSummary(t *testing.T) {
+	const n = 12
+	var items []Item
+	for i := 1; i <= n; i++ {
+		items = append(items, issueN(fmt.Sprintf("S%02d", i), "Backlog", i))
+	}
+	h := newHarnessWith(t, nil, nil, items...)
+	var waiting []Change
+	for i := 1; i <= n; i++ {
+		h.now = h.now.Add(100 * time.Millisecond)
+		ch := h.board.move(fmt.Sprintf("S%02d", i), "alice", "In Review", h.now)
+		res := h.process(ch)
+		switch {
+		case i <= DefaultStormThreshold && res.Verdict != VerdictReverted:
+			t.Fatalf("move %d: %+v, want reverted and explained at once", i, res)
+		case i > DefaultStormThreshold && (res.Verdict != VerdictWait || res.RetryAfter <= 0 || res.RetryAfter > DefaultStormDelay):
+			t.Fatalf("move %d: %+v, want reverted, its explanation waiting for the summary", i, res)
+		}
+		if got := h.boardItem(fmt.Sprintf("S%02d", i)).State; got != "Backlog" {
+			t.Fatalf("move %d: the card shows %q, want it reverted at once", i, got)
+		}
+		if i > DefaultStormThreshold {
+			waiting = append(waiting, ch)
+		}
+	}
+	if h.board.adds != DefaultStormThreshold {
+		t.Fatalf("%d comments before the summary is due, want %d (one per issue for the first)", h.board.adds, DefaultStormThreshold)
+	}
+	h.now = h.now.Add(DefaultStormDelay)
+	for _, ch := range waiting { // the waiting jobs come back; the first writes the summary
+		if res := h.process(ch); res.Verdict != VerdictReverted {
+			t.Fatalf("job of %s after the delay: %+v, want its verdict, reverted", ch.ItemID, res)
+		}
+	}
+	if h.board.adds != DefaultStormThreshold+1 {
+		t.Fatalf("%d comments, want %d on their issues and one summary", h.board.adds, DefaultStormThreshold)
+	}
+	explained := map[string]int{}
+	var summary string
+	for _, body := range h.commentBodies() {
+		ms, err := marker.ParseTransitions(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			explained[m.Delivery]++
+		}
+		if strings.HasPrefix(body, SummaryMarker) {
+			summary = body
+		}
+	}
+	if len(explained) != n {
+		t.Errorf("%d refused moves explained, want %d: %v", len(explained), n, explained)
+	}
+	for d, c := range explained {
+		if c != 1 {
+			t.Errorf("%s explained %d times", d, c)
+		}
+	}
+	if !strings.Contains(summary, "@alice") {
+		t.Errorf("the summary does not mention the person:\n%s", summary)
+	}
+	for i := DefaultStormThreshold + 1; i <= n; i++ {
+		if !strings.Contains(summary, fmt.Sprintf("acme/app#%d:", i)) {
+			t.Errorf("the summary does not name #%d:\n%s", i, summary)
+		}
+	}
+	if waitingNow, err := h.st.UnexplainedBy(bg, "alice", 0); err != nil || len(waitingNow) != 0 {
+		t.Fatalf("still unexplained: %+v %v", waitingNow, err)
+	}
+	// A job run again (a retry) posts nothing more.
+	if res := h.process(waiting[0]); res.Verdict != VerdictReverted || h.board.adds != DefaultStormThreshold+1 {
+		t.Fatalf("a repeated job: %+v, %d comments", res, h.board.adds)
+	}
+}

@@ -1,0 +1,150 @@
+package ghboard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// Guarded writes share their turn. Writes are paced (one mutation at a time, a pause between),
+// so reverts queued during a storm would otherwise go out one per turn: 500 reverts at GitHub's
+// one-second pause take over eight minutes. Instead, whoever holds the turn takes every guarded
+// write waiting (up to batchSize), reads all their items in one request, and writes those that
+// still show the refused value in one aliased mutation: 500 reverts take ten turns. Each write
+// keeps its own guard and its own result.
+
+// guardedWrite is one SetStateIf waiting for its turn.
+type guardedWrite struct {
+	it       enforce.Item
+	from, to string
+	done     chan struct{}
+	err      error
+}
+
+// guardBatcher queues one Board's guarded writes; one flusher at a time writes them.
+type guardBatcher struct {
+	mu       sync.Mutex
+	queue    []*guardedWrite
+	flushing bool
+	turns    int64 // turns taken (tests, diagnostics)
+	carried  int64 // writes they carried
+}
+
+// write queues w and waits for its result (or ctx's end: the write may still happen then;
+// the caller journaled it first).
+func (g *guardBatcher) write(ctx context.Context, b *Board, w guardedWrite) error {
+	p := &w
+	p.done = make(chan struct{})
+	g.mu.Lock()
+	g.queue = append(g.queue, p)
+	if !g.flushing {
+		g.flushing = true
+		// The flush belongs to every write it carries, not to this caller.
+		go g.flush(context.WithoutCancel(ctx), b)
+	}
+	g.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i, q := range g.queue {
+			if q == p {
+				g.queue = append(g.queue[:i], g.queue[i+1:]...)
+				break
+			}
+		}
+		return fmt.Errorf("revert %s: %w", w.it.ID, ctx.Err())
+	}
+}
+
+// flush takes the write turn while writes wait, each time for every write queued by then.
+func (g *guardBatcher) flush(ctx context.Context, b *Board) {
+	for {
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.flushing = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		var batch []*guardedWrite
+		err := b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
+			g.mu.Lock()
+			n := min(len(g.queue), batchSize)
+			batch = append(batch, g.queue[:n]...)
+			g.queue = append(g.queue[:0], g.queue[n:]...)
+			g.turns++
+			g.carried += int64(n)
+			g.mu.Unlock()
+			b.writeGuarded(ctx, batch)
+			return nil
+		})
+		if err != nil { // the turn was never taken (the context cannot end: a safeguard)
+			for _, w := range batch {
+				w.err = err
+				close(w.done)
+			}
+		}
+	}
+}
+
+// GuardedTurns reports how many write turns the guarded writes took and how many writes they
+// carried.
+func (b *Board) GuardedTurns() (turns, carried int64) {
+	b.guarded.mu.Lock()
+	defer b.guarded.mu.Unlock()
+	return b.guarded.turns, b.guarded.carried
+}
+
+// writeGuarded reads the batch's items in one request and writes, in one more, those still
+// showing their refused value; each write learns its own outcome.
+func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
+	defer func() {
+		for _, w := range batch {
+			close(w.done)
+		}
+	}()
+	ids := make([]string, len(batch))
+	for i, w := range batch {
+		ids[i] = w.it.ID
+	}
+	cur, errs := b.readItems(ctx, ids)
+	var writes []enforce.StateWrite
+	var writing []*guardedWrite
+	for i, w := range batch {
+		switch {
+		case errs[i] != nil:
+			w.err = fmt.Errorf("read %s before writing it: %w", w.it.ID, errs[i])
+		case cur[i].State != w.from:
+			w.err = fmt.Errorf("item %s shows %q, not %q: %w", w.it.ID, cur[i].State, w.from, enforce.ErrBoardMoved)
+		default:
+			writes = append(writes, enforce.StateWrite{Item: w.it, State: w.to})
+			writing = append(writing, w)
+		}
+	}
+	if len(writes) == 0 {
+		return
+	}
+	if len(writes) == 1 {
+		writing[0].err = b.SetState(ctx, writes[0].Item, writes[0].State)
+		return
+	}
+	res := &WritesError{}
+	b.writeBatch(ctx, writes, res)
+	failed := map[string]FailedWrite{}
+	for _, f := range res.Failed {
+		failed[f.Write.Item.ID] = f
+	}
+	for _, w := range writing {
+		f, ok := failed[w.it.ID]
+		if !ok {
+			continue
+		}
+		one := &WritesError{Failed: []FailedWrite{f}, Err: res.Err}
+		w.err = fmt.Errorf("revert %s to %q: %w", w.it.ID, w.to, one)
+	}
+}
