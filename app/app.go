@@ -153,6 +153,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		AppLogin:       appLogin,
 		Enforced:       cfg.Enforces,
 		Observer:       automationCounter{metrics: mx},
+		DecisionLink:   decisionLink(cfg),
 	})
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx), Count: st.QueueDepth}
 	if !opts.NoPeriodic {

@@ -3,12 +3,14 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/web"
 	"github.com/ralph-gate/ralph-gate/webauth"
 )
@@ -42,4 +44,16 @@ func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
 	return auth.Wrap(http.StripPrefix(base, pages)), nil
+}
+
+// decisionLink is where violation comments link for a decision: its page under
+// server.public_url, when the pages are served there; nil otherwise.
+func decisionLink(cfg config.Config) func(deliveryID string) string {
+	base := cfg.PublicBase()
+	if !cfg.UI.Enabled || base == "" {
+		return nil
+	}
+	return func(deliveryID string) string {
+		return base + "/ui" + web.DeliveryPath + url.PathEscape(deliveryID)
+	}
 }

@@ -30,7 +30,7 @@ type violation struct {
 // folded into someone else's comment would reach nobody.
 func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 	now, it := e.now(), w.it
-	v := violation{marker: violationMarker(o), line: violationLine(o, w.rec.LastLegalState)}
+	v := violation{marker: violationMarker(o), line: e.withLink(violationLine(o, w.rec.LastLegalState), o.DeliveryID)}
 	prev, found, err := e.violationComment(ctx, w, o.Actor, v)
 	if err != nil {
 		return err
@@ -145,6 +145,17 @@ func violationLine(o Observation, legalNow string) string {
 	}
 	return fmt.Sprintf("%s moved this from **%s** to **%s** at %s. Refused: %s %s Recovery: %s.",
 		who, from, orNoState(o.To), o.At.UTC().Format(time.RFC3339), ensureStop(o.Reason), back, strings.TrimSuffix(recovery, "."))
+}
+
+// withLink ends a violation's line with a link to its decision page, when there is one.
+func (c *core) withLink(line, deliveryID string) string {
+	if c.opts.DecisionLink == nil || deliveryID == "" {
+		return line
+	}
+	if link := c.opts.DecisionLink(deliveryID); link != "" {
+		return line + " [Decision](" + link + ")"
+	}
+	return line
 }
 
 func ensureStop(s string) string {

@@ -28,6 +28,9 @@ type Options struct {
 	States LifecycleStates
 	// Observer, when set, is told about automation moves (metrics).
 	Observer Observer
+	// DecisionLink, when set, is the address of the page showing the decision on a reported
+	// change (by its delivery id): each line of a violation comment links to it.
+	DecisionLink func(deliveryID string) string
 	// StormThreshold is how many of one actor's refused moves may wait for their explanation
 	// before they are explained together in one summary comment (0: DefaultStormThreshold).
 	StormThreshold int

@@ -116,7 +116,7 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 		if len(steps) == 0 {
 			return nil
 		}
-		body := renderSummary(actor, steps)
+		body := renderSummary(actor, steps, e.withLink)
 		// A summary posted before a crash carries its first step's marker: find it rather than
 		// post it twice.
 		needle := summaryMarker(steps[0]).String()
@@ -144,7 +144,7 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 
 // renderSummary is one summary comment: markers (one per step), the actor addressed, one line
 // per issue.
-func renderSummary(actor string, steps []RefusedStep) string {
+func renderSummary(actor string, steps []RefusedStep, link func(line, deliveryID string) string) string {
 	var b strings.Builder
 	b.WriteString(SummaryMarker + "\n")
 	for _, s := range steps {
@@ -153,8 +153,9 @@ func renderSummary(actor string, steps []RefusedStep) string {
 	fmt.Fprintf(&b, "@%s, **ralph-gate reverted %d Workflow State changes of yours that the workflow does not allow.** ", actor, len(steps))
 	b.WriteString("They came together, so they are explained here at once rather than one comment per issue.\n\n")
 	for _, s := range steps {
-		fmt.Fprintf(&b, "- %s#%d: **%s** → **%s** at %s. Refused: %s Now in **%s**.\n", s.Repo, s.IssueNumber,
+		line := fmt.Sprintf("%s#%d: **%s** → **%s** at %s. Refused: %s Now in **%s**.", s.Repo, s.IssueNumber,
 			orNoState(s.LegalFrom), orNoState(s.To), s.At.UTC().Format(time.RFC3339), ensureStop(s.Reason), orNoState(s.LegalNow))
+		b.WriteString("- " + link(line, s.DeliveryID) + "\n")
 	}
 	if r := steps[0].Recovery; r != "" {
 		fmt.Fprintf(&b, "\nRecovery: %s.\n", strings.TrimSuffix(r, "."))

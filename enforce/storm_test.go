@@ -89,3 +89,22 @@ func TestStormIsExplainedInOneSummary(t *testing.T) {
 		t.Fatalf("a repeated job: %+v, %d comments", res, h.board.adds)
 	}
 }
+
+// With a decision page configured, each line of a violation comment and of a summary links to
+// the decision on its change.
+func TestViolationLinesLinkToTheirDecision(t *testing.T) {
+	link := func(d string) string { return "https://gate.example/ui/decisions/by-delivery/" + d }
+	h, ch := illegalMove(t, func(_ *harness, o *Options) { o.DecisionLink = link })
+	if res := h.process(ch); res.Verdict != VerdictReverted {
+		t.Fatalf("%+v", res)
+	}
+	bodies := h.commentBodies()
+	if len(bodies) != 1 || !strings.Contains(bodies[0], "[Decision]("+link(ch.DeliveryID)+")") {
+		t.Fatalf("the comment does not link to its decision:\n%v", bodies)
+	}
+	steps := []RefusedStep{{Observation: Observation{DeliveryID: "d-9", To: "Done", At: h.now}, Repo: "acme/app", IssueNumber: 9}}
+	withLink := (&core{opts: Options{DecisionLink: link}}).withLink
+	if body := renderSummary("alice", steps, withLink); !strings.Contains(body, "acme/app#9: ") || !strings.Contains(body, "[Decision]("+link("d-9")+")") {
+		t.Fatalf("the summary line does not link to its decision:\n%s", body)
+	}
+}

@@ -137,6 +137,7 @@ type AuditQuery struct {
 	Rule        string
 	Repo        string // "owner/name"
 	IssueNumber int
+	DeliveryID  string    // the decisions of one reported change (a violation comment links to them)
 	Since       time.Time // entries at or after Since
 	Until       time.Time // entries before Until
 	Limit       int       // page size: 0 is DefaultAuditPage, at most MaxAuditPage
@@ -288,6 +289,9 @@ func (s *Store) auditWhere(q AuditQuery) (where []string, args []any) {
 	}
 	if q.IssueNumber != 0 {
 		add("issue_number = ?", q.IssueNumber)
+	}
+	if q.DeliveryID != "" {
+		add("delivery_id = ?", q.DeliveryID)
 	}
 	if !q.Since.IsZero() {
 		add("at >= ?", s.t(q.Since))

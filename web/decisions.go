@@ -309,3 +309,28 @@ func verdictClass(v enforce.Verdict) string {
 	}
 	return "v-other"
 }
+
+// DeliveryPath is where a violation comment links for the decision on the change a webhook
+// delivery reported (under the base path): it redirects to that decision's page.
+const DeliveryPath = "/decisions/by-delivery/"
+
+// byDelivery redirects to the decision on a reported change: its revert when it was refused.
+func (h *handler) byDelivery(w http.ResponseWriter, r *http.Request) {
+	d := r.PathValue("delivery")
+	page, err := h.o.Decisions.ListAudit(r.Context(), store.AuditQuery{DeliveryID: d, Limit: store.MaxAuditPage})
+	if err != nil {
+		h.internal(w, r, "reading the audit log failed", err)
+		return
+	}
+	var pick *enforce.AuditEntry
+	for i, e := range page.Entries {
+		if pick == nil || e.Verdict == enforce.VerdictReverted {
+			pick = &page.Entries[i]
+		}
+	}
+	if pick == nil {
+		h.fail(w, r, http.StatusNotFound, "No decision was recorded for that change.")
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("%s/decisions/%d", h.o.BasePath, pick.ID), http.StatusSeeOther)
+}

@@ -133,6 +133,7 @@ func New(o Options) (http.Handler, error) {
 	h.mux.HandleFunc("GET /projects/{owner}/{number}", h.board)
 	h.mux.HandleFunc("GET /decisions", h.decisions)
 	h.mux.HandleFunc("GET /decisions/{id}", h.decision)
+	h.mux.HandleFunc("GET /decisions/by-delivery/{delivery}", h.byDelivery)
 	h.mux.HandleFunc("GET /static/style.css", h.style)
 	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "There is no page at this address.")
