@@ -11,9 +11,14 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/web"
 	"github.com/ralph-gate/ralph-gate/webauth"
 )
+
+// pageReportMaxAge is how old a health report the pages may show: computing it reads every
+// item of every project, a page view only renders it (health.Cache).
+const pageReportMaxAge = 5 * time.Second
 
 // UIRoute is where the board health pages are served (ui.enabled), behind the GitHub sign-in.
 const UIRoute = "/ui/"
@@ -38,7 +43,7 @@ func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
 	base := strings.TrimSuffix(UIRoute, "/")
-	pages, err := web.New(web.Options{Reports: HealthReader(cfg, a.store), Decisions: a.store, Machine: a.machine, BasePath: base,
+	pages, err := web.New(web.Options{Reports: health.NewCache(HealthReader(cfg, a.store), pageReportMaxAge), Decisions: a.store, Machine: a.machine, BasePath: base,
 		WebURL: cfg.GitHub.WebURL, Viewer: webauth.Viewer, CSRFToken: webauth.CSRFToken, CSRFField: webauth.CSRFField, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
