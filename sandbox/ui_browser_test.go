@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/store"
@@ -289,6 +290,20 @@ func TestUIInBrowser(t *testing.T) {
 			if got := cell(html, state); got != strconv.Itoa(want[state]) {
 				t.Errorf("%s: the board shows %q items, the simulator holds %d", state, got, want[state])
 			}
+		}
+		// What `ralph-gate report --json` and the board_health tool return from the same
+		// store (the same reader) agrees with the page: every state's count, the lock holder.
+		rep, err := app.HealthReader(sb.Config, sb.App.Store()).Report(context.Background(), time.Now())
+		if err != nil || len(rep.Projects) != 1 {
+			t.Fatalf("the health report: %+v %v", rep, err)
+		}
+		for _, sc := range rep.Projects[0].States {
+			if got := cell(html, sc.Name); got != strconv.Itoa(sc.Count) {
+				t.Errorf("%s: the board shows %q items, the report (board_health, report --json) %d", sc.Name, got, sc.Count)
+			}
+		}
+		if locks := rep.Projects[0].Locks; len(locks) != 1 || locks[0].Holder != "agent-1" || !strings.Contains(html, ">"+locks[0].Holder+"</td>") {
+			t.Errorf("the report's locks %+v; the page must show the same holder", locks)
 		}
 		// The lock agent-1 took, with its holder; #8 waiting for a person.
 		lock := regexp.MustCompile(`(?s)<td data-label="Item"><a href="[^"]*/issues/2">[^<]*</a> <span class="title">Research the webhook payloads</span></td><td data-label="State">Research in Progress</td><td data-label="Holder" class="holder">agent-1</td>`)
