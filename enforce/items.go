@@ -102,34 +102,6 @@ type keyedEntry struct {
 	holders int
 }
 
-// tryLock is lock without waiting: ok is false when someone holds key.
-func (k *keyedMutex) tryLock(key string) (unlock func(), ok bool) {
-	k.mu.Lock()
-	e := k.locks[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.locks[key] = e
-	}
-	if !e.mu.TryLock() {
-		if e.holders == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-		return nil, false
-	}
-	e.holders++
-	k.mu.Unlock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		e.holders--
-		if e.holders == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}, true
-}
-
 func (k *keyedMutex) lock(key string) (unlock func()) {
 	k.mu.Lock()
 	e := k.locks[key]

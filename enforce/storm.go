@@ -25,8 +25,6 @@ import (
 const (
 	DefaultStormThreshold = 5
 	DefaultStormDelay     = 5 * time.Second
-	// explainRetry is when a job comes back whose actor's explanations were being written.
-	explainRetry = 250 * time.Millisecond
 	// StormWindow is how far back an actor's refused moves count towards a storm.
 	StormWindow = 10 * time.Minute
 	// maxSummaryLines bounds one summary comment (GitHub refuses bodies over 65,536
@@ -53,12 +51,10 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 		// Nobody to address a summary to.
 		return e.explainOne(ctx, w, o)
 	}
-	unlockHere, ok := e.storms.tryLock(o.Actor)
-	if !ok {
-		// Another job is explaining this actor's moves (a comment waits for its turn behind
-		// the reverts): come back rather than hold a worker that a revert may need.
-		return &explainLater{after: explainRetry, why: fmt.Sprintf("another of %s's refused moves is being explained", o.Actor)}
-	}
+	// Waiting here, rather than coming back later, costs a worker but no GitHub request: a
+	// job that came back would read its item again, and a storm's jobs doing so every few
+	// hundred milliseconds spend the installation's hourly budget in minutes.
+	unlockHere := e.storms.lock(o.Actor)
 	defer unlockHere()
 	unlock, err := e.store().LockItem(ctx, "violation-explanations/"+o.Actor)
 	if err != nil {

@@ -67,7 +67,7 @@ store: {driver: sqlite, dsn: %s}
 projects: [{owner: acme, number: 1}]
 enforcement: {reorder_window: 1s}
 reconcile: {interval: 5s, settle: 60s}
-redelivery: {interval: 1s}
+redelivery: {interval: 5s}
 logging: {level: info}
 `, appPort, simURL, dbPath))
 	env := []string{"GITHUB_APP_PRIVATE_KEY=" + string(key)}
