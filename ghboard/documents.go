@@ -15,9 +15,8 @@ const itemContent = `__typename
   ... on PullRequest { id number title prState: state repository { nameWithOwner } }
   ... on DraftIssue { id title }`
 
-const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
-  node(id: $id) {
-    __typename
+// itemNodeFields selects an item as itemNode decodes it (queryItem, queryItems).
+const itemNodeFields = `__typename
     ... on ProjectV2Item {
       id
       type
@@ -28,7 +27,11 @@ const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }
       content { ` + itemContent + ` }
-    }
+    }`
+
+const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
+  node(id: $id) {
+    ` + itemNodeFields + `
   }
 }`
 

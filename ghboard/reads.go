@@ -29,18 +29,7 @@ const maxReadsInFlight = 2
 // queryItems reads several items by id, each as queryItem reads one.
 const queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!) {
   nodes(ids: $ids) {
-    __typename
-    ... on ProjectV2Item {
-      id
-      type
-      isArchived
-      project { id number owner { __typename ... on Organization { login } } }
-      fieldValueByName(name: $field) {
-        __typename
-        ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
-      }
-      content { ` + itemContent + ` }
-    }
+    ` + itemNodeFields + `
   }
 }`
 
