@@ -145,7 +145,17 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field(), boardOpts...)
 	a.maint = newMaintenance(a, gate)
+	walkers, batch := batchWalkers(st.MaxConns(), cfg.Enforcement.Workers)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
+		BatchJudge:   batch,
+		BatchWalkers: walkers,
+		Boards: func(ctx context.Context, installationID int64, owner string) (enforce.Board, error) {
+			b, err := a.boards.get(ctx, installationID, owner)
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
 		ReorderWindow:  cfg.Enforcement.ReorderWindow,
 		GapHold:        cfg.Enforcement.GapHold,
 		Redeliveries:   a.maint.gaps,
@@ -155,6 +165,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Observer:       automationCounter{metrics: mx},
 		DecisionLink:   decisionLink(cfg),
 	})
+	if batch {
+		a.maint.gaps.judge, a.maint.gaps.sweepDue = a.service.Enforcer.JudgeWaiting, a.service.Enforcer.SweepDue
+	}
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx), Count: st.QueueDepth}
 	if !opts.NoPeriodic {
 		jobOpts.Periodic = a.maint.periodic()
@@ -301,6 +314,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	gapCtx, stopGaps := context.WithCancel(ctx)
 	defer stopGaps()
 	go a.maint.gaps.run(gapCtx)
+	go a.maint.gaps.runJudge(gapCtx)
 	if _, pending := a.preflight.pending(); pending {
 		go a.runPreflight(gapCtx)
 	}
@@ -362,6 +376,19 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
+}
+
+// batchWalkers is how many items the judging of a sweep's released items walks at once, and
+// whether it runs at all. On SQLite, enforce's default. On PostgreSQL each walk holds a
+// connection for its item's lock and uses another for its queries, like a worker: the walks
+// get what the pool has beyond the workers' 2 × workers + 8, and none when that is nothing
+// (the jobs then judge their items one by one).
+func batchWalkers(maxConns, workers int) (int, bool) {
+	if maxConns == 0 {
+		return enforce.DefaultBatchWalkers, true
+	}
+	n := min((maxConns-8)/2-workers, enforce.DefaultBatchWalkers)
+	return max(n, 0), n > 0
 }
 
 // processor finds the installation's board and runs enforcement.

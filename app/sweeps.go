@@ -17,14 +17,51 @@ import (
 // most one more for the requests that came in while it ran).
 type sweeps struct {
 	sweeper *redeliver.Sweeper
+	// judge, when set, judges the items a completed sweep's proof released
+	// (enforce.Enforcer.JudgeWaiting); it runs beside the sweeps, one call at a time.
+	judge func(ctx context.Context) (int, error)
+	// sweepDue, when set, says whether an item waiting for a proof is past its due: a sweep
+	// is then asked for (their jobs stay away meanwhile; enforce/batch.go).
+	sweepDue func() bool
 
 	mu      sync.Mutex
 	pending bool
 	wake    chan struct{}
+	proved  chan struct{} // a sweep completed: judge what it released
 }
 
 func newSweeps(sw *redeliver.Sweeper) *sweeps {
-	return &sweeps{sweeper: sw, wake: make(chan struct{}, 1)}
+	return &sweeps{sweeper: sw, wake: make(chan struct{}, 1), proved: make(chan struct{}, 1)}
+}
+
+// runJudge judges what each completed sweep released until ctx ends; sweeps completing while
+// it judges are coalesced into one more call.
+func (s *sweeps) runJudge(ctx context.Context) {
+	if s.judge == nil {
+		return
+	}
+	log := zerolog.Ctx(ctx)
+	tick := time.NewTicker(dueTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if s.sweepDue != nil && s.sweepDue() {
+				s.RequestSweep(ctx)
+			}
+			continue
+		case <-s.proved:
+		}
+		began := time.Now()
+		n, err := s.judge(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("could not judge the items a sweep released")
+		} else if n > 0 {
+			log.Debug().Int("items", n).Dur("took", time.Since(began)).Msg("judged the items a sweep released")
+		}
+	}
 }
 
 // RequestSweep implements enforce.Redeliveries.
@@ -81,6 +118,12 @@ func (s *sweeps) run(ctx context.Context) {
 			log.Warn().Err(err).Msg("gap sweep failed")
 		default:
 			log.Debug().Int("redelivered", rep.Redelivered).Bool("complete", rep.Complete).Msg("gap sweep")
+			if rep.Complete {
+				select {
+				case s.proved <- struct{}{}:
+				default:
+				}
+			}
 		}
 		// At most one sweep a second: under steady traffic items keep coming due, and each
 		// sweep costs at least one request of the App's.
@@ -91,6 +134,9 @@ func (s *sweeps) run(ctx context.Context) {
 		}
 	}
 }
+
+// dueTick is how often the items waiting for a proof are looked at for one past its due.
+const dueTick = 250 * time.Millisecond
 
 // minSweepGap is the shortest time between the starts of two gap sweeps.
 const minSweepGap = time.Second

@@ -167,6 +167,16 @@ type Result struct {
 	PeakRSSScope   string   `json:"peak_rss_scope"`
 	// BurstRequestsPerLegal is the app's GitHub requests during the burst over its legal events.
 	BurstRequestsPerLegal *float64 `json:"burst_requests_per_legal_event"`
+	// BurstRequestsByKind splits the burst's requests: item reads, guarded reverts (their
+	// read and their write), comments, other.
+	BurstRequestsByKind map[string]int `json:"burst_requests_by_kind"`
+	// BurstDecidedP50S and BurstDecidedLastS are when the burst's events were decided, from
+	// its first move; BurstBoardRightS is when the last revert was written, BurstExplainedS when
+	// the last comment was.
+	BurstDecidedP50S  *float64 `json:"burst_decided_p50_s"`
+	BurstDecidedLastS *float64 `json:"burst_decided_last_s"`
+	BurstBoardRightS  *float64 `json:"burst_board_right_s"`
+	BurstExplainedS   *float64 `json:"burst_explained_s"`
 
 	// The storm: one actor moves StormEvents items at once (none when 0). StormRevertAllS and
 	// StormExplainAllS are null when the storm was not reverted or explained in full within

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ralph-gate/ralph-gate/enforce"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
@@ -120,11 +123,13 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 	decided := map[string]bool{}
 	last := t0
 	reverted := 0
+	var decidedAt []float64
 	for _, e := range entries {
 		if !delivered[e.DeliveryID] || decided[e.DeliveryID] {
 			continue
 		}
 		decided[e.DeliveryID] = true
+		decidedAt = append(decidedAt, e.At.Sub(t0).Seconds())
 		if e.Verdict == enforce.VerdictReverted {
 			reverted++
 		}
@@ -133,11 +138,29 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 		}
 	}
 	calls := appRequests(h.sb.Sim, seqBefore)
+	r.BurstRequestsByKind = map[string]int{}
+	boardRight, explained := t0, t0
 	for _, c := range calls {
-		if t := end(c); t.After(last) {
+		t := end(c)
+		if t.After(last) {
 			last = t
 		}
+		kind := requestKind(c)
+		r.BurstRequestsByKind[kind]++
+		switch kind {
+		case "state write":
+			boardRight = later(boardRight, t)
+		case "comment":
+			explained = later(explained, t)
+		}
 	}
+	if len(decidedAt) > 0 {
+		slices.Sort(decidedAt)
+		r.BurstDecidedP50S = num(round(decidedAt[len(decidedAt)/2], 2))
+		r.BurstDecidedLastS = num(round(decidedAt[len(decidedAt)-1], 2))
+	}
+	r.BurstBoardRightS = num(round(boardRight.Sub(t0).Seconds(), 2))
+	r.BurstExplainedS = num(round(explained.Sub(t0).Seconds(), 2))
 	illegal := 0
 	for _, m := range moves {
 		if m.illegal {
@@ -156,4 +179,26 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 	r.BurstDrainS = num(round(max(last.Sub(injected), 0).Seconds(), 2))
 	r.BurstEventsPS = num(round(float64(len(moves))/last.Sub(t0).Seconds(), 1))
 	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// requestKind names what one request of the app was for, for the burst's breakdown.
+func requestKind(e ghsim.RequestEntry) string {
+	switch {
+	case hasOp(e, opSetState, "graphql:clearProjectV2ItemFieldValue"):
+		return "state write"
+	case hasOp(e, opAddComment, opUpdateComment):
+		return "comment"
+	case isGraphQLRead(e):
+		ops := slices.DeleteFunc(slices.Clone(e.Operations), func(op string) bool { return op == "graphql:request" })
+		slices.Sort(ops)
+		return "read " + strings.Join(slices.Compact(ops), ",")
+	}
+	return e.Method + " " + e.Operation
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,7 +16,9 @@ import (
 // history (policy.Sequence), and carries its verdicts out: revert, explain, automate.
 type Enforcer struct {
 	*core
-	auto *Automation
+	auto    *Automation
+	waiters proofWaiters // items waiting for a sweep's proof (batch.go)
+	seen    seenItems    // the items as last read, for explanations only (batch.go)
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -50,10 +53,18 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 		line.on(zerolog.Ctx(ctx).Debug()).Str("reason", "our own write").Msg("decision")
 		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
 	}
-	if err := e.Observe(ctx, ch); err != nil {
+	// Recorded again (the intake did; a change reported before an upgrade, or by a test, may not
+	// have been), but not put on the proof's waiting list again: a job coming back must not
+	// keep its item there.
+	if err := e.record(ctx, ch); err != nil {
 		return Result{}, err
 	}
-	w := &walk{board: b, delivery: ch.DeliveryID}
+	if wait, ok := e.deferToBatch(ch.ItemID); ok {
+		// A sweep's proof releases it with others (batch.go): nothing to read or walk yet.
+		zerolog.Ctx(ctx).Debug().Dur("wait", wait).Msg("left to the judging of what a sweep releases")
+		return Result{Verdict: VerdictWait, Reason: "waiting for a sweep's proof", RetryAfter: wait}, nil
+	}
+	w := &walk{board: b, delivery: ch.DeliveryID, installation: ch.InstallationID, owner: ch.Owner}
 	res, err := e.walkOn(ctx, w, ch.ItemID)
 	if err != nil {
 		return res, err
@@ -75,6 +86,29 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 // not record, because it was interrupted, is then known as the app's when its item is next
 // walked, rather than taken for an unknown author's drift.
 func (e *Enforcer) Observe(ctx context.Context, ch Change) error {
+	if err := e.record(ctx, ch); err != nil || ch.ItemID == "" || ch.DeliveryID == "" {
+		return err
+	}
+	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
+		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
+		e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)})
+	}
+	return nil
+}
+
+// changeTime is when a change was made: GitHub's time, else when it was received, else now.
+func changeTime(ch Change, now time.Time) time.Time {
+	switch {
+	case !ch.At.IsZero():
+		return ch.At
+	case !ch.ReceivedAt.IsZero():
+		return ch.ReceivedAt
+	}
+	return now
+}
+
+// record records a reported change in its item's history (once per delivery).
+func (e *Enforcer) record(ctx context.Context, ch Change) error {
 	if ch.ItemID == "" || ch.DeliveryID == "" {
 		return nil
 	}
@@ -112,6 +146,16 @@ type walk struct {
 	adoptedAt time.Time
 	// refused is the newest step this run refused (whose revert it may write next).
 	refused Observation
+	// pre is the item as read just before the walk (JudgeWaiting reads many at once), valid
+	// while the record is still at preVersion.
+	pre        *Item
+	preVersion int64
+	// together is a walk of many items at once (JudgeWaiting).
+	together bool
+	// The installation and owner of the change a job walks for (ProcessChange): items waiting
+	// for a proof are read together by installation.
+	installation int64
+	owner        string
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence
@@ -133,6 +177,17 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}
+	if w.pre != nil && w.rec.Version == w.preVersion {
+		w.it, w.read = *w.pre, true
+		w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = w.it.Number, w.it.Repo, w.it.ProjectID
+		e.seen.put(w.it)
+	}
+	if done, err := e.settled(ctx, w); err != nil || done {
+		if err != nil {
+			return Result{}, err
+		}
+		return e.finish(ctx, w)
+	}
 	proof := policy.SweepProof{}
 	if e.opts.Redeliveries != nil {
 		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
@@ -145,9 +200,18 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
 		})
+		if !w.read && a.Kind == policy.ActRead {
+			// Every report is judged now (our own writes coming back were ignored): a job's
+			// walk whose report was judged before ends here, as it would have had those not come.
+			if done, err := e.settled(ctx, w); err != nil {
+				return Result{}, err
+			} else if done {
+				return e.finish(ctx, w)
+			}
+		}
 		if !w.read && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
 			// Judging reads the gates' inputs from the item; the rest compares with the board.
-			err := w.readBoard(ctx, itemID)
+			err := e.readBoard(ctx, w, itemID)
 			switch {
 			case errors.Is(err, ErrNotFound):
 				// Deleted from the project (or its issue deleted): nothing to enforce, ever.
@@ -180,11 +244,12 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
 }
 
-func (w *walk) readBoard(ctx context.Context, itemID string) error {
+func (e *Enforcer) readBoard(ctx context.Context, w *walk, itemID string) error {
 	it, err := w.board.Item(ctx, itemID)
 	if err != nil {
 		return fmt.Errorf("read item %s: %w", itemID, err)
 	}
+	e.seen.put(it)
 	w.it, w.read = it, true
 	w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = it.Number, it.Repo, it.ProjectID
 	return nil
@@ -272,7 +337,49 @@ func (e *Enforcer) hold(ctx context.Context, w *walk, a policy.Action) (Result, 
 	// The job waits even when its own report is judged: what is left (a revert, an
 	// explanation, a report of our own write) may have no other job to finish it.
 	wait := max(a.Until.Sub(e.now()), 10*time.Millisecond)
+	if w.delivery != "" && e.awaitProof(w.rec.ItemID, waitingItem{installation: w.installation, owner: w.owner, board: w.board, due: a.Due}) {
+		// A sweep's completion judges it with the others it releases (batch.go): the job
+		// comes back after that, to finish, or in case no proof came.
+		wait = max(a.Due.Sub(e.now()), 0) + proofRecheck
+	}
 	return Result{Verdict: VerdictWait, Reason: a.Why, RetryAfter: wait}, nil
+}
+
+// settled reports whether a job's walk has nothing to do but finish: its report was judged
+// (by an earlier run, or with others when a proof released them) and the item has no report,
+// revert or automation left — at most explanations, which need the item's issue, not its
+// value (the item as last read in this process serves). Such a run ends without reading the
+// board: comparing the board with the history is the walk that judged it, and the
+// reconciler's, to do.
+func (e *Enforcer) settled(ctx context.Context, w *walk) (bool, error) {
+	if w.delivery == "" || !w.found || len(w.pending) > 0 || w.rec.RevertPending != "" || w.rec.AutomateState != "" ||
+		w.rec.ObservedState != w.rec.LastLegalState || w.rec.RejectedState != "" {
+		// Something is left: a report, or a refused value the board may still show (the
+		// revert is due once the board is read).
+		return false, nil
+	}
+	o, err := e.store().GetObservation(ctx, w.delivery)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("load report %s: %w", w.delivery, err)
+	}
+	if o.Status == ObservationPending {
+		return false, nil
+	}
+	unexplained, err := e.store().Unexplained(ctx, w.rec.ItemID)
+	if err != nil {
+		return false, fmt.Errorf("load refused steps of item %s: %w", w.rec.ItemID, err)
+	}
+	if len(unexplained) == 0 {
+		return true, nil
+	}
+	it, ok := e.seen.get(w.rec.ItemID)
+	if !ok {
+		return false, nil
+	}
+	w.it = it // its issue; its value is not looked at (w.read stays false)
+	return true, nil
 }
 
 // finish explains every refused step not explained yet, then runs the automation of a legal
@@ -316,13 +423,23 @@ func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 	return Result{Verdict: VerdictIgnored, Reason: "in sync"}, nil
 }
 
-// explainAll explains the item's refused steps whose explanation is not on GitHub yet.
+// unobservedPrefix opens the delivery id of a step no webhook reported (judged from the board).
+const unobservedPrefix = "unobserved:"
+
+// explainAll explains the item's refused steps whose explanation is not on GitHub yet. A walk
+// of many items at once (JudgeWaiting) leaves the explanation of a reported step to the
+// report's job, which stays until its item is settled: comments are paced per actor and
+// would hold up the other items' reverts. A step nobody reported has no job: it is explained
+// here.
 func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 	unexplained, err := e.store().Unexplained(ctx, w.rec.ItemID)
 	if err != nil {
 		return fmt.Errorf("load refused steps of item %s: %w", w.rec.ItemID, err)
 	}
 	for _, o := range unexplained {
+		if w.together && !strings.HasPrefix(o.DeliveryID, unobservedPrefix) {
+			continue
+		}
 		if err := e.explainStep(ctx, w, o); err != nil {
 			if _, later := isExplainLater(err); later {
 				return err

@@ -37,6 +37,9 @@ type simHistory struct {
 	Moves []simMove `json:"moves"`
 	// Crash is the chance that any one write (to GitHub or the store) fails mid-way.
 	Crash float64 `json:"crash"`
+	// Together has each completed sweep judge the items it released together
+	// (Options.BatchJudge, as the app does), besides their jobs.
+	Together bool `json:"together,omitempty"`
 }
 
 type simDelivery struct {
@@ -79,6 +82,15 @@ func (b *simBoard) Item(_ context.Context, id string) (Item, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.items[id], nil
+}
+
+// Items implements ItemsReader: one read of several items (each may fail on its own).
+func (b *simBoard) Items(ctx context.Context, ids []string) ([]Item, []error) {
+	items, errs := make([]Item, len(ids)), make([]error, len(ids))
+	for i, id := range ids {
+		items[i], errs[i] = b.Item(ctx, id)
+	}
+	return items, errs
 }
 
 func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
@@ -214,6 +226,8 @@ type simWorld struct {
 	problems []string
 	traceLog []string
 	jobRuns  int
+	together int  // items judged together when a sweep completed
+	ticking  bool // the sweep ticker is armed
 }
 
 var simT0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
@@ -245,6 +259,11 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	}
 	opts := DefaultOptions()
 	opts.ReorderWindow, opts.AppLogin, opts.Redeliveries = simWindow, "ralph-gate[bot]", w
+	// One walker at a time: the simulated world runs one event at a time.
+	opts.BatchJudge, opts.BatchWalkers = h.Together, 1
+	if h.Together {
+		opts.Boards = func(context.Context, int64, string) (Board, error) { return w.board, nil }
+	}
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
 	return w
 }
@@ -352,6 +371,7 @@ func (w *simWorld) deliver(d *simDelivery) {
 	if ch.Actor == w.svc.Enforcer.opts.AppLogin {
 		return
 	}
+	w.armSweepTicker()
 	w.trace("delivered %s", d.id)
 	w.job(ch, 1)
 }
@@ -434,11 +454,34 @@ func (w *simWorld) sweep() {
 		if complete {
 			w.proof = policy.SweepProof{Available: true, Since: simT0.Add(-72 * time.Hour), Until: started, Full: true}
 			w.trace("sweep of %s complete: nothing failed before it is missing", started.Sub(simT0).Round(time.Millisecond))
+			if w.h.Together {
+				n, err := w.svc.Enforcer.JudgeWaiting(context.Background())
+				w.together += n
+				w.trace("judged %d released items together (%v)", n, err)
+			}
 		}
 		w.sweepQueued = false
 		if w.sweepAgain {
 			w.sweepAgain = false
 			w.RequestSweep(context.Background())
+		}
+	})
+}
+
+// armSweepTicker asks for a sweep once a waiting item is past its due, as the app's ticker
+// does every 250 ms, while items wait.
+func (w *simWorld) armSweepTicker() {
+	if !w.h.Together || w.ticking {
+		return
+	}
+	w.ticking = true
+	w.at(w.now.Add(250*time.Millisecond), func() {
+		w.ticking = false
+		if w.svc.Enforcer.SweepDue() {
+			w.RequestSweep(context.Background())
+		}
+		if w.svc.Enforcer.Waiting() > 0 {
+			w.armSweepTicker()
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"context"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -34,6 +35,14 @@ type Options struct {
 	// StormThreshold is how many of one actor's refused moves may wait for their explanation
 	// before they are explained together in one summary comment (0: DefaultStormThreshold).
 	StormThreshold int
+	// BatchJudge has items waiting for a sweep's proof judged together when a sweep completes
+	// (JudgeWaiting, which the caller then calls after every sweep).
+	BatchJudge bool
+	// BatchWalkers is how many items JudgeWaiting walks at once (0: DefaultBatchWalkers).
+	BatchWalkers int
+	// Boards finds the board of an installation (and owner), so that a change is judged with
+	// the others a sweep releases from the moment it is recorded, before its job has run.
+	Boards func(ctx context.Context, installationID int64, owner string) (Board, error)
 	// StormDelay is how long a storm's first refused move waits before the summary is
 	// written, so that the reverts go first and one summary covers many (0: DefaultStormDelay).
 	StormDelay time.Duration
@@ -88,6 +97,9 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 	}
 	if opts.StormThreshold <= 0 {
 		opts.StormThreshold = DefaultStormThreshold
+	}
+	if opts.BatchWalkers <= 0 {
+		opts.BatchWalkers = DefaultBatchWalkers
 	}
 	if opts.StormDelay <= 0 {
 		opts.StormDelay = DefaultStormDelay

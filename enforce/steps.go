@@ -28,7 +28,7 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		_, err := e.judge(ctx, w, o, kind)
 		return err
 	case policy.ActJudgeUnobserved:
-		o := Observation{DeliveryID: "unobserved:" + w.rec.ItemID + ":" + strconv.FormatInt(a.At.UnixNano(), 36) + ":" + a.To,
+		o := Observation{DeliveryID: unobservedPrefix + w.rec.ItemID + ":" + strconv.FormatInt(a.At.UnixNano(), 36) + ":" + a.To,
 			ItemID: w.rec.ItemID, FromKnown: true, From: a.From, To: a.To, Actor: DriftActor, At: a.At, ReceivedAt: e.now()}
 		o, err := e.judge(ctx, w, o, driftKind)
 		if err != nil {
@@ -130,8 +130,13 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	if w.refused.To == w.it.State {
 		refused = w.refused
 	}
+	ev := zerolog.Ctx(ctx).Info()
+	if w.together && refused.DeliveryID != "" {
+		// A job's line carries its delivery already; a walk of many items names the move's.
+		ev = ev.Str("delivery", refused.DeliveryID)
+	}
 	moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: refused.Actor, Verdict: VerdictReverted}.
-		on(zerolog.Ctx(ctx).Info()).Str("rule", refused.Rule).Msg("reverted an illegal move")
+		on(ev).Str("rule", refused.Rule).Msg("reverted an illegal move")
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -99,6 +100,36 @@ func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
 		rb.mu.Unlock()
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, ctx.Err())
 	}
+}
+
+// Items reads several items (enforce.ItemsReader): queued together, they go out in as few
+// requests as nodes(ids:) allows, with the reads other callers are waiting for.
+func (b *Board) Items(ctx context.Context, ids []string) ([]enforce.Item, []error) {
+	reads := make([]*pendingRead, len(ids))
+	rb := &b.reads
+	rb.mu.Lock()
+	for i, id := range ids {
+		reads[i] = &pendingRead{id: id, done: make(chan struct{})}
+	}
+	rb.queue = append(rb.queue, reads...)
+	rb.mu.Unlock()
+	b.pumpReads(ctx)
+	items, errs := make([]enforce.Item, len(ids)), make([]error, len(ids))
+	for i, r := range reads {
+		select {
+		case <-r.done:
+			items[i], errs[i] = r.it, r.err
+		case <-ctx.Done():
+			rb.mu.Lock()
+			rb.queue = slices.DeleteFunc(rb.queue, func(q *pendingRead) bool { return slices.Contains(reads[i:], q) })
+			rb.mu.Unlock()
+			for j := i; j < len(ids); j++ {
+				errs[j] = fmt.Errorf("read item %s: %w", ids[j], ctx.Err())
+			}
+			return items, errs
+		}
+	}
+	return items, errs
 }
 
 // pumpReads sends waiting reads while fewer than maxReadsInFlight requests are on their way.

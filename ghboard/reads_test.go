@@ -3,6 +3,8 @@ package ghboard_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -115,5 +117,56 @@ func TestCancelledReadLeavesOthers(t *testing.T) {
 		} else if err != nil {
 			t.Errorf("read %d failed with the others' cancellation: %v", i, err)
 		}
+	}
+}
+
+// Items reads many items together: ids queued at once go out in as few nodes(ids:) requests
+// as GitHub allows (100 each), each id with its own item or error, in order.
+func TestItemsReadsTogether(t *testing.T) {
+	_, b, _ := startSim(t)
+	ctx := context.Background()
+	var ids []string
+	want := map[string]enforce.Item{}
+	for _, n := range []int{1, 2, 3} {
+		items, err := b.IssueItems(ctx, "acme", "app", n)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("issue %d: %+v %v", n, items, err)
+		}
+		one, err := b.Item(ctx, items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[one.ID] = one
+	}
+	keys := slices.Sorted(maps.Keys(want))
+	for i := range 150 { // more than one request's worth, each item many times, one missing
+		if i == 70 {
+			ids = append(ids, "PVTI_doesnotexist")
+		} else {
+			ids = append(ids, keys[i%len(keys)])
+		}
+	}
+	before, _ := b.ReadRequests()
+	items, errs := b.Items(ctx, ids)
+	if len(items) != len(ids) || len(errs) != len(ids) {
+		t.Fatalf("%d ids gave %d items and %d errors", len(ids), len(items), len(errs))
+	}
+	for i, id := range ids {
+		if id == "PVTI_doesnotexist" {
+			if !errors.Is(errs[i], enforce.ErrNotFound) {
+				t.Errorf("the missing item: %v, want ErrNotFound", errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Errorf("read %s: %v", id, errs[i])
+			continue
+		}
+		if w := want[id]; items[i].ID != id || items[i].State != w.State || items[i].Number != w.Number || items[i].ContentID != w.ContentID {
+			t.Errorf("item %d = %+v, want %+v", i, items[i], w)
+		}
+	}
+	if after, _ := b.ReadRequests(); after-before != 2 {
+		t.Errorf("%d ids read in %d requests, want 2 (100 per nodes(ids:) request)", len(ids), after-before)
 	}
 }

@@ -115,6 +115,9 @@ type Action struct {
 	// ActWait:
 	Until time.Time
 	Sweep bool
+	// Due is, for a wait for a sweep's proof, the time a proof must reach (a change's second
+	// plus Window): a proof reaching it lets the item go on. Zero for any other wait.
+	Due time.Time
 	// GapSince is when the board was first seen showing a value no report explains; the
 	// record keeps it (zero clears it).
 	GapSince time.Time
@@ -263,11 +266,18 @@ func (in SequenceInput) covers(h History, at, received time.Time) bool {
 	return p.Full || h.ObservedAt.IsZero() || !p.Since.After(h.ObservedAt)
 }
 
+// DueAt is when a proof must reach for a change made at `at` to be judged: GitHub dates a
+// change to the second, and attempts its delivery within window.
+func DueAt(at time.Time, window time.Duration) time.Time { return at.Add(clockResolution + window) }
+
 // wait holds the item until a proof can reach Window past `at`; a sweep is asked for once one
 // could (a sweep that began earlier would prove nothing about it).
 func (in SequenceInput) wait(h History, at time.Time, why string) Action {
-	due := at.Add(clockResolution + in.Window)
+	due := DueAt(at, in.Window)
 	a := Action{Kind: ActWait, Why: why, GapSince: h.GapSince}
+	if in.Sweep.Available {
+		a.Due = due
+	}
 	switch {
 	case in.Now.Before(due):
 		a.Until = due

@@ -75,10 +75,14 @@ func TestSequence(t *testing.T) {
 		// Certainty: a report is judged once a proof reaches the window past it.
 		{"a report not yet covered by a proof waits, without a sweep inside the window", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 6),
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, false); wantTime(t, a.Until, sec(11)) }},
+			ActWait, func(t *testing.T, a Action) {
+				wantBool(t, a.Sweep, false)
+				wantTime(t, a.Until, sec(11))
+				wantTime(t, a.Due, sec(11)) // the proof it waits for: its second + 1 s + the window
+			}},
 		{"past the window it asks for a sweep", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(4), 10),
-			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, true) }},
+			ActWait, func(t *testing.T, a Action) { wantBool(t, a.Sweep, true); wantTime(t, a.Due, sec(11)) }},
 		{"a covered report is judged from the value it left", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown, proven(10), 11),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.From, "Backlog"); want(t, a.Obs.Delivery, "d") }},
@@ -86,6 +90,9 @@ func TestSequence(t *testing.T) {
 			[]Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, unknown,
 			SweepProof{Available: true, Since: sec(3), Until: sec(20)}, 21),
 			ActWait, nil},
+		{"without a sweeper a report waits for no proof", SequenceInput{History: known("Backlog", "Backlog", 1),
+			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: unknown, Now: sec(8), Window: window},
+			ActWait, func(t *testing.T, a Action) { wantTime(t, a.Until, sec(11)); wantTime(t, a.Due, time.Time{}) }},
 		{"without a sweeper a report is judged once it is a window old", SequenceInput{History: known("Backlog", "Backlog", 1),
 			Pending: []Observation{obs("d", "Backlog", "Research Needed", "agent-1", 5)}, Board: unknown, Now: sec(11), Window: window},
 			ActJudge, nil},
