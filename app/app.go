@@ -313,8 +313,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	gapCtx, stopGaps := context.WithCancel(ctx)
 	defer stopGaps()
+	// The judging of released items drains at shutdown like a running job (below).
+	judgeCtx, stopJudging := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJudging()
 	go a.maint.gaps.run(gapCtx)
-	go a.maint.gaps.runJudge(gapCtx)
+	go a.maint.gaps.runJudge(gapCtx, judgeCtx)
 	if _, pending := a.preflight.pending(); pending {
 		go a.runPreflight(gapCtx)
 	}
@@ -336,6 +339,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	a.maint.stop() // a reconciliation in progress saves its place and returns
 	stopGaps()
+	if err := a.maint.gaps.drain(shutdownCtx); err != nil {
+		logger.Warn().Err(err).Msg("judging of released items interrupted: their jobs judge them after a restart")
+	}
+	if err := a.service.Enforcer.Drain(shutdownCtx); err != nil {
+		logger.Warn().Err(err).Msg("explanations interrupted: their jobs write them after a restart")
+	}
+	stopJudging()
 	if err := a.queue.Stop(shutdownCtx); err != nil {
 		logger.Warn().Err(err).Msg("queue shutdown: running jobs will be retried after a restart")
 	}

@@ -28,6 +28,22 @@ type sweeps struct {
 	pending bool
 	wake    chan struct{}
 	proved  chan struct{} // a sweep completed: judge what it released
+	judging sync.WaitGroup
+}
+
+// drain waits until the judging under way ends, or ctx does.
+func (s *sweeps) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.judging.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func newSweeps(sw *redeliver.Sweeper) *sweeps {
@@ -35,8 +51,9 @@ func newSweeps(sw *redeliver.Sweeper) *sweeps {
 }
 
 // runJudge judges what each completed sweep released until ctx ends; sweeps completing while
-// it judges are coalesced into one more call.
-func (s *sweeps) runJudge(ctx context.Context) {
+// it judges are coalesced into one more call. The judging runs under work, which ctx's end does
+// not cancel: a shutdown lets it finish (drain), as it lets running jobs finish.
+func (s *sweeps) runJudge(ctx, work context.Context) {
 	if s.judge == nil {
 		return
 	}
@@ -55,7 +72,9 @@ func (s *sweeps) runJudge(ctx context.Context) {
 		case <-s.proved:
 		}
 		began := time.Now()
-		n, err := s.judge(ctx)
+		s.judging.Add(1)
+		n, err := s.judge(work)
+		s.judging.Done()
 		if err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("could not judge the items a sweep released")
 		} else if n > 0 {

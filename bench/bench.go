@@ -173,6 +173,11 @@ type Result struct {
 	// BurstDecidedP50S and BurstDecidedLastS are when the burst's events were decided, from
 	// its first move; BurstBoardRightS is when the last revert was written, BurstExplainedS when
 	// the last comment was.
+	// BurstDoneS is when every event of the burst was decided and every revert written;
+	// BurstDecidedPS the burst's events over that time less the proof every change waits for
+	// (reorder window + 1 s + 2 sweeps, as revert_p50's allowance): the rate of deciding.
+	BurstDoneS        *float64 `json:"burst_done_s"`
+	BurstDecidedPS    *float64 `json:"burst_decided_per_s"`
 	BurstDecidedP50S  *float64 `json:"burst_decided_p50_s"`
 	BurstDecidedLastS *float64 `json:"burst_decided_last_s"`
 	BurstBoardRightS  *float64 `json:"burst_board_right_s"`

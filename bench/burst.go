@@ -178,6 +178,21 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 	r.BurstInjectS = num(round(injected.Sub(t0).Seconds(), 2))
 	r.BurstDrainS = num(round(max(last.Sub(injected), 0).Seconds(), 2))
 	r.BurstEventsPS = num(round(float64(len(moves))/last.Sub(t0).Seconds(), 1))
+	// Done: every event decided and every revert written (the board right again).
+	done := boardRight
+	for _, e := range entries {
+		if decided[e.DeliveryID] && e.At.After(done) {
+			done = e.At
+		}
+	}
+	r.BurstDoneS = num(round(done.Sub(t0).Seconds(), 2))
+	if r.SweepRTTMS != nil {
+		// Net of the proof every change waits for (the allowance revert_p50 has too).
+		proof := time.Duration((r.ReorderWindowMS + 1000 + 2**r.SweepRTTMS) * float64(time.Millisecond))
+		if net := done.Sub(t0) - proof; net > 0 {
+			r.BurstDecidedPS = num(round(float64(len(moves))/net.Seconds(), 1))
+		}
+	}
 	return nil
 }
 

@@ -47,7 +47,16 @@ func fmti(v *int) string {
 const (
 	stormRevertTargetS  = 120.0
 	maxRequestsPerLegal = 0.2
+	minBurstDecidedPS   = 200.0
 )
+
+// cmpMin says whether v reaches min (nil when v is unknown).
+func cmpMin(v *float64, min float64) *bool {
+	if v == nil {
+		return nil
+	}
+	return boolp(*v >= min)
+}
 
 // stormReverted says when the storm was reverted, or how far it got.
 func (r *Result) stormReverted() string {
@@ -110,6 +119,8 @@ func targets(r *Result) []TargetVerdict {
 	out = append(out, verdict("calls_per_cascade", fmt.Sprintf("≤ 2 + ⌈%d/50⌉ = %d", r.CascadeChildren, budget), fmti(r.CallsPerCascade), cascade))
 	out = append(out, verdict("burst_lost", fmt.Sprintf("0 of %d", r.BurstEvents), fmt.Sprint(r.BurstLost), boolp(r.BurstLost == 0 && r.BurstEvents > 0)))
 	out = append(out, verdict("peak_rss", "≤ 150 MB", fmtf(r.PeakRSSMB, "MB"), cmpf(r.PeakRSSMB, 150)))
+	out = append(out, verdict("burst_decided_per_s", fmt.Sprintf("≥ %g events/s beyond the proof (window + 1 s + 2 × sweep)", minBurstDecidedPS),
+		fmtf(r.BurstDecidedPS, ""), cmpMin(r.BurstDecidedPS, minBurstDecidedPS)))
 	out = append(out, verdict("burst_requests_per_legal_event", fmt.Sprintf("≤ %g", maxRequestsPerLegal), fmtf(r.BurstRequestsPerLegal, ""), cmpf(r.BurstRequestsPerLegal, maxRequestsPerLegal)))
 	if r.SecondaryLimits {
 		out = append(out, verdict("secondary_limit_answers", "0 (main phases)", fmt.Sprint(r.SecondaryLimitAnswers), boolp(r.SecondaryLimitAnswers == 0)))
@@ -179,6 +190,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		fmt.Sprintf("%s events/s (made in %s, drained %s after)", fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s")), "")
 	row("burst delivered / decided / lost", fmt.Sprintf("%d / %d / %d (%d reverted, %d API calls)",
 		r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
+	row("burst decided and reverted", fmt.Sprintf("after %s: %s events/s beyond the proof", fmtf(r.BurstDoneS, "s"), fmtf(r.BurstDecidedPS, "")), fmt.Sprintf("≥ %g", minBurstDecidedPS))
 	row("burst: app requests per legal event", fmtf(r.BurstRequestsPerLegal, ""), fmt.Sprintf("≤ %g", maxRequestsPerLegal))
 	row("peak RSS (burst; whole process)", fmtf(r.PeakRSSMB, "MB"), "≤ 150 MB")
 	if r.SecondaryLimits {

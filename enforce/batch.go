@@ -25,6 +25,9 @@ import (
 // maxPrefetch is how many items one batched read carries (GitHub's limit for nodes(ids:)).
 const maxPrefetch = 100
 
+// chunksAtOnce is how many chunks of released items are judged at once.
+const chunksAtOnce = 2
+
 // DefaultBatchWalkers is how many items JudgeWaiting walks at once when Options.BatchWalkers
 // is not set.
 const DefaultBatchWalkers = 100
@@ -188,11 +191,21 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 	if proof.Until.IsZero() {
 		return 0, nil
 	}
-	walked := 0
+	// Chunks of up to 100 items, each read in one request; two at a time, so that the next
+	// chunk is read while the walks of one wait for their write turns, and every walk holds
+	// one of BatchWalkers.
+	type chunk struct {
+		board Board
+		ids   []string
+	}
+	var chunks []chunk
 	for _, items := range e.waiters.take(proof.Until) {
 		board, err := e.boardOf(ctx, items)
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Int("items", len(items)).Msg("no board to judge released items on; their jobs go on")
+			for _, it := range items {
+				e.waiters.done(it.id)
+			}
 			continue
 		}
 		ids := make([]string, len(items))
@@ -201,11 +214,25 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		}
 		for len(ids) > 0 {
 			n := min(len(ids), maxPrefetch)
-			e.judgeTogether(ctx, board, ids[:n])
-			walked += n
+			chunks = append(chunks, chunk{board, ids[:n]})
 			ids = ids[n:]
 		}
 	}
+	walkers := make(chan struct{}, e.opts.BatchWalkers)
+	reading := make(chan struct{}, min(chunksAtOnce, e.opts.BatchWalkers))
+	var wg sync.WaitGroup
+	walked := 0
+	for _, c := range chunks {
+		walked += len(c.ids)
+		reading <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-reading }()
+			e.judgeTogether(ctx, c.board, c.ids, walkers)
+		}()
+	}
+	wg.Wait()
 	return walked, nil
 }
 
@@ -223,7 +250,7 @@ func (e *Enforcer) boardOf(ctx context.Context, items []waitingItemID) (Board, e
 }
 
 // judgeTogether reads items in one request and walks them concurrently.
-func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string) {
+func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, walkers chan struct{}) {
 	log := zerolog.Ctx(ctx)
 	// The record's version before the read: a walk uses the read only when nothing was
 	// recorded for the item since (a revert of ours written meanwhile would make it stale in a
@@ -236,7 +263,6 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string) {
 		}
 	}
 	items, errs := readItems(ctx, b, ids)
-	sem := make(chan struct{}, e.opts.BatchWalkers)
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		w := &walk{board: b, together: true}
@@ -249,18 +275,94 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string) {
 			lc = lc.Str("org", items[i].Owner).Int("project", items[i].ProjectNumber)
 		}
 		ctx := lc.Logger().WithContext(ctx)
-		sem <- struct{}{}
+		walkers <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() { <-walkers }()
 			if _, err := e.walkOn(ctx, w, id); err != nil {
 				zerolog.Ctx(ctx).Debug().Err(err).Str("item", id).Msg("judging a released item failed; its job goes on")
+			} else if w.refused.DeliveryID != "" {
+				e.explainSoon(ctx, b, id)
 			}
 			e.waiters.done(id)
 		}()
 	}
 	wg.Wait()
+}
+
+// maxExplainers bounds the explanations written beside the walks of JudgeWaiting.
+const maxExplainers = 8
+
+// explainSoon explains an item's refused steps once its walk together is over, beside the
+// other walks (which it does not hold up): an explanation waits for its actor's other
+// explanations and is paced with the comments of the installation. It gives up, leaving the
+// explanations to the job, when the item is not settled then or a storm's summary is not due.
+func (e *Enforcer) explainSoon(ctx context.Context, b Board, itemID string) {
+	if e.explainInline {
+		// A simulated world runs one event at a time.
+		if err := e.explainSettled(ctx, b, itemID); err != nil {
+			zerolog.Ctx(ctx).Debug().Err(err).Msg("explaining a released item failed; its job goes on")
+		}
+		return
+	}
+	e.explaining.Add(1)
+	go func() {
+		defer e.explaining.Done()
+		select {
+		case e.explainers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-e.explainers }()
+		if err := e.explainSettled(ctx, b, itemID); err != nil {
+			zerolog.Ctx(ctx).Debug().Err(err).Msg("explaining a released item failed; its job goes on")
+		}
+	}()
+}
+
+// Drain waits until the explanations written beside JudgeWaiting's walks are done, or ctx
+// ends (shutdown).
+func (e *Enforcer) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		e.explaining.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// explainSettled explains the refused steps of an item that has nothing else left, under its
+// lock, with its issue as last read.
+func (e *Enforcer) explainSettled(ctx context.Context, b Board, itemID string) error {
+	unlock, err := e.items.lock(ctx, itemID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	w := &walk{board: b}
+	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil || !w.found {
+		return err
+	}
+	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
+		return fmt.Errorf("load reports of item %s: %w", itemID, err)
+	}
+	it, seen := e.seen.get(itemID)
+	if !seen || len(w.pending) > 0 || !w.rec.settled() {
+		return nil
+	}
+	w.it = it
+	if err := e.explainAll(ctx, w); err != nil {
+		if _, later := isExplainLater(err); !later {
+			return err
+		}
+	}
+	return nil
 }
 
 // readItems reads items with one request when the board can, else one request each, at once.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,9 +17,13 @@ import (
 // history (policy.Sequence), and carries its verdicts out: revert, explain, automate.
 type Enforcer struct {
 	*core
-	auto    *Automation
-	waiters proofWaiters // items waiting for a sweep's proof (batch.go)
-	seen    seenItems    // the items as last read, for explanations only (batch.go)
+	auto       *Automation
+	waiters    proofWaiters  // items waiting for a sweep's proof (batch.go)
+	explainers chan struct{} // explanations written beside JudgeWaiting's walks
+	explaining sync.WaitGroup
+	// explainInline writes them in the walk's goroutine instead (tests in virtual time).
+	explainInline bool
+	seen          seenItems // the items as last read, for explanations only (batch.go)
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -352,8 +357,7 @@ func (e *Enforcer) hold(ctx context.Context, w *walk, a policy.Action) (Result, 
 // board: comparing the board with the history is the walk that judged it, and the
 // reconciler's, to do.
 func (e *Enforcer) settled(ctx context.Context, w *walk) (bool, error) {
-	if w.delivery == "" || !w.found || len(w.pending) > 0 || w.rec.RevertPending != "" || w.rec.AutomateState != "" ||
-		w.rec.ObservedState != w.rec.LastLegalState || w.rec.RejectedState != "" {
+	if w.delivery == "" || !w.found || len(w.pending) > 0 || !w.rec.settled() {
 		// Something is left: a report, or a refused value the board may still show (the
 		// revert is due once the board is read).
 		return false, nil

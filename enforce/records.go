@@ -127,6 +127,12 @@ type Observation struct {
 	Explained  bool // a refused step's explanation is on GitHub
 }
 
+// settled reports whether a record has nothing left to write: no revert pending or due (the
+// observed value is the legal one) and no automation to run.
+func (r Record) settled() bool {
+	return r.RevertPending == "" && r.AutomateState == "" && r.ObservedState == r.LastLegalState && r.RejectedState == ""
+}
+
 // RefusedStep is a refused step with its item's issue and the item's last legal state now.
 type RefusedStep struct {
 	Observation

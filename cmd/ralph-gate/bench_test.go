@@ -78,6 +78,20 @@ func TestBenchQuickJSON(t *testing.T) {
 	if v := number("burst_requests_per_legal_event"); v <= 0 {
 		t.Errorf("burst_requests_per_legal_event = %v, want > 0 (every legal move is at least read)", v)
 	}
+	// When the burst was decided and reverted, and where its requests went.
+	done, last := number("burst_done_s"), number("burst_decided_last_s")
+	if done <= 0 || done < last {
+		t.Errorf("burst_done_s = %v, burst_decided_last_s = %v: want done > 0 and not before the last decision", done, last)
+	}
+	kinds, ok := r["burst_requests_by_kind"].(map[string]any)
+	total := 0.0
+	for _, n := range kinds {
+		v, _ := n.(float64)
+		total += v
+	}
+	if !ok || total != number("burst_api_calls") {
+		t.Errorf("burst_requests_by_kind = %v, want the %v requests of the burst split by kind", r["burst_requests_by_kind"], r["burst_api_calls"])
+	}
 	if on, _ := r["secondary_limits"].(bool); !on {
 		t.Errorf("secondary_limits = %v, want true by default", r["secondary_limits"])
 	}
@@ -116,7 +130,7 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	for _, want := range []string{"webhook ack p50 / p99", "receipt → revert", "receipt → comment", "API calls per illegal event",
 		"API calls per cascade of 50", "burst of 8 moves", "peak RSS", "reconcile 120 items", "× RTT", "CPUs",
-		"burst: app requests per legal event", "secondary rate limits", "off", "storm of 4 moves by one actor",
+		"burst: app requests per legal event", "burst decided and reverted", "secondary rate limits", "off", "storm of 4 moves by one actor",
 		"of 4 reverted within 0.001 s", "of 4 explained within", "target missed: storm_revert_all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
