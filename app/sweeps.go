@@ -154,8 +154,9 @@ func (s *sweeps) run(ctx context.Context) {
 	}
 }
 
-// dueTick is how often the items waiting for a proof are looked at for one past its due.
-const dueTick = 250 * time.Millisecond
+// dueTick is how often the items waiting for a proof are looked at for one past its due: a
+// sweep is asked for within this of the moment one could prove it.
+const dueTick = 50 * time.Millisecond
 
 // minSweepGap is the shortest time between the starts of two gap sweeps.
 const minSweepGap = time.Second

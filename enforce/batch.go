@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // Judging the items a proof released, together. Every reported change waits for a redelivery
@@ -352,6 +354,9 @@ func (e *Enforcer) explainSettled(ctx context.Context, b Board, itemID string) e
 	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
 		return fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}
+	if err := e.ignoreEchoes(ctx, w); err != nil {
+		return err
+	}
 	it, seen := e.seen.get(itemID)
 	if !seen || len(w.pending) > 0 || !w.rec.settled() {
 		return nil
@@ -359,6 +364,23 @@ func (e *Enforcer) explainSettled(ctx context.Context, b Board, itemID string) e
 	w.it = it
 	if err := e.explainAll(ctx, w); err != nil {
 		if _, later := isExplainLater(err); !later {
+			return err
+		}
+	}
+	return nil
+}
+
+// ignoreEchoes drops the reports the sequencer ignores without looking at the board — the
+// webhooks of the app's own writes, which the record holds already (a revert's comes back
+// within moments) — and stops at anything else.
+func (e *Enforcer) ignoreEchoes(ctx context.Context, w *walk) error {
+	for len(w.pending) > 0 {
+		a := policy.Sequence(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending),
+			Board: policy.BoardValue{Unknown: true}, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold})
+		if a.Kind != policy.ActIgnore || !a.Obs.Own {
+			return nil
+		}
+		if err := e.ignore(ctx, w, a); err != nil {
 			return err
 		}
 	}

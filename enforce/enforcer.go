@@ -58,16 +58,17 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 		line.on(zerolog.Ctx(ctx).Debug()).Str("reason", "our own write").Msg("decision")
 		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
 	}
+	if wait, ok := e.deferToBatch(ch.ItemID); ok {
+		// A sweep's proof releases it with others (batch.go): nothing to read or walk yet. (Its
+		// report was recorded at intake, which put the item on that list.)
+		zerolog.Ctx(ctx).Debug().Dur("wait", wait).Msg("left to the judging of what a sweep releases")
+		return Result{Verdict: VerdictWait, Reason: "waiting for a sweep's proof", RetryAfter: wait}, nil
+	}
 	// Recorded again (the intake did; a change reported before an upgrade, or by a test, may not
 	// have been), but not put on the proof's waiting list again: a job coming back must not
 	// keep its item there.
 	if err := e.record(ctx, ch); err != nil {
 		return Result{}, err
-	}
-	if wait, ok := e.deferToBatch(ch.ItemID); ok {
-		// A sweep's proof releases it with others (batch.go): nothing to read or walk yet.
-		zerolog.Ctx(ctx).Debug().Dur("wait", wait).Msg("left to the judging of what a sweep releases")
-		return Result{Verdict: VerdictWait, Reason: "waiting for a sweep's proof", RetryAfter: wait}, nil
 	}
 	w := &walk{board: b, delivery: ch.DeliveryID, installation: ch.InstallationID, owner: ch.Owner}
 	res, err := e.walkOn(ctx, w, ch.ItemID)

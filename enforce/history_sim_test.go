@@ -476,7 +476,7 @@ func (w *simWorld) armSweepTicker() {
 		return
 	}
 	w.ticking = true
-	w.at(w.now.Add(250*time.Millisecond), func() {
+	w.at(w.now.Add(50*time.Millisecond), func() {
 		w.ticking = false
 		if w.svc.Enforcer.SweepDue() {
 			w.RequestSweep(context.Background())
