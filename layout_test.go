@@ -54,7 +54,7 @@ var layering = map[string]layer{
 	// Wiring: configuration, GitHub clients, store, durable queue, webhook handlers and
 	// HTTP routes, run until shutdown. The only place that knows every adapter.
 	"app": {
-		internal: []string{"app/config", "enforce", "ghboard", "handlers", "health", "jobs", "mcpserver", "metrics", "policy", "redeliver", "store", "web", "webauth"},
+		internal: []string{"app/config", "enforce", "ghboard", "handlers", "health", "internal/drain", "jobs", "mcpserver", "metrics", "policy", "redeliver", "store", "web", "webauth"},
 		external: []string{goGitHub, httpcache, mcpSDK, githubapp, riverpgxv5, riversqlite, zerolog},
 	},
 	// Decodes, defaults and validates the configuration file.
@@ -78,7 +78,7 @@ var layering = map[string]layer{
 	// The use cases: observe a Workflow State change, ask policy, act (revert, explain,
 	// record). Declares its ports; knows no GitHub client, no HTTP, no SQL.
 	"enforce": {
-		internal: []string{"marker", "policy"},
+		internal: []string{"internal/drain", "marker", "policy"},
 		external: []string{zerolog},
 	},
 	// The GitHub adapter: implements enforce.Board with GitHub's GraphQL API.
@@ -103,6 +103,8 @@ var layering = map[string]layer{
 	// The reference judge of a true history of moves, for the history suites.
 	// Tells a file path from a PostgreSQL connection string and redacts one (config, store).
 	"internal/dsn": {},
+	// Waits for work under way to end, or a shutdown's deadline (app, enforce).
+	"internal/drain": {},
 	"internal/oracle": {
 		internal: []string{"policy"},
 	},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ralph-gate/ralph-gate/internal/drain"
 	"github.com/ralph-gate/ralph-gate/policy"
 	"github.com/ralph-gate/ralph-gate/redeliver"
 )
@@ -32,19 +33,7 @@ type sweeps struct {
 }
 
 // drain waits until the judging under way ends, or ctx does.
-func (s *sweeps) drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		s.judging.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *sweeps) drain(ctx context.Context) error { return drain.Wait(ctx, &s.judging) }
 
 func newSweeps(sw *redeliver.Sweeper) *sweeps {
 	return &sweeps{sweeper: sw, wake: make(chan struct{}, 1), proved: make(chan struct{}, 1)}

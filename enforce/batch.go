@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ralph-gate/ralph-gate/internal/drain"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
@@ -325,19 +326,7 @@ func (e *Enforcer) explainSoon(ctx context.Context, b Board, itemID string) {
 
 // Drain waits until the explanations written beside JudgeWaiting's walks are done, or ctx
 // ends (shutdown).
-func (e *Enforcer) Drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		e.explaining.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (e *Enforcer) Drain(ctx context.Context) error { return drain.Wait(ctx, &e.explaining) }
 
 // explainSettled explains the refused steps of an item that has nothing else left, under its
 // lock, with its issue as last read.

@@ -470,7 +470,7 @@ func (w *simWorld) sweep() {
 }
 
 // armSweepTicker asks for a sweep once a waiting item is past its due, as the app's ticker
-// does every 250 ms, while items wait.
+// does every 50 ms, while items wait.
 func (w *simWorld) armSweepTicker() {
 	if !w.h.Together || w.ticking {
 		return
