@@ -66,8 +66,9 @@ func (w waitingItem) group() string { return fmt.Sprintf("%d/%s", w.installation
 // proofWaiters is the list of items waiting for a proof, in this process. An item stays on it
 // while JudgeWaiting walks it, so that its job keeps away meanwhile (deferring).
 type proofWaiters struct {
-	mu    sync.Mutex
-	items map[string]waitingItem
+	mu       sync.Mutex
+	items    map[string]waitingItem
+	forsaken map[string]time.Time // walks together failed: left to the jobs (forsake)
 }
 
 // add remembers an item; a later due replaces an earlier one (and the item waits again), a
@@ -77,6 +78,9 @@ func (p *proofWaiters) add(itemID string, w waitingItem) {
 	defer p.mu.Unlock()
 	if p.items == nil {
 		p.items = map[string]waitingItem{}
+	}
+	if at, ok := p.forsaken[itemID]; ok && !w.due.After(at.Add(maxDefer)) {
+		return
 	}
 	if cur, ok := p.items[itemID]; ok {
 		if !w.due.After(cur.due) {
@@ -104,6 +108,23 @@ func (p *proofWaiters) take(until time.Time) map[string][]waitingItemID {
 		out[w.group()] = append(out[w.group()], waitingItemID{id: id, waitingItem: w})
 	}
 	return out
+}
+
+// forsake forgets an item whose walk together failed, and keeps it off the list for maxDefer:
+// its jobs walk it themselves.
+func (p *proofWaiters) forsake(itemID string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.items, itemID)
+	if p.forsaken == nil {
+		p.forsaken = map[string]time.Time{}
+	}
+	for id, at := range p.forsaken {
+		if now.Sub(at) > maxDefer {
+			delete(p.forsaken, id)
+		}
+	}
+	p.forsaken[itemID] = now
 }
 
 // done forgets an item JudgeWaiting walked, unless a newer report made it wait again.
@@ -283,16 +304,38 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, wal
 		go func() {
 			defer wg.Done()
 			defer func() { <-walkers }()
-			if _, err := e.walkOn(ctx, w, id); err != nil {
-				zerolog.Ctx(ctx).Debug().Err(err).Str("item", id).Msg("judging a released item failed; its job goes on")
-			} else if w.refused.DeliveryID != "" {
-				e.explainSoon(ctx, b, id)
+			// A failure is retried at once, as a job's would be: what the walk left (a revert
+			// recorded but not written) must not wait for the item's next proof. Past a few
+			// attempts the item is left to its jobs, which no longer stay away from it.
+			for attempt := 1; ; attempt++ {
+				_, err := e.walkOn(ctx, w, id)
+				if err == nil {
+					if w.refused.DeliveryID != "" {
+						e.explainSoon(ctx, b, id)
+					}
+					e.waiters.done(id)
+					break
+				}
+				if attempt == walkAttempts || ctx.Err() != nil {
+					zerolog.Ctx(ctx).Warn().Err(err).Msg("judging a released item failed; its jobs go on")
+					e.waiters.forsake(id, e.now())
+					break
+				}
+				if !e.inline {
+					select {
+					case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+					case <-ctx.Done():
+					}
+				}
+				w = &walk{board: b, together: true}
 			}
-			e.waiters.done(id)
 		}()
 	}
 	wg.Wait()
 }
+
+// walkAttempts is how often JudgeWaiting tries one item's walk before leaving it to its jobs.
+const walkAttempts = 3
 
 // maxExplainers bounds the explanations written beside the walks of JudgeWaiting.
 const maxExplainers = 8
@@ -302,7 +345,7 @@ const maxExplainers = 8
 // explanations and is paced with the comments of the installation. It gives up, leaving the
 // explanations to the job, when the item is not settled then or a storm's summary is not due.
 func (e *Enforcer) explainSoon(ctx context.Context, b Board, itemID string) {
-	if e.explainInline {
+	if e.inline {
 		// A simulated world runs one event at a time.
 		if err := e.explainSettled(ctx, b, itemID); err != nil {
 			zerolog.Ctx(ctx).Debug().Err(err).Msg("explaining a released item failed; its job goes on")
@@ -363,9 +406,19 @@ func (e *Enforcer) explainSettled(ctx context.Context, b Board, itemID string) e
 // webhooks of the app's own writes, which the record holds already (a revert's comes back
 // within moments) — and stops at anything else.
 func (e *Enforcer) ignoreEchoes(ctx context.Context, w *walk) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	proof := policy.SweepProof{}
+	if e.opts.Redeliveries != nil {
+		var err error
+		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
+			return fmt.Errorf("read the redelivery sweep's proof: %w", err)
+		}
+	}
 	for len(w.pending) > 0 {
 		a := policy.Sequence(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending),
-			Board: policy.BoardValue{Unknown: true}, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold})
+			Board: policy.BoardValue{Unknown: true}, Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold})
 		if a.Kind != policy.ActIgnore || !a.Obs.Own {
 			return nil
 		}

@@ -21,9 +21,10 @@ type Enforcer struct {
 	waiters    proofWaiters  // items waiting for a sweep's proof (batch.go)
 	explainers chan struct{} // explanations written beside JudgeWaiting's walks
 	explaining sync.WaitGroup
-	// explainInline writes them in the walk's goroutine instead (tests in virtual time).
-	explainInline bool
-	seen          seenItems // the items as last read, for explanations only (batch.go)
+	// inline writes them in the walk's goroutine instead, and retries a walk without a pause
+	// (tests in virtual time, one event at a time).
+	inline bool
+	seen   seenItems // the items as last read, for explanations only (batch.go)
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -183,10 +184,9 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}
-	if w.pre != nil && w.rec.Version == w.preVersion {
-		w.it, w.read = *w.pre, true
-		w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = w.it.Number, w.it.Repo, w.it.ProjectID
-		e.seen.put(w.it)
+	if w.pre != nil && w.rec.Version != w.preVersion {
+		// Recorded since it was read: the read may predate our own write.
+		w.pre = nil
 	}
 	if done, err := e.settled(ctx, w); err != nil || done {
 		if err != nil {
@@ -217,6 +217,9 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 		}
 		if !w.read && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
 			// Judging reads the gates' inputs from the item; the rest compares with the board.
+			// The read comes where a job's walk would read: a read made earlier (JudgeWaiting's,
+			// before the lock) stands for it, once; the sequencer's steps before it did not look
+			// at the board.
 			err := e.readBoard(ctx, w, itemID)
 			switch {
 			case errors.Is(err, ErrNotFound):
@@ -251,9 +254,14 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 }
 
 func (e *Enforcer) readBoard(ctx context.Context, w *walk, itemID string) error {
-	it, err := w.board.Item(ctx, itemID)
-	if err != nil {
-		return fmt.Errorf("read item %s: %w", itemID, err)
+	var it Item
+	if w.pre != nil {
+		it, w.pre = *w.pre, nil
+	} else {
+		var err error
+		if it, err = w.board.Item(ctx, itemID); err != nil {
+			return fmt.Errorf("read item %s: %w", itemID, err)
+		}
 	}
 	e.seen.put(it)
 	w.it, w.read = it, true

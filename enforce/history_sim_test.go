@@ -265,7 +265,7 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 		opts.Boards = func(context.Context, int64, string) (Board, error) { return w.board, nil }
 	}
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
-	w.svc.Enforcer.explainInline = true
+	w.svc.Enforcer.inline = true
 	return w
 }
 
