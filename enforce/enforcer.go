@@ -188,12 +188,6 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 		// Recorded since it was read: the read may predate our own write.
 		w.pre = nil
 	}
-	if done, err := e.settled(ctx, w); err != nil || done {
-		if err != nil {
-			return Result{}, err
-		}
-		return e.finish(ctx, w)
-	}
 	proof := policy.SweepProof{}
 	if e.opts.Redeliveries != nil {
 		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
@@ -207,8 +201,8 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
 		})
 		if !w.read && a.Kind == policy.ActRead {
-			// Every report is judged now (our own writes coming back were ignored): a job's
-			// walk whose report was judged before ends here, as it would have had those not come.
+			// Every report is judged (our own writes coming back were ignored): a job's walk
+			// whose report was judged before ends here, without reading the board.
 			if done, err := e.settled(ctx, w); err != nil {
 				return Result{}, err
 			} else if done {
@@ -440,10 +434,10 @@ func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 const unobservedPrefix = "unobserved:"
 
 // explainAll explains the item's refused steps whose explanation is not on GitHub yet. A walk
-// of many items at once (JudgeWaiting) leaves the explanation of a reported step to the
-// report's job, which stays until its item is settled: comments are paced per actor and
-// would hold up the other items' reverts. A step nobody reported has no job: it is explained
-// here.
+// of many items at once (JudgeWaiting) leaves a reported step's explanation to be written
+// beside the walks once its item is settled (explainSoon), or by the report's job: comments
+// are paced per actor and would hold up the other items' reverts. A step nobody reported is
+// explained in the walk itself.
 func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 	unexplained, err := e.store().Unexplained(ctx, w.rec.ItemID)
 	if err != nil {
