@@ -85,10 +85,11 @@ func openSQLiteReadOnly(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", full)
+	conn, err := newSQLiteConnector(full)
 	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite: %w", err)
+		return nil, err
 	}
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	s := &Store{driver: DriverSQLite, db: db, ex: db}

@@ -11,7 +11,8 @@
 //     is created with mode 0600, or restricted to it (its -wal and -shm files
 //     follow it). The database runs in WAL mode with a busy timeout, foreign
 //     keys on and IMMEDIATE transactions; the pool holds a single connection,
-//     as River recommends for SQLite.
+//     as River recommends for SQLite, which keeps its compiled statements
+//     (stmtcache.go).
 //   - "postgres": pgx v5. The DSN is anything pgx accepts (URL or key=value),
 //     not a file path. A pgxpool.Pool backs a database/sql handle, so the Store
 //     and River (via riverpgxv5) can share one pool of connections.
@@ -42,7 +43,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/rs/zerolog"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // Driver names accepted by Open.
@@ -119,10 +119,11 @@ func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 	if err := secureSQLiteFile(ctx, dsn); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", full)
+	conn, err := newSQLiteConnector(full)
 	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite: %w", err)
+		return nil, err
 	}
+	db := sql.OpenDB(conn)
 	// One connection: SQLite allows a single writer, River recommends it, and
 	// it rules out SQLITE_BUSY between connections of this process. Other
 	// processes (e.g. `ralph-gate audit`) wait up to the busy timeout.
