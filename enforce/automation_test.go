@@ -198,7 +198,7 @@ func TestAutomationOntoAnItemBeingJudgedIsLeftToItsWalk(t *testing.T) {
 	t0 := h.now.Add(time.Second)
 	// alice's move of the child is reported, not judged yet.
 	pendingChild := h.board.move("C", "alice", "Ready for Plan", t0)
-	if err := h.svc.Enforcer.Observe(bg, pendingChild); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, pendingChild); err != nil {
 		t.Fatal(err)
 	}
 	h.now = t0.Add(time.Second)
@@ -215,7 +215,7 @@ func TestAutomationOntoAnItemBeingJudgedIsLeftToItsWalk(t *testing.T) {
 	// The app's own report arrives; the child's walk judges alice's move, then takes the app's.
 	own := Change{DeliveryID: "own-C", ItemID: "C", FromKnown: true, From: "Ready for Plan", To: "In Progress",
 		Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}
-	if err := h.svc.Enforcer.Observe(bg, own); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Second)
@@ -551,7 +551,7 @@ func TestAutomationWaitsForPendingReports(t *testing.T) {
 	h.adoptAll("P", "C")
 	h.now = h.now.Add(time.Second)
 	there := h.board.move("C", "alice", "Ready for Plan", h.now)
-	if err := h.svc.Enforcer.Observe(bg, there); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, there); err != nil {
 		t.Fatal(err)
 	}
 	h.board.move("C", "alice", "Research Needed", h.now) // its report is on its way
@@ -599,7 +599,7 @@ func TestAutomationOntoAnUnreportedChangeIsNotRevertedByTheApp(t *testing.T) {
 	h := unreportedChangeThenCascade(t)
 	own := Change{DeliveryID: "own-C", ItemID: "C", FromKnown: true, From: "Ready for Plan", To: "In Progress",
 		Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}
-	if err := h.svc.Enforcer.Observe(bg, own); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Minute)

@@ -253,7 +253,7 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-reading }()
-			e.judgeTogether(ctx, c.board, c.ids, walkers)
+			e.judgeTogether(ctx, c.board, c.ids, proof, walkers)
 		}()
 	}
 	wg.Wait()
@@ -274,28 +274,28 @@ func (e *Enforcer) boardOf(ctx context.Context, items []waitingItemID) (Board, e
 }
 
 // judgeTogether reads items in one request and walks them concurrently.
-func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, walkers chan struct{}) {
+func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, proof policy.SweepProof, walkers chan struct{}) {
 	log := zerolog.Ctx(ctx)
-	// The record's version before the read: a walk uses the read only when nothing was
+	// The records' versions before the read (one query): a walk uses the read only when nothing was
 	// recorded for the item since (a revert of ours written meanwhile would make it stale in a
 	// way the sequencer must not see). A move by someone else meanwhile is as if the read came
 	// a moment earlier; the guarded revert reads again before it writes.
-	versions := make([]int64, len(ids))
-	for i, id := range ids {
-		if rec, found, err := e.items.load(ctx, id); err == nil && found {
-			versions[i] = rec.Version
-		}
+	versions, err := e.store().ItemVersions(ctx, ids)
+	if err != nil {
+		versions = nil // no read made before the lock is used: each walk reads its item
 	}
 	items, errs := readItems(ctx, b, ids)
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		w := &walk{board: b, together: true}
+		w := &walk{board: b, together: true, proof: &proof}
 		// The keys a job's lines carry (its worker adds the item, the app the project).
 		lc := log.With().Str("item", id)
 		if errs[i] == nil && e.enforced(items[i]) {
 			// A read that failed, or of an item that is not enforced, is left to the walk,
 			// which reads again and knows what to do with either.
-			w.pre, w.preVersion = &items[i], versions[i]
+			if versions != nil { // an item without a record has version 0
+				w.pre, w.preVersion = &items[i], versions[id]
+			}
 			lc = lc.Str("org", items[i].Owner).Int("project", items[i].ProjectNumber)
 		}
 		ctx := lc.Logger().WithContext(ctx)
@@ -327,7 +327,7 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, wal
 					case <-ctx.Done():
 					}
 				}
-				w = &walk{board: b, together: true}
+				w = &walk{board: b, together: true, proof: &proof}
 			}
 		}()
 	}

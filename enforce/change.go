@@ -20,6 +20,9 @@ type Change struct {
 	At        time.Time // when GitHub says the item changed (orders changes)
 	// ReceivedAt is when the webhook reached us.
 	ReceivedAt time.Time
+	// NotBefore is when the change's job first has work to do (Enforcer.Observe); zero: at
+	// once. The queue schedules the job for then; it is not part of the job's arguments.
+	NotBefore time.Time `json:"-"`
 }
 
 // Result is what processing a change did and why. Verdict is VerdictWait when the change's

@@ -92,15 +92,25 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 // The app's own writes are recorded too (no job runs for them): a write the app made but did
 // not record, because it was interrupted, is then known as the app's when its item is next
 // walked, rather than taken for an unknown author's drift.
-func (e *Enforcer) Observe(ctx context.Context, ch Change) error {
+//
+// runAt is when the change's job first has work to do: an item judged with the others a
+// sweep's proof releases (batch.go) leaves its job nothing to do before its proof can have
+// come, so the job is queued to run then rather than to run at once only to be put off. Zero:
+// at once.
+func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err error) {
 	if err := e.record(ctx, ch); err != nil || ch.ItemID == "" || ch.DeliveryID == "" {
-		return err
+		return time.Time{}, err
 	}
 	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
 		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
-		e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)})
+		due := policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)
+		if e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: due}) {
+			if wait, ok := e.deferToBatch(ch.ItemID); ok {
+				return e.now().Add(wait), nil
+			}
+		}
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // changeTime is when a change was made: GitHub's time, else when it was received, else now.
@@ -159,6 +169,9 @@ type walk struct {
 	preVersion int64
 	// together is a walk of many items at once (JudgeWaiting).
 	together bool
+	// proof is the sweep's proof the walk goes by when the caller read it (JudgeWaiting: the
+	// one that released the item); nil: the walk reads the newest.
+	proof *policy.SweepProof
 	// The installation and owner of the change a job walks for (ProcessChange): items waiting
 	// for a proof are read together by installation.
 	installation int64
@@ -189,7 +202,10 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 		w.pre = nil
 	}
 	proof := policy.SweepProof{}
-	if e.opts.Redeliveries != nil {
+	switch {
+	case w.proof != nil:
+		proof = *w.proof
+	case e.opts.Redeliveries != nil:
 		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
 			return Result{}, fmt.Errorf("read the redelivery sweep's proof: %w", err)
 		}

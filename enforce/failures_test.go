@@ -343,7 +343,7 @@ func TestDuplicateDeliveryAnswersTheEarlierVerdict(t *testing.T) {
 	}
 	// An own write is ignored without a job; its report, when walked, is "already decided".
 	own := Change{DeliveryID: "own-1", ItemID: "A", FromKnown: true, From: "Research Needed", To: "Research Needed", Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}
-	if err := h.svc.Enforcer.Observe(bg, own); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := h.svc.Enforcer.walk(bg, h.board, "A", "own-1"); err != nil || res.Verdict != VerdictIgnored || res.Reason != "our own write" {
@@ -359,13 +359,13 @@ func TestDuplicateDeliveryAnswersTheEarlierVerdict(t *testing.T) {
 
 func TestObserveDefaultsAndSkips(t *testing.T) {
 	h := newHarness(t, issueN("A", "Backlog", 1))
-	if err := h.svc.Enforcer.Observe(bg, Change{ItemID: "A"}); err != nil || len(h.st.obs) != 0 {
+	if _, err := h.svc.Enforcer.Observe(bg, Change{ItemID: "A"}); err != nil || len(h.st.obs) != 0 {
 		t.Fatalf("a change without a delivery was recorded: %v", err)
 	}
-	if err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d"}); err != nil || len(h.st.obs) != 0 {
+	if _, err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d"}); err != nil || len(h.st.obs) != 0 {
 		t.Fatalf("a change without an item was recorded: %v", err)
 	}
-	if err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d1", ItemID: "A", To: "Research Needed", Actor: "alice"}); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d1", ItemID: "A", To: "Research Needed", Actor: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := h.st.GetObservation(bg, "d1")
@@ -373,7 +373,7 @@ func TestObserveDefaultsAndSkips(t *testing.T) {
 		t.Fatalf("%+v %v", o, err)
 	}
 	at := h.now.Add(-time.Minute)
-	if err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d2", ItemID: "A", ReceivedAt: at}); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, Change{DeliveryID: "d2", ItemID: "A", ReceivedAt: at}); err != nil {
 		t.Fatal(err)
 	}
 	if o, _ := h.st.GetObservation(bg, "d2"); !o.At.Equal(at) || !o.ReceivedAt.Equal(at) {
@@ -393,7 +393,7 @@ func TestLongHistoryIsContinuedInTheNextRun(t *testing.T) {
 			to = "Backlog"
 		}
 		last = h.board.move("A", "alice", to, h.now.Add(time.Duration(i+1)*time.Second))
-		if err := h.svc.Enforcer.Observe(bg, last); err != nil {
+		if _, err := h.svc.Enforcer.Observe(bg, last); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -475,7 +475,7 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 	h.now = h.now.Add(time.Second)
 	h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now))
 	h.now = h.now.Add(time.Second)
-	if err := h.svc.Enforcer.Observe(bg, h.board.move("B", "alice", "Human Needed", h.now)); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, h.board.move("B", "alice", "Human Needed", h.now)); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Second)
@@ -551,7 +551,7 @@ func TestSyncOfTheAppsOwnWriteReleasesTheLock(t *testing.T) {
 	}
 	h.now = h.now.Add(time.Second)
 	own := h.board.move("A", "ralph-gate[bot]", "Human Needed", h.now)
-	if err := h.svc.Enforcer.Observe(bg, own); err != nil {
+	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Minute)

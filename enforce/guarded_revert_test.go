@@ -24,7 +24,7 @@ func TestRevertNeverOverwritesANewerMove(t *testing.T) {
 		hb.beforeSet = nil
 		later = h.board.move("A", "bob", "Backlog", h.now.Add(time.Second))
 		// GitHub delivers it at once; intake records it before answering.
-		if err := h.svc.Enforcer.Observe(ctx, later); err != nil {
+		if _, err := h.svc.Enforcer.Observe(ctx, later); err != nil {
 			t.Error(err)
 		}
 	}

@@ -364,7 +364,8 @@ func faultsOf(mv simMove) string {
 func (w *simWorld) deliver(d *simDelivery) {
 	ch := d.ch
 	ch.ReceivedAt = w.now
-	if err := w.svc.Enforcer.Observe(context.Background(), ch); err != nil {
+	runAt, err := w.svc.Enforcer.Observe(context.Background(), ch)
+	if err != nil {
 		w.problem("intake of %s: %v", d.id, err)
 		return
 	}
@@ -374,6 +375,11 @@ func (w *simWorld) deliver(d *simDelivery) {
 	}
 	w.armSweepTicker()
 	w.trace("delivered %s", d.id)
+	if runAt.After(w.now) {
+		// The queue holds the job until it has work to do (its item waits for a proof).
+		w.at(runAt, func() { w.job(ch, 1) })
+		return
+	}
 	w.job(ch, 1)
 }
 

@@ -113,6 +113,21 @@ func (m *memStore) GetItem(_ context.Context, id string) (Record, error) {
 	return it, nil
 }
 
+func (m *memStore) ItemVersions(_ context.Context, ids []string) (map[string]int64, error) {
+	if err := m.call("ItemVersions"); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int64{}
+	for _, id := range ids {
+		if it, ok := m.items[id]; ok {
+			out[id] = it.Version
+		}
+	}
+	return out, nil
+}
+
 func (m *memStore) CompareAndSetItem(_ context.Context, it Record, expected int64) (bool, error) {
 	if err := m.call("CompareAndSetItem"); err != nil {
 		return false, err

@@ -55,6 +55,8 @@ type Store interface {
 	LockItem(ctx context.Context, itemID string) (unlock func(), err error)
 	// GetItem loads an item's record.
 	GetItem(ctx context.Context, itemID string) (Record, error)
+	// ItemVersions returns the record versions of those of the items that have a record.
+	ItemVersions(ctx context.Context, itemIDs []string) (map[string]int64, error)
 	// CompareAndSetItem writes rec if the stored version is expectedVersion (0: only if absent).
 	CompareAndSetItem(ctx context.Context, rec Record, expectedVersion int64) (bool, error)
 	// AppendAudit records a decision that is not a step of an item's history (adoption, a

@@ -485,7 +485,7 @@ func TestLegalNewerValueNeverOverwritten(t *testing.T) {
 	h.now = h.now.Add(3 * time.Second)
 	// The illegal change's webhook is late: the board already shows a newer value, whose
 	// webhook has arrived (its job has not run yet).
-	if err := h.svc.Enforcer.Observe(context.Background(), fix); err != nil {
+	if _, err := h.svc.Enforcer.Observe(context.Background(), fix); err != nil {
 		t.Fatal(err)
 	}
 	if res := h.process(illegal); res.Verdict != VerdictSuperseded {
@@ -659,7 +659,7 @@ func TestInterruptedAutomationIsTheAppsOwn(t *testing.T) {
 	}
 	// The app's cascade write lands; its record does not.
 	own := h.board.move("A", "ralph-gate[bot]", "In Progress", h.now.Add(time.Second))
-	if err := h.svc.Enforcer.Observe(context.Background(), own); err != nil {
+	if _, err := h.svc.Enforcer.Observe(context.Background(), own); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Minute)

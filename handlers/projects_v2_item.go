@@ -45,9 +45,10 @@ type ProjectsV2Item struct {
 	projects learned[int]
 }
 
-// Recorder records a reported change (enforce.Enforcer.Observe).
+// Recorder records a reported change (enforce.Enforcer.Observe) and says when its job first
+// has work to do (zero: at once).
 type Recorder interface {
-	Observe(ctx context.Context, ch enforce.Change) error
+	Observe(ctx context.Context, ch enforce.Change) (runAt time.Time, err error)
 }
 
 // route is what becomes of a field value change.
@@ -116,9 +117,11 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 		return h.reread(ctx, ch, why)
 	}
 	if h.History != nil {
-		if err := h.History.Observe(ctx, ch); err != nil {
+		runAt, err := h.History.Observe(ctx, ch)
+		if err != nil {
 			return fmt.Errorf("record change: %w", err)
 		}
+		ch.NotBefore = runAt
 	}
 	if fc.Sender == h.Scope.AppLogin {
 		// Our own write: recorded in the item's history (an interrupted write is known as ours),

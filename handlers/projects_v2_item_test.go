@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
@@ -284,8 +285,8 @@ func (q *queue) take() []enforce.Change {
 // recorder records what the handler records in items' histories.
 type recorder struct{ queue }
 
-func (r *recorder) Observe(ctx context.Context, ch enforce.Change) error {
-	return r.EnqueueChange(ctx, ch)
+func (r *recorder) Observe(ctx context.Context, ch enforce.Change) (time.Time, error) {
+	return time.Time{}, r.EnqueueChange(ctx, ch)
 }
 
 // intake is the webhook route as the app serves it: go-githubapp's dispatcher (it checks the

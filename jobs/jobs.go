@@ -143,6 +143,7 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 		// default hour. (SQLite recovers them at start-up: RecoverSQLite.)
 		RescueStuckJobsAfter: 3 * time.Minute,
 		Logger:               opts.Logger,
+		JobInsertMiddleware:  []rivertype.JobInsertMiddleware{&runSoon{}},
 	}
 	if err := periodicConfig(workers, cfg, opts.Periodic); err != nil {
 		return nil, err
@@ -154,10 +155,13 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 	return &riverQueue[TTx]{client: client, count: opts.Count}, nil
 }
 
+// EnqueueChange inserts the change's job, to run at ch.NotBefore when that is still to come.
 func (q *riverQueue[TTx]) EnqueueChange(ctx context.Context, ch enforce.Change) error {
-	_, err := q.client.Insert(ctx, ChangeArgs{DeliveryID: ch.DeliveryID, Change: ch}, &river.InsertOpts{
-		UniqueOpts: river.UniqueOpts{ByArgs: true},
-	})
+	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	if ch.NotBefore.After(time.Now()) {
+		opts.ScheduledAt = ch.NotBefore
+	}
+	_, err := q.client.Insert(ctx, ChangeArgs{DeliveryID: ch.DeliveryID, Change: ch}, opts)
 	if err != nil {
 		return fmt.Errorf("insert job: %w", err)
 	}
@@ -191,6 +195,29 @@ func (q *riverQueue[TTx]) Depth(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list jobs: %w", err)
 	}
 	return len(res.Jobs), nil
+}
+
+// schedulerInterval is how often River's scheduler makes jobs scheduled for later available
+// (River's default, which the client does not let us change).
+const schedulerInterval = 5 * time.Second
+
+// runSoon inserts a job scheduled to run within the scheduler's interval as available, its
+// time kept: River fetches only jobs whose time has come, so the job runs at its time, found
+// by the next poll (Options.PollInterval), not when the scheduler next looks (up to 5 s
+// late). River does the same for a job snoozed that briefly. A change whose item waits for a
+// sweep's proof is queued like this (enforce.Change.NotBefore).
+type runSoon struct {
+	river.JobInsertMiddlewareDefaults
+}
+
+func (*runSoon) InsertMany(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	now := time.Now()
+	for _, p := range params {
+		if p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil && p.ScheduledAt.Sub(now) <= schedulerInterval {
+			p.State = rivertype.JobStateAvailable
+		}
+	}
+	return doInner(ctx)
 }
 
 // unfinished are the states of a job not yet done.

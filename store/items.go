@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"strings"
 	"time"
 )
 
@@ -29,6 +30,39 @@ func (s *Store) GetItem(ctx context.Context, itemID string) (enforce.Record, err
 		return enforce.Record{}, fmt.Errorf("store: get item %q: %w", itemID, err)
 	}
 	return it, nil
+}
+
+// ItemVersions returns the record versions of the given items that have a record, in one
+// query (JudgeWaiting reads them before it reads the items from GitHub).
+func (s *Store) ItemVersions(ctx context.Context, itemIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(itemIDs))
+	for len(itemIDs) > 0 {
+		n := min(len(itemIDs), 100)
+		args := make([]any, n)
+		for i, id := range itemIDs[:n] {
+			args[i] = id
+		}
+		itemIDs = itemIDs[n:]
+		rows, err := s.query(ctx, `SELECT item_id, version FROM items WHERE item_id IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: item versions: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var v int64
+			if err := rows.Scan(&id, &v); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: item versions: %w", err)
+			}
+			out[id] = v
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("store: item versions: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // ListItems returns the items of a project ordered by item id (all items when

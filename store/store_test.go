@@ -455,6 +455,44 @@ func TestItems(t *testing.T) {
 	})
 }
 
+func TestItemVersions(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		var ids []string
+		want := map[string]int64{}
+		for i := range 150 { // more than one query's worth
+			id := fmt.Sprintf("PVTI_%03d", i)
+			ids = append(ids, id)
+			if i%3 == 0 {
+				continue // never recorded: absent from the answer
+			}
+			rec := enforce.Record{ItemID: id, ProjectID: "PVT_1"}
+			for v := int64(0); v <= int64(i%4); v++ {
+				if ok, err := s.CompareAndSetItem(ctx, rec, v); !ok || err != nil {
+					t.Fatalf("write %s at %d: %v, %v", id, v, ok, err)
+				}
+			}
+			want[id] = int64(i%4) + 1
+		}
+		got, err := s.ItemVersions(ctx, append(ids, "PVTI_missing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%d versions, want %d", len(got), len(want))
+		}
+		for id, v := range want {
+			if got[id] != v {
+				t.Errorf("%s: version %d, want %d", id, got[id], v)
+			}
+		}
+		if got, err := s.ItemVersions(ctx, nil); err != nil || len(got) != 0 {
+			t.Errorf("no ids: %v, %v", got, err)
+		}
+	})
+}
+
 func TestCompareAndSetItem(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
