@@ -112,6 +112,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil
 		}
 		return a.queue
+	}, func() int {
+		if a == nil || a.service == nil {
+			return 0
+		}
+		return a.service.Enforcer.Waiting()
 	})
 	gate := ghboard.NewGate(nil) // no request before GitHub's retry-after, per identity
 	creator := githubapp.NewClientCreator(cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL, cfg.GitHub.App.IntegrationID,

@@ -18,16 +18,18 @@ import (
 // Ingress routes nothing but the webhook.
 const MetricsRoute = "/metrics"
 
-// newMetrics builds the registry. The queue is looked up at scrape time: it is built after
-// the GitHub client, which already needs the metrics middleware.
-func newMetrics(version string, queue func() jobs.Queue) *metrics.Metrics {
+// newMetrics builds the registry. The queue and the items waiting for a proof are looked up at
+// scrape time: both are built after the GitHub client, which already needs the metrics
+// middleware.
+// waiting counts the items held for a sweep's proof (0 before enforcement is built).
+func newMetrics(version string, queue func() jobs.Queue, waiting func() int) *metrics.Metrics {
 	return metrics.New(version, func(ctx context.Context) (metrics.QueueStats, error) {
 		q := queue()
 		if q == nil {
 			return metrics.QueueStats{}, errors.New("queue not ready")
 		}
 		s, err := q.Stats(ctx)
-		return metrics.QueueStats{Depth: s.Depth, OldestAge: s.OldestAge}, err
+		return metrics.QueueStats{Depth: s.Depth, OldestAge: s.OldestAge, ProofWaiting: waiting()}, err
 	})
 }
 

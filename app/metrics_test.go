@@ -96,6 +96,7 @@ func TestMetricsAfterEnforcement(t *testing.T) {
 		`ralph_gate_decision_duration_seconds_count`,
 		`ralph_gate_queue_depth 0`,
 		`ralph_gate_queue_oldest_age_seconds 0`,
+		`ralph_gate_proof_waiting_items 0`,
 		`ralph_gate_github_requests_total{api="graphql",code="200"}`,
 		`ralph_gate_github_requests_total{api="rest",code="200"}`,
 		`ralph_gate_github_rate_limit_remaining{resource="graphql"}`,

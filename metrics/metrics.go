@@ -26,6 +26,9 @@ type QueueStats struct {
 	Depth int
 	// OldestAge is how long the oldest unfinished change has waited (0 when the queue is empty).
 	OldestAge time.Duration
+	// ProofWaiting counts the items this replica holds for a sweep's proof, to be judged
+	// together when it comes.
+	ProofWaiting int
 }
 
 // QueueStatsFunc reads the queue's state; it is called on every scrape with a short deadline.
@@ -154,11 +157,14 @@ var (
 		"Changes queued or running and not yet finished.", nil, nil)
 	queueAgeDesc = prometheus.NewDesc(Namespace+"_queue_oldest_age_seconds",
 		"How long the oldest unfinished change has waited (0 when the queue is empty).", nil, nil)
+	proofWaitingDesc = prometheus.NewDesc(Namespace+"_proof_waiting_items",
+		"Items this replica holds for a redelivery sweep's proof, to be judged together when it comes.", nil, nil)
 )
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueDepthDesc
 	ch <- queueAgeDesc
+	ch <- proofWaitingDesc
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -171,4 +177,5 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(s.Depth))
 	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, s.OldestAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(proofWaitingDesc, prometheus.GaugeValue, float64(s.ProofWaiting))
 }

@@ -109,7 +109,7 @@ func TestDecidedAndQueue(t *testing.T) {
 		if fail {
 			return QueueStats{}, errors.New("database is closed")
 		}
-		return QueueStats{Depth: 3, OldestAge: 1500 * time.Millisecond}, nil
+		return QueueStats{Depth: 3, OldestAge: 1500 * time.Millisecond, ProofWaiting: 4}, nil
 	})
 	m.Decided("allowed", time.Millisecond)
 	m.Decided("reverted", time.Millisecond)
@@ -126,6 +126,7 @@ func TestDecidedAndQueue(t *testing.T) {
 		`ralph_gate_automation_moves_total{cause="cascade"} 1`,
 		`ralph_gate_queue_depth 3`,
 		`ralph_gate_queue_oldest_age_seconds 1.5`,
+		`ralph_gate_proof_waiting_items 4`,
 		`go_goroutines`,
 		`ralph_gate_reconcile_items_total{result="in_sync"} 12`,
 		`ralph_gate_reconcile_items_total{result="reverted"} 1`,
