@@ -310,6 +310,9 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, pro
 			for attempt := 1; ; attempt++ {
 				_, err := e.walkOn(ctx, w, id)
 				if err == nil {
+					if w.settledTogether() {
+						e.settledJobs.add(e.now(), w.judged)
+					}
 					if w.refused.DeliveryID != "" {
 						e.explainSoon(ctx, b, id)
 					}

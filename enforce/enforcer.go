@@ -17,10 +17,11 @@ import (
 // history (policy.Sequence), and carries its verdicts out: revert, explain, automate.
 type Enforcer struct {
 	*core
-	auto       *Automation
-	waiters    proofWaiters  // items waiting for a sweep's proof (batch.go)
-	explainers chan struct{} // explanations written beside JudgeWaiting's walks
-	explaining sync.WaitGroup
+	auto        *Automation
+	waiters     proofWaiters  // items waiting for a sweep's proof (batch.go)
+	settledJobs settledJobs   // reports whose jobs have nothing left (settledjobs.go)
+	explainers  chan struct{} // explanations written beside JudgeWaiting's walks
+	explaining  sync.WaitGroup
 	// inline writes them in the walk's goroutine instead, and retries a walk without a pause
 	// (tests in virtual time, one event at a time).
 	inline bool
@@ -58,6 +59,13 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 		line.Verdict = VerdictIgnored
 		line.on(zerolog.Ctx(ctx).Debug()).Str("reason", "our own write").Msg("decision")
 		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
+	}
+	if r, ok := e.settledJobs.take(ch.DeliveryID, e.now()); ok {
+		// Judged with others a sweep's proof released, its item left with nothing to do
+		// (settledjobs.go).
+		line.Issue, line.Verdict = r.issue, r.res.Verdict
+		line.on(zerolog.Ctx(ctx).Info()).Str("reason", r.res.Reason).Msg("decision")
+		return r.res, nil
 	}
 	if wait, ok := e.deferToBatch(ch.ItemID); ok {
 		// A sweep's proof releases it with others (batch.go): nothing to read or walk yet. (Its
@@ -172,6 +180,10 @@ type walk struct {
 	// proof is the sweep's proof the walk goes by when the caller read it (JudgeWaiting: the
 	// one that released the item); nil: the walk reads the newest.
 	proof *policy.SweepProof
+	// judged are the reports a walk together allowed; explainedAll is set when its item had
+	// no step left unexplained (settledjobs.go).
+	judged       []judgedReport
+	explainedAll bool
 	// The installation and owner of the change a job walks for (ProcessChange): items waiting
 	// for a proof are read together by installation.
 	installation int64
@@ -459,8 +471,10 @@ func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 	if err != nil {
 		return fmt.Errorf("load refused steps of item %s: %w", w.rec.ItemID, err)
 	}
+	skipped := false
 	for _, o := range unexplained {
 		if w.together && !strings.HasPrefix(o.DeliveryID, unobservedPrefix) {
+			skipped = true
 			continue
 		}
 		if err := e.explainStep(ctx, w, o); err != nil {
@@ -470,6 +484,7 @@ func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 			return fmt.Errorf("explain the revert of item %s: %w", w.it.ID, err)
 		}
 	}
+	w.explainedAll = !skipped
 	return nil
 }
 

@@ -135,7 +135,7 @@ func historySeed(t *testing.T) uint64 {
 func TestHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	n, seed := historyCount(t, 5000), historySeed(t)
-	failed, together := 0, 0
+	failed, together, settledJobs := 0, 0, 0
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		h := genHistory(m, actors, seed+uint64(i), 0.15, 0.10)
@@ -153,6 +153,7 @@ func TestHistoriesAgainstOracle(t *testing.T) {
 			}
 		}
 		together += w.together
+		settledJobs += w.svc.Enforcer.settledJobs.ended
 		if (i+1)%1000 == 0 {
 			t.Logf("%d histories, %d diverged (%s)", i+1, failed, time.Since(start).Round(time.Millisecond))
 		}
@@ -160,7 +161,10 @@ func TestHistoriesAgainstOracle(t *testing.T) {
 	if n > 1 && together == 0 {
 		t.Error("no item was ever judged together when a sweep completed: the histories do not try that path")
 	}
-	t.Logf("%d items judged together when a sweep completed", together)
+	if n > 1 && settledJobs == 0 {
+		t.Error("no job ever ended on its walk together's decision: the histories do not try that path")
+	}
+	t.Logf("%d items judged together when a sweep completed; %d jobs ended on that decision", together, settledJobs)
 	if failed > 0 {
 		t.Errorf("%d of %d histories diverged from the oracle", failed, n)
 	}

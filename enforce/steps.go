@@ -208,6 +208,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 		w.refused = o
 	}
 	w.settle(o, res)
+	w.noteJudged(o, res)
 	return o, nil
 }
 

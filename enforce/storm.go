@@ -66,10 +66,17 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 	} else if cur.Explained {
 		return nil // in a summary written meanwhile
 	}
-	if vc, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, o.Actor); err == nil &&
-		vc.NodeID != "" && e.now().Sub(vc.UpdatedAt) < e.opts.CoalesceWindow {
-		// The actor's comment on this issue takes it in (an edit, not a new comment).
-		return e.explainOne(ctx, w, o)
+	if vc, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, o.Actor); err == nil {
+		switch {
+		case vc.NodeID == "":
+			// The actor's comment on this issue was being posted when a crash came: GitHub may
+			// have it, with this step or others of its issue. explainOne settles it first
+			// (finds it, or posts it again); a summary would explain them a second time.
+			return e.explainOne(ctx, w, o)
+		case e.now().Sub(vc.UpdatedAt) < e.opts.CoalesceWindow:
+			// The actor's comment on this issue takes it in (an edit, not a new comment).
+			return e.explainOne(ctx, w, o)
+		}
 	}
 	recent, err := e.store().CountRefusedBy(ctx, o.Actor, e.now().Add(-StormWindow))
 	if err != nil {
@@ -105,9 +112,13 @@ func (e *Enforcer) explainOne(ctx context.Context, w *walk, o Observation) error
 // actor's explanation lock.
 func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 	for {
-		steps, err := e.store().UnexplainedBy(ctx, actor, maxSummaryLines)
+		listed, err := e.store().UnexplainedBy(ctx, actor, maxSummaryLines)
 		if err != nil {
 			return fmt.Errorf("list the unexplained refused moves of %s: %w", actor, err)
+		}
+		steps, err := e.notInterrupted(ctx, actor, listed)
+		if err != nil {
+			return err
 		}
 		if len(steps) == 0 {
 			return nil
@@ -132,10 +143,30 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 		}
 		zerolog.Ctx(ctx).Info().Str("actor", actor).Int("moves", len(steps)).Int("issue", w.it.Number).Str("comment", c.ID).
 			Msg("explained a storm of refused moves in one summary")
-		if len(steps) < maxSummaryLines {
+		if len(listed) < maxSummaryLines {
 			return nil
 		}
 	}
+}
+
+// notInterrupted drops the steps whose own comment on their issue was being posted when a
+// crash came (the actor's comment there is recorded but not known to be on GitHub, and names
+// the step): it may be on GitHub, so the step is left to its own explanation (explainStep
+// settles that comment first) rather than explained again in a summary.
+func (e *Enforcer) notInterrupted(ctx context.Context, actor string, steps []RefusedStep) ([]RefusedStep, error) {
+	out := steps[:0:0]
+	for _, s := range steps {
+		vc, err := e.store().GetActorViolationComment(ctx, s.Repo, s.IssueNumber, actor)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("load the violation comment of %s#%d: %w", s.Repo, s.IssueNumber, err)
+		case vc.NodeID == "" && strings.Contains(vc.Body, violationMarker(s.Observation).String()):
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // renderSummary is one summary comment: markers (one per step), the actor addressed, one line

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -106,5 +107,65 @@ func TestViolationLinesLinkToTheirDecision(t *testing.T) {
 	withLink := (&core{opts: Options{DecisionLink: link}}).withLink
 	if body := renderSummary("alice", steps, withLink); !strings.Contains(body, "acme/app#9: ") || !strings.Contains(body, "[Decision]("+link("d-9")+")") {
 		t.Fatalf("the summary line does not link to its decision:\n%s", body)
+	}
+}
+
+// A step whose own comment was posted but not recorded (a crash between GitHub creating it and
+// the store keeping its id), followed by a storm of its actor: the summary leaves that step out,
+// and the step's job finds its comment on GitHub rather than explaining it again.
+func TestInterruptedCommentIsNotSummarizedAgain(t *testing.T) {
+	const n = 9
+	var items []Item
+	for i := 1; i <= n; i++ {
+		items = append(items, issueN(fmt.Sprintf("S%02d", i), "Backlog", i))
+	}
+	h := newHarnessWith(t, nil, nil, items...)
+	const interrupted = DefaultStormThreshold // its comment is posted, its record lost
+	puts := 0
+	var changes []Change
+	for i := 1; i <= n; i++ {
+		h.now = h.now.Add(100 * time.Millisecond)
+		ch := h.board.move(fmt.Sprintf("S%02d", i), "alice", "In Review", h.now)
+		changes = append(changes, ch)
+		if i == interrupted {
+			h.st.fail = func(op string) error {
+				if op == "put-comment" {
+					if puts++; puts == 2 {
+						return errInjected
+					}
+				}
+				return nil
+			}
+			if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, ch); !errors.Is(err, errInjected) {
+				t.Fatalf("move %d: %v, want the injected failure after the comment was posted", i, err)
+			}
+			h.st.fail = nil
+			continue
+		}
+		h.process(ch)
+	}
+	h.now = h.now.Add(DefaultStormDelay)
+	for _, ch := range changes { // every job comes back; the interrupted one too
+		if res := h.process(ch); res.Verdict != VerdictReverted {
+			t.Fatalf("job of %s: %+v, want reverted", ch.ItemID, res)
+		}
+	}
+	explained := map[string]int{}
+	for _, body := range h.commentBodies() {
+		ms, err := marker.ParseTransitions(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			explained[m.Delivery]++
+		}
+	}
+	if len(explained) != n {
+		t.Errorf("%d refused moves explained, want %d: %v", len(explained), n, explained)
+	}
+	for d, c := range explained {
+		if c != 1 {
+			t.Errorf("%s explained %d times", d, c)
+		}
 	}
 }
