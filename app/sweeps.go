@@ -29,11 +29,11 @@ type sweeps struct {
 	pending bool
 	wake    chan struct{}
 	proved  chan struct{} // a sweep completed: judge what it released
-	judging sync.WaitGroup
+	judging drain.Group
 }
 
 // drain waits until the judging under way ends, or ctx does.
-func (s *sweeps) drain(ctx context.Context) error { return drain.Wait(ctx, &s.judging) }
+func (s *sweeps) drain(ctx context.Context) error { return s.judging.Wait(ctx) }
 
 func newSweeps(sw *redeliver.Sweeper) *sweeps {
 	return &sweeps{sweeper: sw, wake: make(chan struct{}, 1), proved: make(chan struct{}, 1)}
@@ -61,7 +61,7 @@ func (s *sweeps) runJudge(ctx, work context.Context) {
 		case <-s.proved:
 		}
 		began := time.Now()
-		s.judging.Add(1)
+		s.judging.Add()
 		n, err := s.judge(work)
 		s.judging.Done()
 		if err != nil && ctx.Err() == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ralph-gate/ralph-gate/internal/drain"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
@@ -355,7 +354,7 @@ func (e *Enforcer) explainSoon(ctx context.Context, b Board, itemID string) {
 		}
 		return
 	}
-	e.explaining.Add(1)
+	e.explaining.Add()
 	go func() {
 		defer e.explaining.Done()
 		select {
@@ -372,7 +371,7 @@ func (e *Enforcer) explainSoon(ctx context.Context, b Board, itemID string) {
 
 // Drain waits until the explanations written beside JudgeWaiting's walks are done, or ctx
 // ends (shutdown).
-func (e *Enforcer) Drain(ctx context.Context) error { return drain.Wait(ctx, &e.explaining) }
+func (e *Enforcer) Drain(ctx context.Context) error { return e.explaining.Wait(ctx) }
 
 // explainSettled explains the refused steps of an item that has nothing else left, under its
 // lock, with its issue as last read.

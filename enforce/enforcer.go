@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ralph-gate/ralph-gate/internal/drain"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
@@ -21,7 +21,7 @@ type Enforcer struct {
 	waiters     proofWaiters  // items waiting for a sweep's proof (batch.go)
 	settledJobs settledJobs   // reports whose jobs have nothing left (settledjobs.go)
 	explainers  chan struct{} // explanations written beside JudgeWaiting's walks
-	explaining  sync.WaitGroup
+	explaining  drain.Group
 	// inline writes them in the walk's goroutine instead, and retries a walk without a pause
 	// (tests in virtual time, one event at a time).
 	inline bool
