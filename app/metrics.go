@@ -18,10 +18,9 @@ import (
 // Ingress routes nothing but the webhook.
 const MetricsRoute = "/metrics"
 
-// newMetrics builds the registry. The queue and the items waiting for a proof are looked up at
-// scrape time: both are built after the GitHub client, which already needs the metrics
-// middleware.
-// waiting counts the items held for a sweep's proof (0 before enforcement is built).
+// newMetrics builds the registry. The queue and waiting (the items held for a sweep's proof)
+// are looked up at scrape time: both are built after the GitHub client, which already needs
+// the metrics middleware.
 func newMetrics(version string, queue func() jobs.Queue, waiting func() int) *metrics.Metrics {
 	return metrics.New(version, func(ctx context.Context) (metrics.QueueStats, error) {
 		q := queue()

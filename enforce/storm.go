@@ -66,17 +66,13 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 	} else if cur.Explained {
 		return nil // in a summary written meanwhile
 	}
-	if vc, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, o.Actor); err == nil {
-		switch {
-		case vc.NodeID == "":
-			// The actor's comment on this issue was being posted when a crash came: GitHub may
-			// have it, with this step or others of its issue. explainOne settles it first
-			// (finds it, or posts it again); a summary would explain them a second time.
-			return e.explainOne(ctx, w, o)
-		case e.now().Sub(vc.UpdatedAt) < e.opts.CoalesceWindow:
-			// The actor's comment on this issue takes it in (an edit, not a new comment).
-			return e.explainOne(ctx, w, o)
-		}
+	if vc, err := e.store().GetActorViolationComment(ctx, w.it.Repo, w.it.Number, o.Actor); err == nil &&
+		(vc.NodeID == "" || e.now().Sub(vc.UpdatedAt) < e.opts.CoalesceWindow) {
+		// The actor's comment on this issue takes it in (an edit, not a new comment); or it was
+		// being posted when a crash came, and GitHub may have it with this step or others of
+		// its issue: explainOne settles it first (finds it, or posts it again), where a summary
+		// would explain them a second time.
+		return e.explainOne(ctx, w, o)
 	}
 	recent, err := e.store().CountRefusedBy(ctx, o.Actor, e.now().Add(-StormWindow))
 	if err != nil {
