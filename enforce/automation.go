@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,16 +26,19 @@ type chain struct {
 	base    Item
 	visited map[string]bool
 	why     string
+	at      time.Time // when the move that set it off was made: every move of the chain is dated then
 }
 
-// run runs the automation a legal move of it (into it.State) sets off: its children follow it
-// down the pipeline, and its ancestors converge. Depth never exceeds max_cascade_depth.
-func (a *Automation) run(ctx context.Context, b Board, it Item, why string) error {
+// run runs the automation a legal move of it (into it.State) made at `at` sets off: its
+// children follow it down the pipeline, and its ancestors converge. Depth never exceeds
+// max_cascade_depth. Each move is recorded at the time of its cause (zero: now): in the
+// item's history it follows the move that caused it at once.
+func (a *Automation) run(ctx context.Context, b Board, it Item, at time.Time, why string) error {
 	if it.ContentType != ContentIssue || it.ContentID == "" {
 		return nil
 	}
 	auto := a.machine.Automation()
-	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, why: why}
+	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, why: why, at: at}
 	if auto.CascadeChildren && it.SubIssues > 0 && a.machine.PipelineIndex(it.State) >= 0 {
 		if err := a.cascade(ctx, ch, relativeOf(it), 1); err != nil {
 			return fmt.Errorf("cascade to children of #%d: %w", it.Number, err)
@@ -96,7 +100,7 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 		why += " (" + ch.why + ")"
 	}
 	for _, w := range writes {
-		mv := appMove{Item: w.Item, From: w.Item.State, To: w.State, Kind: CauseCascade, Why: why}
+		mv := appMove{Item: w.Item, From: w.Item.State, To: w.State, Kind: CauseCascade, Why: why, At: ch.at}
 		if err := a.record(ctx, mv); err != nil {
 			return err
 		}
@@ -145,7 +149,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			return err
 		}
 		ch.visited[parent.ItemID] = true
-		mv := appMove{Item: pit, From: parent.State, To: target, Kind: CauseConvergence,
+		mv := appMove{Item: pit, From: parent.State, To: target, Kind: CauseConvergence, At: ch.at,
 			Why: fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)}
 		if err := a.record(ctx, mv); err != nil {
 			return err
@@ -170,6 +174,9 @@ func (a *Automation) record(ctx context.Context, mv appMove) error {
 			if err != nil {
 				return Step{}, false, fmt.Errorf("load reports of item %s: %w", it.ID, err)
 			}
+			// Reports of our own writes are no change of anyone else's: they take their
+			// place after this record (their jobs find it holds them).
+			pending = slices.DeleteFunc(pending, func(o Observation) bool { return o.Actor == a.rec.app })
 			if len(pending) > 0 || rec.ObservedState != mv.From {
 				// The item's history is still being judged (the value moved from is not its
 				// record's): our write takes its place in that history through its own

@@ -25,7 +25,8 @@ type Enforcer struct {
 	// inline writes them in the walk's goroutine instead, and retries a walk without a pause
 	// (tests in virtual time, one event at a time).
 	inline bool
-	seen   seenItems // the items as last read, for explanations only (batch.go)
+	seen   seenItems  // the items as last read, for explanations only (batch.go)
+	deps   dependents // items waiting on other items' histories (wake.go)
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -54,11 +55,6 @@ func (e *Enforcer) ProcessChange(ctx context.Context, b Board, ch Change) (Resul
 	line := moveLine{From: ch.From, To: ch.To, Actor: ch.Actor}
 	if ch.Actor == "" {
 		line.Actor = NoSender
-	}
-	if e.actors.Classify(ch.Actor) == policy.ActorApp {
-		line.Verdict = VerdictIgnored
-		line.on(zerolog.Ctx(ctx).Debug()).Str("reason", "our own write").Msg("decision")
-		return Result{Verdict: VerdictIgnored, Reason: "our own write"}, nil
 	}
 	if r, ok := e.settledJobs.take(ch.DeliveryID, e.now()); ok {
 		// Judged with others a sweep's proof released, its item left with nothing to do
@@ -197,7 +193,17 @@ func (e *Enforcer) walk(ctx context.Context, b Board, itemID, delivery string) (
 }
 
 // walkOn is walk on w, which the caller keeps (ProcessChange logs the item's issue from it).
+// Once it ends, the items waiting on the item's history are woken (wake.go).
 func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, error) {
+	res, err := e.walkLocked(ctx, w, itemID)
+	if err == nil && res.Verdict != VerdictWait {
+		e.deps.settled(itemID)
+	}
+	e.wake(ctx, itemID)
+	return res, err
+}
+
+func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Result, error) {
 	unlock, err := e.items.lock(ctx, itemID)
 	if err != nil {
 		return Result{}, err
@@ -263,13 +269,20 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 		case policy.ActDone:
 			return e.finish(ctx, w)
 		}
-		if err := e.apply(ctx, w, a); errors.Is(err, errGroupUnsettled) {
-			// The gate needs a group member's state at the time of the move: its history up
-			// to then is judged by its own job in a moment.
-			return e.hold(ctx, w, policy.Action{Kind: policy.ActWait, Until: e.now().Add(250 * time.Millisecond),
-				Why: err.Error(), GapSince: w.rec.GapSince})
+		var member groupUnsettled
+		if err := e.apply(ctx, w, a); errors.As(err, &member) {
+			// The gate needs a group member's state at the time of the move: the member's
+			// walk wakes this one when its history moves on (wake.go).
+			return e.holdForMember(ctx, w, member)
 		} else if err != nil {
 			return Result{}, err
+		}
+		if w.read && w.rec.AutomateState != "" {
+			// Automation is part of its cause: a legal step's cascade and convergence are
+			// done before the next step is judged, whose gates count them.
+			if err := e.automatePending(ctx, w); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
@@ -488,15 +501,18 @@ func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 	return nil
 }
 
-// automatePending runs the automation of a legal state the item reached, once its history
-// has settled there.
+// automatePending runs the automation a legal step of the item owes, right after the step
+// (docs/AUTOMATION.md: automation is part of its cause), dated at the step's time, whatever
+// the board shows now: a later move of the item does not undo the cascade of an earlier one.
 func (e *Enforcer) automatePending(ctx context.Context, w *walk) error {
 	auto := w.rec.AutomateState
-	if auto == "" {
+	if auto == "" || !w.read {
 		return nil
 	}
-	if auto == w.rec.LastLegalState && w.it.State == auto {
-		if err := e.auto.run(ctx, w.board, w.it, fmt.Sprintf("#%d moved to %s", w.it.Number, auto)); err != nil {
+	if auto == w.rec.LastLegalState {
+		it := w.it
+		it.State = auto
+		if err := e.auto.run(ctx, w.board, it, w.rec.LegalAt, fmt.Sprintf("#%d moved to %s", w.it.Number, auto)); err != nil {
 			return err
 		}
 	}

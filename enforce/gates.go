@@ -124,7 +124,7 @@ func (c *core) memberState(ctx context.Context, r Relative, at time.Time) (strin
 	case err != nil:
 		return "", err
 	case found:
-		return "", fmt.Errorf("#%d: %w", r.Number, errGroupUnsettled)
+		return "", groupUnsettled{member: r.ItemID, number: r.Number}
 	}
 	return r.State, nil
 }

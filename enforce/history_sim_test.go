@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,28 @@ type simHistory struct {
 	// Together has each completed sweep judge the items it released together
 	// (Options.BatchJudge, as the app does), besides their jobs.
 	Together bool `json:"together,omitempty"`
+	// Parents makes families: Parents[i] is item i's parent (an index), -1 for none. Missing:
+	// no item has a parent.
+	Parents []int `json:"parents,omitempty"`
+}
+
+// parentOf is item i's parent, -1 for none.
+func (h simHistory) parentOf(i int) int {
+	if i < len(h.Parents) {
+		return h.Parents[i]
+	}
+	return -1
+}
+
+// childrenOf lists item i's sub-issues, in order.
+func (h simHistory) childrenOf(i int) []int {
+	var out []int
+	for c := range h.Items {
+		if h.parentOf(c) == i {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 type simDelivery struct {
@@ -56,10 +80,20 @@ type simBoard struct {
 	comments map[string][]Comment // by content id
 	bodies   map[string]string    // by comment id
 	n        int
+	// requests counts the app's GitHub requests, as GitHub would: a read of up to 100 items,
+	// a mutation of up to 50 writes, a comment, a family.
+	requests int
+}
+
+func (b *simBoard) request(n int) {
+	b.mu.Lock()
+	b.requests += n
+	b.mu.Unlock()
 }
 
 func (b *simBoard) fail(op string) error {
 	if b.w.crashing && b.w.rng.Float64() < b.w.h.Crash {
+		b.w.crashes++
 		b.w.trace("crash before %s", op)
 		return fmt.Errorf("%s: %w", op, errInjected)
 	}
@@ -69,6 +103,7 @@ func (b *simBoard) fail(op string) error {
 // lostAnswer: GitHub did the write, but its answer never reached the app.
 func (b *simBoard) lostAnswer(op string) error {
 	if b.w.crashing && b.w.rng.Float64() < b.w.h.Crash {
+		b.w.crashes++
 		b.w.trace("crash after %s", op)
 		return fmt.Errorf("%s (answer lost): %w", op, errInjected)
 	}
@@ -76,6 +111,11 @@ func (b *simBoard) lostAnswer(op string) error {
 }
 
 func (b *simBoard) Item(_ context.Context, id string) (Item, error) {
+	b.request(1)
+	return b.item(id)
+}
+
+func (b *simBoard) item(id string) (Item, error) {
 	if err := b.fail("read item"); err != nil {
 		return Item{}, err
 	}
@@ -85,15 +125,21 @@ func (b *simBoard) Item(_ context.Context, id string) (Item, error) {
 }
 
 // Items implements ItemsReader: one read of several items (each may fail on its own).
-func (b *simBoard) Items(ctx context.Context, ids []string) ([]Item, []error) {
+func (b *simBoard) Items(_ context.Context, ids []string) ([]Item, []error) {
+	b.request((len(ids) + 99) / 100)
 	items, errs := make([]Item, len(ids)), make([]error, len(ids))
 	for i, id := range ids {
-		items[i], errs[i] = b.Item(ctx, id)
+		items[i], errs[i] = b.item(id)
 	}
 	return items, errs
 }
 
 func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
+	b.request(1)
+	return b.setState(it, state)
+}
+
+func (b *simBoard) setState(it Item, state string) error {
 	if err := b.fail("set state"); err != nil {
 		return err
 	}
@@ -102,6 +148,7 @@ func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
 }
 
 func (b *simBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
+	b.request(1) // the card read again when the write's turn comes
 	b.mu.Lock()
 	cur := b.items[it.ID].State
 	b.mu.Unlock()
@@ -112,6 +159,7 @@ func (b *simBoard) SetStateIf(ctx context.Context, it Item, from, to string) err
 }
 
 func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
+	b.request(1)
 	if err := b.fail("add comment"); err != nil {
 		return Comment{}, err
 	}
@@ -128,6 +176,7 @@ func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment,
 }
 
 func (b *simBoard) UpdateComment(_ context.Context, id, body string) error {
+	b.request(1)
 	if err := b.fail("update comment"); err != nil {
 		return err
 	}
@@ -138,6 +187,7 @@ func (b *simBoard) UpdateComment(_ context.Context, id, body string) error {
 }
 
 func (b *simBoard) FindComment(_ context.Context, subject, contains string) (Comment, bool, error) {
+	b.request(1)
 	if err := b.fail("find comment"); err != nil {
 		return Comment{}, false, err
 	}
@@ -151,20 +201,44 @@ func (b *simBoard) FindComment(_ context.Context, subject, contains string) (Com
 	return Comment{}, false, nil
 }
 
+// Family reads an issue's parent and sub-issues with their values (one request, as a family
+// of fewer than 100 sub-issues is on GitHub).
 func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) {
+	b.request(1)
+	if err := b.fail("read family"); err != nil {
+		return Family{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, it := range b.items {
-		if it.ContentID == issueID {
-			return Family{Self: Relative{IssueID: it.ContentID, Number: it.Number, ItemID: it.ID, State: it.State, Open: true}}, nil
+	for i := range b.w.h.Items {
+		it := b.items[simItemID(i)]
+		if it.ContentID != issueID {
+			continue
 		}
+		f := Family{Self: b.relative(i)}
+		if p := b.w.h.parentOf(i); p >= 0 {
+			r := b.relative(p)
+			f.Parent = &r
+		}
+		for _, c := range b.w.h.childrenOf(i) {
+			f.Children = append(f.Children, b.relative(c))
+		}
+		return f, nil
 	}
 	return Family{}, nil
 }
 
-func (b *simBoard) SetStates(ctx context.Context, ws []StateWrite) error {
+func (b *simBoard) relative(i int) Relative {
+	it := b.items[simItemID(i)]
+	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
+		Open: true, SubIssues: it.SubIssues}
+}
+
+// SetStates writes up to 50 values per request (one aliased mutation).
+func (b *simBoard) SetStates(_ context.Context, ws []StateWrite) error {
+	b.request((len(ws) + 49) / 50)
 	for _, w := range ws {
-		if err := b.SetState(ctx, w.Item, w.State); err != nil {
+		if err := b.setState(w.Item, w.State); err != nil {
 			return err
 		}
 	}
@@ -226,8 +300,10 @@ type simWorld struct {
 	problems []string
 	traceLog []string
 	jobRuns  int
-	together int  // items judged together when a sweep completed
-	ticking  bool // the sweep ticker is armed
+	// ownWrites and crashes count the app's writes to the board and the faults injected.
+	ownWrites, crashes int
+	together           int  // items judged together when a sweep completed
+	ticking            bool // the sweep ticker is armed
 }
 
 var simT0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
@@ -242,16 +318,46 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 		proof: policy.SweepProof{Available: true}}
 	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
 	w.or = oracle.New(m, actors)
+	if len(h.Parents) > 0 {
+		w.or.Family = func(item string) (string, []string) {
+			i := simItemIndex(item)
+			parent := ""
+			if p := h.parentOf(i); p >= 0 {
+				parent = simItemID(p)
+			}
+			var children []string
+			for _, c := range h.childrenOf(i) {
+				children = append(children, simItemID(c))
+			}
+			return parent, children
+		}
+		// The convergence gate's group: the siblings, or a parent's own sub-issues.
+		w.or.GroupOf = func(item string) []string {
+			parent, children := w.or.Family(item)
+			if parent == "" {
+				return children
+			}
+			_, siblings := w.or.Family(parent)
+			return slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == item })
+		}
+	}
 	for i, s := range h.Items {
 		id := simItemID(i)
-		w.board.items[id] = Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
-			ContentID: "I_" + id, Number: i + 1, Repo: "acme/app", Title: id, Open: true, State: s, StateUpdatedAt: simT0.Add(-time.Hour)}
+		it := Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
+			ContentID: "I_" + id, Number: i + 1, Repo: "acme/app", Title: id, Open: true, State: s, StateUpdatedAt: simT0.Add(-time.Hour),
+			SubIssues: len(h.childrenOf(i))}
+		if p := h.parentOf(i); p >= 0 {
+			it.ParentID, it.ParentNumber = "I_"+simItemID(p), p+1
+		}
+		w.board.items[id] = it
 		// Installed on an existing board: every item adopted as it is.
 		w.st.items[id] = storeItem(id, s, simT0.Add(-time.Hour))
 		w.or.Start(id, s)
 	}
 	w.st.fail = func(op string) error {
 		if w.crashing && w.rng.Float64() < h.Crash {
+			w.crashes++
+			w.crashes++
 			w.trace("crash in the store (%s)", op)
 			return fmt.Errorf("%s: %w", op, errInjected)
 		}
@@ -270,6 +376,11 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 }
 
 func simItemID(i int) string { return fmt.Sprintf("PVTI_%d", i) }
+
+func simItemIndex(id string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(id, "PVTI_"))
+	return i
+}
 
 func (w *simWorld) trace(format string, args ...any) {
 	w.traceLog = append(w.traceLog, fmt.Sprintf("%8s ", w.now.Sub(simT0).Round(time.Millisecond))+fmt.Sprintf(format, args...))
@@ -360,7 +471,7 @@ func faultsOf(mv simMove) string {
 }
 
 // deliver is the intake: the change is recorded before GitHub is answered, then its job runs
-// (none for the app's own writes).
+// (the app's own writes too: every report takes its place in its item's history).
 func (w *simWorld) deliver(d *simDelivery) {
 	ch := d.ch
 	ch.ReceivedAt = w.now
@@ -370,9 +481,6 @@ func (w *simWorld) deliver(d *simDelivery) {
 		return
 	}
 	d.delivered = true
-	if ch.Actor == w.svc.Enforcer.opts.AppLogin {
-		return
-	}
 	w.armSweepTicker()
 	w.trace("delivered %s", d.id)
 	if runAt.After(w.now) {
@@ -409,6 +517,7 @@ func (w *simWorld) appWrite(id, state string) {
 	it.State, it.StateUpdatedAt = state, w.now.Truncate(time.Second)
 	w.board.items[id] = it
 	w.board.mu.Unlock()
+	w.ownWrites++
 	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
 	// GitHub reports the app's own write too (with the delivery faults of the moment).
 	d := &simDelivery{id: fmt.Sprintf("own%02d", len(w.dels)), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
@@ -556,7 +665,36 @@ func (w *simWorld) check() {
 			w.problem("%s", d)
 		}
 	}
+	// Nothing is left waiting: every report, the app's own included, has taken its place.
+	for _, o := range w.st.list(func(o Observation) bool { return o.Status == ObservationPending }) {
+		w.problem("%s: report %s (%s → %s by %s) still waiting when the history ended", o.ItemID, o.DeliveryID,
+			orNoState(o.From), orNoState(o.To), o.Actor)
+	}
+	// Every move the automation owes is audited as automated on its item, with its cause.
+	audit, _ := w.st.entries("")
+	for _, a := range w.or.Automated {
+		found := false
+		for _, e := range audit {
+			found = found || (e.ItemID == a.Item && e.ToState == a.To && e.Verdict == VerdictAutomated && e.Cause != "")
+		}
+		if !found {
+			w.problem("%s: the automation's move to %s (caused by %s's move) was never audited as automated", a.Item, a.To, a.Cause)
+		}
+	}
+	// GitHub requests are part of correctness: a wait never polls.
+	if budget := w.requestBudget(); w.board.requests > budget {
+		w.problem("the app made %d GitHub requests, over its budget of %d for %d moves and %d writes of its own",
+			w.board.requests, budget, len(w.h.Moves), w.ownWrites)
+	}
 	if len(w.problems) > 0 {
 		w.problems = append(w.problems, "trace:\n  "+strings.Join(w.traceLog, "\n  "))
 	}
+}
+
+// requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported
+// move, its item's read, a family read, the guarded revert (a read again and a write) and its
+// explanation (a lookup, then a post or an update); per write of the app's own, a family read
+// and the write; and once per crash that the retries repeat.
+func (w *simWorld) requestBudget() int {
+	return 8*len(w.h.Moves) + 3*w.ownWrites + 6*w.crashes + 10
 }

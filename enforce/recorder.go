@@ -72,18 +72,25 @@ type appMove struct {
 	Kind     Cause
 	Why      string // what set it off, in words
 	Agent    string // the agent a handoff moved it for ("" for automation)
+	// At is when the move that caused it was made: the step is dated then in the item's
+	// history (zero: now).
+	At time.Time
 }
 
 // appStep is the move as a judged step of the item's history (legalFrom: the item's legal
 // state before it), so that what an item's legal state was when can be read back from it.
 func (r recorder) appStep(mv appMove, legalFrom string) Observation {
 	at := r.now()
+	stepAt := at
+	if !mv.At.IsZero() {
+		stepAt = mv.At
+	}
 	verdict, why := VerdictAutomated, mv.Why
 	if mv.Agent != "" {
 		verdict, why = VerdictHandoff, "handoff by "+mv.Agent
 	}
 	return Observation{DeliveryID: fmt.Sprintf("app:%s:%d:%s", mv.Item.ID, at.UnixNano(), mv.To), ItemID: mv.Item.ID,
-		FromKnown: true, From: mv.From, To: mv.To, Actor: mv.Agent, At: at, ReceivedAt: at, Status: ObservationJudged,
+		FromKnown: true, From: mv.From, To: mv.To, Actor: mv.Agent, At: stepAt, ReceivedAt: at, Status: ObservationJudged,
 		JudgedAt: at, Verdict: verdict, ActorKind: policy.ActorApp.String(), LegalFrom: legalFrom, Reason: why}
 }
 

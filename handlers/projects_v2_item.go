@@ -123,12 +123,8 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 		}
 		ch.NotBefore = runAt
 	}
-	if fc.Sender == h.Scope.AppLogin {
-		// Our own write: recorded in the item's history (an interrupted write is known as ours),
-		// nothing to enforce.
-		logger.Debug().Msg("ignored: our own write")
-		return nil
-	}
+	// Our own writes too: every report takes its place in its item's history, walked by its
+	// own job (one whose record already holds the write ends without a GitHub request).
 	if err := h.Queue.EnqueueChange(ctx, ch); err != nil {
 		return fmt.Errorf("enqueue change: %w", err)
 	}

@@ -23,6 +23,20 @@ type Oracle struct {
 	// GroupOf, when set, names the other members of an item's group (siblings, or a parent's
 	// sub-issues); their legal states at each move are the convergence gate's input.
 	GroupOf func(item string) []string
+	// Family, when set, names an item's parent ("" for none) and its sub-issues. Automation is
+	// then part of the true history: a move that changes an item's legal state carries its
+	// children along (cascade) and converges its ancestors at once, at the move's time, as
+	// the app's automation does (policy.PlanCascade, policy.ConvergenceTarget).
+	Family func(item string) (parent string, children []string)
+	// Automated lists the moves automation made, in order.
+	Automated []Automated
+}
+
+// Automated is a move the app's automation owes: the item, the state it enters, and the
+// item whose move caused it.
+type Automated struct {
+	Item, To, Cause string
+	At              time.Time
 }
 
 // Move is one move of the true history.
@@ -107,12 +121,85 @@ func (o *Oracle) Step(item string, mv Move) {
 			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: o.legalBefore(other, mv.At)})
 		}
 	}
+	before := o.Legal[item]
 	o.moves[item] = append(o.moves[item], mv)
 	out := o.Judge(item, o.moves[item])
 	o.Legal[item], o.Holder[item] = out.Legal, out.Holder
 	for d, v := range out.Violations {
 		o.Violations[d] = v
 	}
+	if o.Family != nil && !mv.App && out.Legal != before {
+		o.automate(item, mv.At)
+	}
+}
+
+// automate runs the automation a legal move of item sets off: its children follow it down
+// the pipeline (to max_cascade_depth levels), then its ancestors converge. One chain never
+// moves an item twice.
+func (o *Oracle) automate(item string, at time.Time) {
+	visited := map[string]bool{item: true}
+	auto := o.m.Automation()
+	if auto.CascadeChildren {
+		o.cascade(item, item, at, 1, visited)
+	}
+	if !auto.ConvergeParents {
+		return
+	}
+	parent, _ := o.Family(item)
+	for depth := 0; parent != "" && depth < auto.MaxCascadeDepth && !visited[parent]; depth++ {
+		_, children := o.Family(parent)
+		var members []policy.Member
+		for i, c := range children {
+			members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
+		}
+		target, ok := o.m.ConvergenceTarget(o.Legal[parent], members)
+		if !ok {
+			return
+		}
+		visited[parent] = true
+		o.appMove(parent, target, item, at)
+		parent, _ = o.Family(parent)
+	}
+}
+
+func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited map[string]bool) {
+	if o.m.PipelineIndex(o.Legal[parent]) < 0 {
+		return
+	}
+	_, children := o.Family(parent)
+	byNumber := map[int]string{}
+	var members []policy.Member
+	for i, c := range children {
+		if visited[c] {
+			continue
+		}
+		byNumber[i+1] = c
+		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
+	}
+	moves, _ := o.m.PlanCascade(o.Legal[parent], members)
+	var moved []string
+	for _, mv := range moves {
+		c := byNumber[mv.Number]
+		visited[c] = true
+		o.appMove(c, mv.To, cause, at)
+		moved = append(moved, c)
+	}
+	if depth >= o.m.Automation().MaxCascadeDepth {
+		return
+	}
+	for _, c := range moved {
+		if _, grand := o.Family(c); len(grand) > 0 {
+			o.cascade(cause, c, at, depth+1, visited)
+		}
+	}
+}
+
+// appMove records an automated move of item at the time of the move that caused it.
+func (o *Oracle) appMove(item, to, cause string, at time.Time) {
+	o.moves[item] = append(o.moves[item], Move{From: o.Legal[item], To: to, Actor: "(automation)", At: at, App: true})
+	out := o.Judge(item, o.moves[item])
+	o.Legal[item], o.Holder[item] = out.Legal, out.Holder
+	o.Automated = append(o.Automated, Automated{Item: item, To: to, Cause: cause, At: at})
 }
 
 // Ambiguous reports whether the item's moves so far hold two of one second: GitHub dates

@@ -1,0 +1,127 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// A walk may need another item's history: the convergence gate counts each group member with
+// its legal state when the move was made, and waits while the member's history up to then is
+// still being judged. Such a wait is woken, never polled: the waiting item is noted as a
+// dependent of the member, and when a walk of the member ends its dependents are walked
+// again. The job of the waiting report backs off meanwhile (1 s, doubling to 5 min): it is the
+// durable fallback for a restart, or a member walked on another replica.
+
+// groupUnsettled is errGroupUnsettled for one member: the item whose history must move on.
+type groupUnsettled struct {
+	member string // the member's item id
+	number int
+}
+
+func (g groupUnsettled) Error() string { return fmt.Sprintf("#%d: %s", g.number, errGroupUnsettled) }
+func (g groupUnsettled) Unwrap() error { return errGroupUnsettled }
+
+// Backoff of a waiting item's job between wakes.
+const (
+	dependentFirstWait = time.Second
+	dependentMaxWait   = 5 * time.Minute
+)
+
+// dependent is an item waiting on another's history, and how to walk it again.
+type dependent struct {
+	board        Board
+	installation int64
+	owner        string
+}
+
+// dependents are the items waiting on members' histories, in this process.
+type dependents struct {
+	mu    sync.Mutex
+	on    map[string]map[string]dependent // member item → waiting item → how to walk it
+	waits map[string]int                  // waiting item → waits in a row (its backoff)
+}
+
+// await notes that item waits on member, and returns how long its job should stay away.
+func (d *dependents) await(item, member string, dep dependent) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.on == nil {
+		d.on, d.waits = map[string]map[string]dependent{}, map[string]int{}
+	}
+	if d.on[member] == nil {
+		d.on[member] = map[string]dependent{}
+	}
+	d.on[member][item] = dep
+	n := d.waits[item]
+	d.waits[item] = n + 1
+	wait := dependentFirstWait << min(n, 16)
+	return min(wait, dependentMaxWait)
+}
+
+// settled forgets an item's backoff: its walk went on.
+func (d *dependents) settled(item string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.waits, item)
+}
+
+// take returns the items waiting on member, and forgets them.
+func (d *dependents) take(member string) map[string]dependent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	deps := d.on[member]
+	delete(d.on, member)
+	return deps
+}
+
+// waiting counts the items waiting on others (tests, metrics).
+func (d *dependents) waiting() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := map[string]bool{}
+	for _, deps := range d.on {
+		for item := range deps {
+			seen[item] = true
+		}
+	}
+	return len(seen)
+}
+
+// holdForMember keeps a walk's reports until the member it needs has moved on: its job comes
+// back after a backoff, and a walk of the member wakes it sooner.
+func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled) (Result, error) {
+	wait := e.deps.await(w.rec.ItemID, g.member, dependent{board: w.board, installation: w.installation, owner: w.owner})
+	zerolog.Ctx(ctx).Debug().Str("member", g.member).Dur("backoff", wait).Msg("waiting for a group member's history")
+	return Result{Verdict: VerdictWait, Reason: g.Error(), RetryAfter: wait}, nil
+}
+
+// wake walks again the items waiting on member's history, once a walk of it has ended.
+// Beside the caller (in its goroutine in a simulated world); a failure leaves the item to its
+// job.
+func (e *Enforcer) wake(ctx context.Context, member string) {
+	for item, dep := range e.deps.take(member) {
+		if e.inline {
+			e.walkDependent(ctx, item, dep)
+			continue
+		}
+		e.explaining.Add()
+		go func() {
+			defer e.explaining.Done()
+			e.walkDependent(context.WithoutCancel(ctx), item, dep)
+		}()
+	}
+}
+
+func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent) {
+	lc := zerolog.Ctx(ctx).With().Str("item", item).Str("woken_by", "a group member's history").Logger()
+	ctx = lc.WithContext(ctx)
+	w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
+	if _, err := e.walkOn(ctx, w, item); err != nil && !errors.Is(err, context.Canceled) {
+		zerolog.Ctx(ctx).Debug().Err(err).Msg("walking a woken item failed; its job goes on")
+	}
+}
