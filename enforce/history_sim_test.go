@@ -279,6 +279,12 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
+// globalMove is one move of a history and its item.
+type globalMove struct {
+	item string
+	mv   oracle.Move
+}
+
 // simWorld runs one history.
 type simWorld struct {
 	h        simHistory
@@ -300,6 +306,12 @@ type simWorld struct {
 	problems []string
 	traceLog []string
 	jobRuns  int
+	m        *policy.Machine
+	actors   policy.Actors
+	// moves are the history's moves in true order; crossAmbiguous is set once two items of a
+	// family have moved in one second (their order cannot be told from GitHub's reports).
+	moves          []globalMove
+	crossAmbiguous bool
 	// ownWrites and crashes count the app's writes to the board and the faults injected.
 	ownWrites, crashes int
 	together           int  // items judged together when a sweep completed
@@ -317,30 +329,8 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	w := &simWorld{h: h, now: simT0, rng: rand.New(rand.NewPCG(h.Seed, h.Seed^0x5eed)), st: newMemStore(), crashing: true,
 		proof: policy.SweepProof{Available: true}}
 	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
-	w.or = oracle.New(m, actors)
-	if len(h.Parents) > 0 {
-		w.or.Family = func(item string) (string, []string) {
-			i := simItemIndex(item)
-			parent := ""
-			if p := h.parentOf(i); p >= 0 {
-				parent = simItemID(p)
-			}
-			var children []string
-			for _, c := range h.childrenOf(i) {
-				children = append(children, simItemID(c))
-			}
-			return parent, children
-		}
-		// The convergence gate's group: the siblings, or a parent's own sub-issues.
-		w.or.GroupOf = func(item string) []string {
-			parent, children := w.or.Family(item)
-			if parent == "" {
-				return children
-			}
-			_, siblings := w.or.Family(parent)
-			return slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == item })
-		}
-	}
+	w.m, w.actors = m, actors
+	w.or = w.newOracle()
 	for i, s := range h.Items {
 		id := simItemID(i)
 		it := Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
@@ -352,11 +342,9 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 		w.board.items[id] = it
 		// Installed on an existing board: every item adopted as it is.
 		w.st.items[id] = storeItem(id, s, simT0.Add(-time.Hour))
-		w.or.Start(id, s)
 	}
 	w.st.fail = func(op string) error {
 		if w.crashing && w.rng.Float64() < h.Crash {
-			w.crashes++
 			w.crashes++
 			w.trace("crash in the store (%s)", op)
 			return fmt.Errorf("%s: %w", op, errInjected)
@@ -373,6 +361,100 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
 	w.svc.Enforcer.inline = true
 	return w
+}
+
+// newOracle is an oracle that has seen the items' first states, and knows their families.
+func (w *simWorld) newOracle() *oracle.Oracle {
+	h := w.h
+	or := oracle.New(w.m, w.actors)
+	if len(h.Parents) > 0 {
+		or.Family = func(item string) (string, []string) {
+			i := simItemIndex(item)
+			parent := ""
+			if p := h.parentOf(i); p >= 0 {
+				parent = simItemID(p)
+			}
+			var children []string
+			for _, c := range h.childrenOf(i) {
+				children = append(children, simItemID(c))
+			}
+			return parent, children
+		}
+		// The convergence gate's group: the siblings, or a parent's own sub-issues.
+		or.GroupOf = func(item string) []string {
+			parent, children := or.Family(item)
+			if parent == "" {
+				return children
+			}
+			_, siblings := or.Family(parent)
+			return slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == item })
+		}
+	}
+	for i, s := range h.Items {
+		or.Start(simItemID(i), s)
+	}
+	return or
+}
+
+// familyOrders lists the orders of a family's moves that GitHub's reports cannot tell from the
+// true one: moves of different items made in one second, interleaved in any way (the moves of
+// one item keep their order; the oracle's Check permutes those). The true order comes first;
+// at most 50.
+func (w *simWorld) familyOrders() [][]globalMove {
+	out := [][]globalMove{w.moves}
+	var groups [][]globalMove
+	for i := 0; i < len(w.moves); {
+		j := i + 1
+		for j < len(w.moves) && w.moves[j].mv.At.Equal(w.moves[i].mv.At) {
+			j++
+		}
+		groups = append(groups, w.moves[i:j])
+		i = j
+	}
+	var walk func(g int, prefix []globalMove)
+	walk = func(g int, prefix []globalMove) {
+		if len(out) >= 50 {
+			return
+		}
+		if g == len(groups) {
+			same := true
+			for k := range prefix {
+				same = same && prefix[k].mv.Delivery == w.moves[k].mv.Delivery
+			}
+			if !same {
+				out = append(out, slices.Clone(prefix))
+			}
+			return
+		}
+		grp := groups[g]
+		used := make([]bool, len(grp))
+		var interleave func(cur []globalMove)
+		interleave = func(cur []globalMove) {
+			if len(cur) == len(prefix)+len(grp) {
+				walk(g+1, cur)
+				return
+			}
+			for i, gm := range grp {
+				if used[i] {
+					continue
+				}
+				// The first move of its item not taken yet.
+				first := true
+				for k := 0; k < i; k++ {
+					first = first && (used[k] || grp[k].item != gm.item)
+				}
+				if !first {
+					continue
+				}
+				used[i] = true
+				interleave(append(cur, gm))
+				used[i] = false
+			}
+		}
+		interleave(slices.Clone(prefix))
+	}
+	walk(0, nil)
+	return out
 }
 
 func simItemID(i int) string { return fmt.Sprintf("PVTI_%d", i) }
@@ -443,7 +525,12 @@ func (w *simWorld) move(i int, mv simMove) {
 		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
-	w.or.Step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
+	om := oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At}
+	for _, g := range w.moves {
+		w.crossAmbiguous = w.crossAmbiguous || (g.item != id && g.mv.At.Equal(om.At) && len(w.h.Parents) > 0)
+	}
+	w.moves = append(w.moves, globalMove{item: id, mv: om})
+	w.or.Step(id, om)
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	if !mv.Drop {
 		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
@@ -527,7 +614,7 @@ func (w *simWorld) appWrite(id, state string) {
 	if !w.crashing || w.rng.Float64() >= 0.15 {
 		w.at(w.now.Add(20*time.Millisecond), func() { w.deliver(d) })
 	}
-	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) {
+	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) && !w.crossAmbiguous {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
 }
@@ -621,7 +708,6 @@ func (w *simWorld) periodicSweep(t time.Time) {
 // second chain in more than one order) what one of the orders GitHub's reports cannot tell
 // from it gives.
 func (w *simWorld) check() {
-	ctx := context.Background()
 	// A violation comment explains moves of its own issue; a storm's summary explains moves
 	// of the issues it names, wherever it is posted: each marker counts for its move's item.
 	itemOf := map[string]string{}
@@ -649,37 +735,34 @@ func (w *simWorld) check() {
 			}
 		}
 	}
-	for i := range w.h.Items {
-		id := simItemID(i)
-		it, _ := w.board.Item(ctx, id)
-		rec, err := w.st.GetItem(ctx, id)
-		if err != nil {
-			w.problem("%s: %v", id, err)
-			continue
-		}
-		explained := explainedBy[id]
-		if explained == nil {
-			explained = map[string]int{}
-		}
-		for _, d := range w.or.Check(id, it.State, rec.LockHolder, explained) {
-			w.problem("%s", d)
+	// The outcome must be the oracle's for the true order, or for one GitHub's reports cannot
+	// tell from it.
+	var diverged []string
+	candidates := []*oracle.Oracle{w.or}
+	if len(w.h.Parents) > 0 {
+		for _, order := range w.familyOrders()[1:] {
+			or := w.newOracle()
+			for _, g := range order {
+				or.Step(g.item, g.mv)
+			}
+			candidates = append(candidates, or)
 		}
 	}
+	for k, or := range candidates {
+		diffs := w.diverge(or, explainedBy)
+		if len(diffs) == 0 {
+			diverged = nil
+			break
+		}
+		if k == 0 {
+			diverged = diffs
+		}
+	}
+	w.problems = append(w.problems, diverged...)
 	// Nothing is left waiting: every report, the app's own included, has taken its place.
 	for _, o := range w.st.list(func(o Observation) bool { return o.Status == ObservationPending }) {
 		w.problem("%s: report %s (%s → %s by %s) still waiting when the history ended", o.ItemID, o.DeliveryID,
 			orNoState(o.From), orNoState(o.To), o.Actor)
-	}
-	// Every move the automation owes is audited as automated on its item, with its cause.
-	audit, _ := w.st.entries("")
-	for _, a := range w.or.Automated {
-		found := false
-		for _, e := range audit {
-			found = found || (e.ItemID == a.Item && e.ToState == a.To && e.Verdict == VerdictAutomated && e.Cause != "")
-		}
-		if !found {
-			w.problem("%s: the automation's move to %s (caused by %s's move) was never audited as automated", a.Item, a.To, a.Cause)
-		}
 	}
 	// GitHub requests are part of correctness: a wait never polls.
 	if budget := w.requestBudget(); w.board.requests > budget {
@@ -689,6 +772,39 @@ func (w *simWorld) check() {
 	if len(w.problems) > 0 {
 		w.problems = append(w.problems, "trace:\n  "+strings.Join(w.traceLog, "\n  "))
 	}
+}
+
+// diverge lists how the settled world differs from what an oracle says: every item's board
+// value, lock holder and explanations, and an automated audit entry, with its cause, for every
+// move the automation owes.
+func (w *simWorld) diverge(or *oracle.Oracle, explainedBy map[string]map[string]int) []string {
+	ctx := context.Background()
+	var diffs []string
+	for i := range w.h.Items {
+		id := simItemID(i)
+		it, _ := w.board.item(id)
+		rec, err := w.st.GetItem(ctx, id)
+		if err != nil {
+			diffs = append(diffs, fmt.Sprintf("%s: %v", id, err))
+			continue
+		}
+		explained := explainedBy[id]
+		if explained == nil {
+			explained = map[string]int{}
+		}
+		diffs = append(diffs, or.Check(id, it.State, rec.LockHolder, explained)...)
+	}
+	audit, _ := w.st.entries("")
+	for _, a := range or.Automated {
+		found := false
+		for _, e := range audit {
+			found = found || (e.ItemID == a.Item && e.ToState == a.To && e.Verdict == VerdictAutomated && e.Cause != "")
+		}
+		if !found {
+			diffs = append(diffs, fmt.Sprintf("%s: the automation's move to %s (caused by %s's move) was never audited as automated", a.Item, a.To, a.Cause))
+		}
+	}
+	return diffs
 }
 
 // requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported

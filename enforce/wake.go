@@ -120,8 +120,24 @@ func (e *Enforcer) wake(ctx context.Context, member string) {
 func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent) {
 	lc := zerolog.Ctx(ctx).With().Str("item", item).Str("woken_by", "a group member's history").Logger()
 	ctx = lc.WithContext(ctx)
-	w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
-	if _, err := e.walkOn(ctx, w, item); err != nil && !errors.Is(err, context.Canceled) {
-		zerolog.Ctx(ctx).Debug().Err(err).Msg("walking a woken item failed; its job goes on")
+	// A failure is retried at once, as a job's would be; past a few attempts the item is left
+	// to its job, which backs off.
+	for attempt := 1; ; attempt++ {
+		w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
+		_, err := e.walkOn(ctx, w, item)
+		if err == nil || errors.Is(err, context.Canceled) {
+			return
+		}
+		if attempt == walkAttempts {
+			zerolog.Ctx(ctx).Debug().Err(err).Msg("walking a woken item failed; its job goes on")
+			return
+		}
+		if !e.inline {
+			select {
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
 }

@@ -135,8 +135,9 @@ const waitStep = 250 * time.Millisecond
 func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
+	held := ownHeld(h, pending)
 	for _, o := range pending {
-		if o.Own && (!h.Known || (o.To == h.Observed && !reportedBefore(pending, o))) {
+		if o.Own && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o))) {
 			// The report of a write of ours the record already holds. (When others' changes
 			// made before it are still unjudged, it is a write made while the history was being
 			// judged: it takes its place after them.)
@@ -289,6 +290,32 @@ func (in SequenceInput) wait(h History, at time.Time, why string) Action {
 		a.Sweep = in.Sweep.Available
 	}
 	return a
+}
+
+// ownHeld lists the reports of our own writes the record holds: the one that set the observed
+// value, and those before it that a chain of our own writes leads from to it (several writes of
+// ours to one item, such as two cascades, whose reports come back after the last was recorded).
+func ownHeld(h History, pending []Observation) map[string]bool {
+	held := map[string]bool{}
+	cur := h.Observed
+	for {
+		idx := -1
+		for i := len(pending) - 1; i >= 0; i-- {
+			if o := pending[i]; o.Own && !held[o.Delivery] && o.To == cur {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return held
+		}
+		o := pending[idx]
+		held[o.Delivery] = true
+		if !o.FromKnown || o.From == cur {
+			return held
+		}
+		cur = o.From
+	}
 }
 
 // reportedBefore reports whether someone else's change made before o's second is pending.

@@ -60,6 +60,15 @@ func TestSequence(t *testing.T) {
 			{Delivery: "own", FromKnown: true, From: "Research Needed", To: "Ready for Plan", Actor: "ralph-gate[bot]", At: sec(7), Received: sec(7), Own: true},
 			obs("d1", "Ready for Plan", "Human Needed", "alice", 5), obs("d2", "Human Needed", "Research Needed", "agent-2", 6)}, unknown, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
+		{"two writes of ours in a row coming back after the second was recorded: the first is held too", in(known("Research in Progress", "Research in Progress", 1), []Observation{
+			{Delivery: "own2", FromKnown: true, From: "Research Needed", To: "Research in Progress", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true},
+			{Delivery: "own1", FromKnown: true, From: "Backlog", To: "Research Needed", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true}},
+			unknown, proven(0), 7),
+			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
+		{"… the second too, once the first is taken in", in(known("Research in Progress", "Research in Progress", 1), []Observation{
+			{Delivery: "own2", FromKnown: true, From: "Research Needed", To: "Research in Progress", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true}},
+			unknown, proven(0), 7),
+			ActIgnore, func(t *testing.T, a Action) { want(t, a.Why, "our own write") }},
 		{"our own write that its record missed waits for its place in the history", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(0), 6),
 			ActWait, nil},
 		{"… and is then taken as the app's legal move", in(known("Backlog", "Backlog", 1), []Observation{own}, unknown, proven(10), 11),
