@@ -17,6 +17,8 @@ import (
 // legal step of the item's history, audited and, when configured, commented.
 type Automation struct {
 	*core
+	// walkSoon walks an item whose owed move its chain did not write (the Enforcer's).
+	walkSoon func(ctx context.Context, b Board, it Item)
 }
 
 // chain is one run of automation set off by one move: the board, the item that moved, the
@@ -67,7 +69,9 @@ func relativeItem(base Item, r Relative) Item {
 
 // cascade moves the children of parent (now in parent.State) that are earlier on the
 // pipeline along with it (policy.PlanCascade), then theirs, down to max_cascade_depth. An
-// archived child is never moved (nor, through it, its own children).
+// archived child is never moved (nor, through it, its own children). Each child counts with
+// its legal state (its record's), not the value its card shows: a refused value about to be
+// set back, or a later move whose report is still to be judged, is no state to plan from.
 func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, depth int) error {
 	fam, err := ch.board.Family(ctx, parent.IssueID, ch.base.ProjectID)
 	if err != nil {
@@ -75,44 +79,50 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 	}
 	byNumber := map[int]Relative{}
 	var members []policy.Member
+	var again []appMove // moved by an earlier run of this chain, which failed after it
 	for _, c := range fam.Children {
 		if c.ItemID == "" || c.Archived || ch.visited[c.ItemID] {
 			continue
 		}
+		legal, rec, err := a.legalRecord(ctx, c)
+		if err != nil {
+			return err
+		}
+		if ch.movedOnSince(rec) {
+			continue // its later judged move stands: the cascade is not recorded over it
+		}
+		if ch.owedBefore(rec, parent.State) {
+			ch.visited[c.ItemID] = true
+			again = append(again, appMove{Item: relativeItem(ch.base, c), To: legal})
+			if legal != c.State && a.walkSoon != nil {
+				a.walkSoon(ctx, ch.board, relativeItem(ch.base, c)) // its write may not have been made
+			}
+			continue
+		}
 		byNumber[c.Number] = c
-		members = append(members, policy.Member{Number: c.Number, Title: c.Title, State: c.State})
+		members = append(members, policy.Member{Number: c.Number, Title: c.Title, State: legal})
 	}
 	moves, _ := a.machine.PlanCascade(parent.State, members)
-	if len(moves) == 0 {
-		return nil
-	}
-	writes := make([]StateWrite, 0, len(moves))
-	for _, mv := range moves {
-		c := byNumber[mv.Number]
-		ch.visited[c.ItemID] = true
-		writes = append(writes, StateWrite{Item: relativeItem(ch.base, c), State: mv.To})
-	}
-	if err := ch.board.SetStates(ctx, writes); err != nil {
-		return err
-	}
 	why := fmt.Sprintf("cascade: parent #%d moved to %s", parent.Number, parent.State)
 	if ch.why != "" {
 		why += " (" + ch.why + ")"
 	}
-	for _, w := range writes {
-		mv := appMove{Item: w.Item, From: w.Item.State, To: w.State, Kind: CauseCascade, Why: why, At: ch.at}
-		if err := a.record(ctx, mv); err != nil {
-			return err
-		}
-		a.comment(ctx, ch.board, mv)
+	var owed []appMove
+	for _, m := range moves {
+		c := byNumber[m.Number]
+		ch.visited[c.ItemID] = true
+		owed = append(owed, appMove{Item: relativeItem(ch.base, c), From: m.From, To: m.To, Kind: CauseCascade, Why: why, At: ch.at})
+	}
+	if err := a.carryOut(ctx, ch.board, owed); err != nil {
+		return err
 	}
 	if depth >= a.machine.Automation().MaxCascadeDepth {
 		return nil
 	}
-	for _, w := range writes {
-		if w.Item.SubIssues > 0 {
-			moved := relativeOf(w.Item)
-			moved.State = w.State
+	for _, mv := range append(again, owed...) {
+		if mv.Item.SubIssues > 0 {
+			moved := relativeOf(mv.Item)
+			moved.State = mv.To
 			if err := a.cascade(ctx, ch, moved, depth+1); err != nil {
 				return err
 			}
@@ -121,9 +131,25 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 	return nil
 }
 
+// movedOnSince reports whether an item's legal state was set by a step made after the cause of
+// the chain (judged first: GitHub's one-second clock, or a relative's step that does not wait
+// for it). Automation is never recorded over a later judged step of its item.
+func (ch *chain) movedOnSince(rec Record) bool {
+	return !ch.at.IsZero() && rec.known() && rec.LegalAt.After(ch.at)
+}
+
+// owedBefore reports whether an item's record shows it moved to state by this chain's cause
+// in an earlier run of the chain (one that failed after recording it): the job's retry runs
+// the whole chain again, and must follow that move as if it made it (one chain never moves an
+// item twice, and goes on below and above it).
+func (ch *chain) owedBefore(rec Record, state string) bool {
+	return !ch.at.IsZero() && rec.known() && rec.LastLegalState == state && rec.LegalAt.Equal(ch.at)
+}
+
 // convergeUp advances each ancestor whose children have all reached a parent gate. An archived
 // ancestor is never moved, and the ones above it stay too (their children did not move). An
-// archived child still counts: its state is still where its work stands.
+// archived child still counts: its state is still where its work stands. Like the cascade,
+// it goes by the legal states of the parent and its children.
 func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID string) error {
 	for depth := 0; parentIssueID != "" && depth < a.machine.Automation().MaxCascadeDepth; depth++ {
 		fam, err := ch.board.Family(ctx, parentIssueID, ch.base.ProjectID)
@@ -136,29 +162,161 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		}
 		var children []policy.Member
 		for _, c := range fam.Children {
-			if c.ItemID != "" {
-				children = append(children, policy.Member{Number: c.Number, Title: c.Title, State: c.State})
+			if c.ItemID == "" {
+				continue
 			}
+			legal, _, err := a.legalRecord(ctx, c)
+			if err != nil {
+				return err
+			}
+			children = append(children, policy.Member{Number: c.Number, Title: c.Title, State: legal})
 		}
-		target, ok := a.machine.ConvergenceTarget(parent.State, children)
-		if !ok {
-			return nil
-		}
-		pit := relativeItem(ch.base, parent)
-		if err := ch.board.SetState(ctx, pit, target); err != nil {
+		from, rec, err := a.legalRecord(ctx, parent)
+		if err != nil {
 			return err
+		}
+		if ch.movedOnSince(rec) {
+			return nil // the parent's later judged move stands
 		}
 		ch.visited[parent.ItemID] = true
-		mv := appMove{Item: pit, From: parent.State, To: target, Kind: CauseConvergence, At: ch.at,
-			Why: fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)}
-		if err := a.record(ctx, mv); err != nil {
-			return err
+		if target, ok := a.machine.ConvergenceTarget(from, children); ok {
+			mv := appMove{Item: relativeItem(ch.base, parent), From: from, To: target, Kind: CauseConvergence, At: ch.at,
+				Why: fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)}
+			if err := a.carryOut(ctx, ch.board, []appMove{mv}); err != nil {
+				return err
+			}
+		} else if !ch.owedBefore(rec, from) || !slices.Contains(a.machine.ParentGates(), from) {
+			return nil
+		} else if from != parent.State && a.walkSoon != nil {
+			// Converged by an earlier run of this chain: go on above it.
+			a.walkSoon(ctx, ch.board, relativeItem(ch.base, parent))
 		}
-		a.comment(ctx, ch.board, mv)
 		parentIssueID = ""
 		if fam.Parent != nil {
 			parentIssueID = fam.Parent.IssueID
 		}
+	}
+	return nil
+}
+
+// legalRecord is a relative's legal state, with its record: its record's, or its card's for
+// an item never recorded.
+func (a *Automation) legalRecord(ctx context.Context, r Relative) (string, Record, error) {
+	rec, found, err := a.items.load(ctx, r.ItemID)
+	if err != nil || !found || !rec.known() {
+		return r.State, Record{}, err
+	}
+	return rec.LastLegalState, rec, nil
+}
+
+// carryOut makes automated moves, each first a step of its item's history (owe: journaled,
+// as a revert is), then written together — each only where the card still shows the value
+// the item's history ended in; the others are written by their items' own walks, once the
+// reports of the values their cards show are judged (from the new legal state).
+func (a *Automation) carryOut(ctx context.Context, b Board, moves []appMove) error {
+	var writes []StateWrite
+	var written []appMove
+	for _, mv := range moves {
+		now, err := a.owe(ctx, mv)
+		if err != nil {
+			return err
+		}
+		if now {
+			writes = append(writes, StateWrite{Item: mv.Item, State: mv.To})
+			written = append(written, mv)
+		} else if a.walkSoon != nil && mv.Item.State != mv.To {
+			a.walkSoon(ctx, b, mv.Item)
+		}
+	}
+	if len(writes) > 0 {
+		if err := b.SetStates(ctx, writes); err != nil {
+			// Journaled: each item's walk writes what is left (the item's job, or the reconciler).
+			for _, mv := range written {
+				if a.walkSoon != nil {
+					a.walkSoon(ctx, b, mv.Item)
+				}
+			}
+			return err
+		}
+	}
+	for _, mv := range written {
+		if err := a.wrote(ctx, mv); err != nil {
+			// The write is on the board and journaled: the report of it, when its job walks
+			// the item, takes it in.
+			zerolog.Ctx(ctx).Debug().Err(err).Str("moved_item", mv.Item.ID).Msg("could not record an automated write as made")
+		}
+		a.comment(ctx, b, mv)
+	}
+	return nil
+}
+
+// owe records an automated move as a step of its item's history, dated at its cause: the
+// item's legal state becomes mv.To (what the board must show), audited `automated` with its
+// cause. now reports whether the chain may write it at once: the card shows the value the
+// item's history ended in and nobody else's report of the item is waiting; then the write is
+// journaled (RevertPending) in the same step, so a crash between the two is resolved as a
+// revert's is. Otherwise the item's own walk judges those reports from the new legal state
+// and writes what the board must show, guarded, as a revert.
+func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) {
+	it := mv.Item
+	_, err = a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
+		now = false
+		observed := rec.ObservedState
+		if !found || !rec.known() {
+			// Never judged: its card's value is taken as legal, as on first sight.
+			observed = it.State
+			rec.ObservedState, rec.ObservedAt, rec.LastLegalState = it.State, time.Time{}, it.State
+		}
+		rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
+		legalFrom := rec.LastLegalState
+		if found && rec.known() && (legalFrom == mv.To || legalFrom != mv.From) {
+			// Owed already (a chain run again after a failure), or the item's history moved
+			// on since the move was planned from it (a step judged meanwhile stands).
+			return Step{}, false, nil
+		}
+		pending, err := a.store().PendingObservations(ctx, it.ID)
+		if err != nil {
+			return Step{}, false, fmt.Errorf("load reports of item %s: %w", it.ID, err)
+		}
+		pending = slices.DeleteFunc(pending, func(o Observation) bool { return o.Actor == a.rec.app })
+		rec.LastLegalState, rec.RejectedState = mv.To, ""
+		if mv.At.After(rec.LegalAt) {
+			rec.LegalAt = mv.At
+		}
+		if !a.machine.IsLock(mv.To) {
+			rec.LockHolder, rec.LockSince = "", time.Time{}
+		}
+		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" {
+			rec.RevertPending, now = mv.To, true
+		}
+		mv.From = legalFrom
+		o, audit := a.rec.appStep(mv, legalFrom), a.rec.automation(mv)
+		return Step{Record: rec, Observation: &o, Audit: &audit}, true, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("record automation on %s: %w", it.ID, err)
+	}
+	a.logMove(zerolog.Ctx(ctx).Info(), mv).Msg("automation moved an item")
+	a.observeAutomation(mv.Kind)
+	return now, nil
+}
+
+// wrote records that an owed move is on the board.
+func (a *Automation) wrote(ctx context.Context, mv appMove) error {
+	_, err := a.items.update(ctx, mv.Item.ID, func(rec Record, found bool) (Step, bool, error) {
+		if !found || rec.RevertPending != mv.To {
+			return Step{}, false, nil // its report came back first, and was taken in
+		}
+		rec.ObservedState, rec.RevertPending = mv.To, ""
+		// GitHub dates our write to the second it was made: a report of an earlier write of
+		// ours that comes back after it (late, or redelivered) is older than the history.
+		if at := a.now().Truncate(time.Second); at.After(rec.ObservedAt) {
+			rec.ObservedAt = at
+		}
+		return Step{Record: rec}, true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("record automation on %s: %w", mv.Item.ID, err)
 	}
 	return nil
 }

@@ -185,10 +185,10 @@ func TestAutomationCommentFailureKeepsTheMove(t *testing.T) {
 	}
 }
 
-// Automation onto an item whose own history is still being judged does not write its record:
-// the app's write takes its place in that history, through its own report, when the item's
-// walk reaches it.
-func TestAutomationOntoAnItemBeingJudgedIsLeftToItsWalk(t *testing.T) {
+// A parent's move is judged after its child's earlier reported move (its relatives' history
+// before it comes first: relatives.go), then cascades onto the child from the state that
+// move left.
+func TestCascadeComesAfterTheChildsEarlierMove(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
 	obs := &observer{}
@@ -202,33 +202,30 @@ func TestAutomationOntoAnItemBeingJudgedIsLeftToItsWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.now = t0.Add(time.Second)
-	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	if h.state("C") != "In Progress" {
-		t.Fatalf("C is %q: the cascade did not write", h.state("C"))
+	parentMove := h.board.move("P", "alice", "In Progress", h.now)
+	if res := h.process(parentMove); res.Verdict != VerdictWait || !strings.Contains(res.Reason, "#11") {
+		t.Fatalf("the parent's move did not wait for the child's earlier one: %+v", res)
 	}
-	if rec := h.record("C"); rec.LastLegalState != "Research Needed" {
-		t.Fatalf("the record of an item being judged was written: %+v", rec)
-	}
-	if obs.count(CauseCascade) != 1 {
-		t.Errorf("observed %v", obs.causes)
-	}
-	// The app's own report arrives; the child's walk judges alice's move, then takes the app's.
-	own := Change{DeliveryID: "own-C", ItemID: "C", FromKnown: true, From: "Ready for Plan", To: "In Progress",
-		Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}
-	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
-		t.Fatal(err)
-	}
-	h.now = h.now.Add(time.Second)
+	// The child's walk judges alice's move, then wakes the parent's, which cascades.
 	if res := h.process(pendingChild); res.Verdict != VerdictAllowed {
 		t.Fatalf("alice's move: %+v", res)
 	}
+	h.drain()
 	rec := h.record("C")
 	if rec.LastLegalState != "In Progress" || rec.ObservedState != "In Progress" || h.state("C") != "In Progress" || len(h.board.sets) != 1 {
 		t.Fatalf("record %+v, board %s, writes %v", rec, h.state("C"), h.board.sets)
 	}
 	es := h.audit("C")
-	if len(es) != 3 || es[1].Verdict != VerdictAllowed || es[1].Actor != "alice" || es[2].Verdict != VerdictAutomated || es[2].ActorKind != "app" {
+	if len(es) != 3 || es[1].Verdict != VerdictAllowed || es[1].Actor != "alice" || es[2].Verdict != VerdictAutomated || es[2].ActorKind != "app" ||
+		es[2].FromState != "Ready for Plan" || !strings.Contains(es[2].Cause, "cascade: parent #10 moved to In Progress") {
 		t.Fatalf("audit %s", verdicts(es))
+	}
+	if obs.count(CauseCascade) != 1 {
+		t.Errorf("observed %v", obs.causes)
+	}
+	// The parent's job, coming back, finds its move judged.
+	if res := h.process(parentMove); res.Verdict != VerdictAllowed {
+		t.Fatalf("the parent's job: %+v", res)
 	}
 }
 
@@ -365,6 +362,7 @@ func TestCascadeFailureIsRetried(t *testing.T) {
 	if res := h.process(ch); res.Verdict != VerdictAllowed {
 		t.Fatalf("retry %+v", res)
 	}
+	h.drain() // the child owed by the failed run is written by its own walk
 	if h.state("C") != "In Progress" || h.record("P").AutomateState != "" || len(h.audit("C")) != 1 {
 		t.Fatalf("C=%s, P %+v", h.state("C"), h.record("P"))
 	}
@@ -541,43 +539,43 @@ func TestAutomationRecordRetriesConcurrentUpdates(t *testing.T) {
 	})
 }
 
-// An item with reports still pending is left to its walk even when the board shows the value
-// its record observed (a move and a move back, the second not reported yet).
-func TestAutomationWaitsForPendingReports(t *testing.T) {
+// A cascade onto a child moved again since the parent's move (its report still on its way) is
+// a step of the child's history before that move: recorded, not written over the move, whose
+// report is then judged from the cascade's state.
+func TestCascadeBeforeTheChildsLaterMove(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
 	h := newHarness(t, p, c)
 	setFamily(h.board, p, c)
 	h.adoptAll("P", "C")
 	h.now = h.now.Add(time.Second)
-	there := h.board.move("C", "alice", "Ready for Plan", h.now)
-	if _, err := h.svc.Enforcer.Observe(bg, there); err != nil {
+	parentMove := h.board.move("P", "alice", "In Progress", h.now)
+	later := h.board.move("C", "alice", "Human Needed", h.now.Add(time.Second))
+	if _, err := h.svc.Enforcer.Observe(bg, later); err != nil {
 		t.Fatal(err)
 	}
-	h.board.move("C", "alice", "Research Needed", h.now) // its report is on its way
-	h.now = h.now.Add(time.Second)
-	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	if h.state("C") != "In Progress" {
-		t.Fatalf("C is %q", h.state("C"))
+	h.now = h.now.Add(2 * time.Second)
+	if res := h.process(parentMove); res.Verdict != VerdictAllowed {
+		t.Fatalf("%+v", res)
 	}
-	if rec := h.record("C"); rec.LastLegalState != "Research Needed" || rec.ObservedState != "Research Needed" || len(h.audit("C")) != 1 {
-		t.Fatalf("an item with pending reports was recorded over: %+v", rec)
+	h.drain()
+	if rec := h.record("C"); len(h.board.sets) != 0 && h.board.sets[0] == "C=In Progress" {
+		t.Fatalf("the cascade was written over alice's later move: %v, record %+v", h.board.sets, rec)
+	}
+	h.process(later)
+	h.drain()
+	rec := h.record("C")
+	es := h.audit("C")
+	if h.state("C") != "Human Needed" || rec.LastLegalState != "Human Needed" || len(es) != 3 ||
+		es[1].Verdict != VerdictAutomated || es[1].ToState != "In Progress" ||
+		es[2].Actor != "alice" || es[2].Verdict != VerdictAllowed || es[2].FromState != "In Progress" {
+		t.Fatalf("board %s, record %+v, audit %s, writes %v", h.state("C"), rec, verdicts(es), h.board.sets)
 	}
 }
 
-// An item whose board value differs from its record's (a change whose report is lost or on
-// its way) is left to its walk too: automation does not record over an unjudged change.
-func TestAutomationOntoAnUnreportedChange(t *testing.T) {
-	h := unreportedChangeThenCascade(t)
-	if rec := h.record("C"); rec.LastLegalState != "Research Needed" || rec.ObservedState != "Research Needed" || len(h.audit("C")) != 1 {
-		t.Fatalf("recorded over an unjudged change: %+v", rec)
-	}
-}
-
-// unreportedChangeThenCascade: C (Research Needed) is moved to Ready for Plan by someone whose
-// webhook never comes, then its parent's move cascades it to In Progress.
-func unreportedChangeThenCascade(t *testing.T) *harness {
-	t.Helper()
+// A change nobody reported on the child's card: the cascade is recorded, never written over
+// it; the child's walk judges the change, as an unknown author's, from the cascade's state.
+func TestCascadeOntoAnUnreportedChange(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
 	h := newHarness(t, p, c)
@@ -586,31 +584,25 @@ func unreportedChangeThenCascade(t *testing.T) *harness {
 	driftTo(h.board, "C", "Ready for Plan", h.now.Add(time.Second)) // reported by nobody
 	h.now = h.now.Add(2 * time.Second)
 	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	if h.state("C") != "In Progress" {
-		t.Fatalf("C is %q: the cascade did not write", h.state("C"))
+	h.drain()
+	rec := h.record("C")
+	es := h.audit("C")
+	if rec.LastLegalState != "In Progress" || len(es) < 2 || es[1].Verdict != VerdictAutomated {
+		t.Fatalf("record %+v, audit %s", rec, verdicts(es))
 	}
-	return h
-}
-
-// The walk that follows judges the unreported change (Research Needed → Ready for Plan, legal)
-// first, then takes the app's write, whose report it has, as the app's legal move: never the
-// app's own cascade reverted as an unknown author's drift.
-func TestAutomationOntoAnUnreportedChangeIsNotRevertedByTheApp(t *testing.T) {
-	h := unreportedChangeThenCascade(t)
-	own := Change{DeliveryID: "own-C", ItemID: "C", FromKnown: true, From: "Ready for Plan", To: "In Progress",
-		Actor: "ralph-gate[bot]", At: h.now, ReceivedAt: h.now}
-	if _, err := h.svc.Enforcer.Observe(bg, own); err != nil {
-		t.Fatal(err)
-	}
-	h.now = h.now.Add(time.Minute)
+	// Judged once no report of it can come: the board ends in the legal state, never the
+	// app's own cascade reverted as an unknown author's drift.
+	h.now = h.now.Add(time.Hour)
 	if _, err := h.svc.Enforcer.walk(bg, h.board, "C", ""); err != nil {
 		t.Fatal(err)
 	}
-	rec := h.record("C")
-	es := h.audit("C")
-	if rec.LastLegalState != "In Progress" || h.state("C") != "In Progress" || h.board.adds != 0 || len(es) != 3 ||
-		es[1].Actor != DriftActor || es[1].ToState != "Ready for Plan" || es[1].Verdict != VerdictAllowed ||
-		es[2].Verdict != VerdictAutomated || es[2].ToState != "In Progress" {
-		t.Fatalf("record %+v, audit %s\nwrites %v\ncomments %q", rec, verdicts(es), h.board.sets, h.commentBodies())
+	rec, es = h.record("C"), h.audit("C")
+	if rec.LastLegalState != "In Progress" || h.state("C") != "In Progress" {
+		t.Fatalf("board %s, record %+v, audit %s", h.state("C"), rec, verdicts(es))
+	}
+	for _, e := range es {
+		if e.Actor == DriftActor && e.ToState == "In Progress" {
+			t.Fatalf("the app's cascade was judged as an unknown author's: %s", verdicts(es))
+		}
 	}
 }

@@ -204,6 +204,9 @@ func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, 
 }
 
 func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Result, error) {
+	board := w.board
+	w.board = withFamilies(board)
+	defer func() { w.board = board }()
 	unlock, err := e.items.lock(ctx, itemID)
 	if err != nil {
 		return Result{}, err
@@ -263,6 +266,14 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 				continue
 			}
 		}
+		if w.read && w.rec.AutomateState != "" {
+			// Automation an earlier run owes (it failed after judging the step): it comes
+			// before anything after that step.
+			if err := e.automatePending(ctx, w); err != nil {
+				return Result{}, err
+			}
+			continue
+		}
 		switch a.Kind {
 		case policy.ActWait:
 			return e.hold(ctx, w, a)
@@ -270,7 +281,11 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			return e.finish(ctx, w)
 		}
 		var member groupUnsettled
-		if err := e.apply(ctx, w, a); errors.As(err, &member) {
+		err := e.awaitRelativesOf(ctx, w, a)
+		if err == nil {
+			err = e.apply(ctx, w, a)
+		}
+		if errors.As(err, &member) {
 			// The gate needs a group member's state at the time of the move: the member's
 			// walk wakes this one when its history moves on (wake.go).
 			return e.holdForMember(ctx, w, member)
@@ -386,7 +401,7 @@ func (e *Enforcer) hold(ctx context.Context, w *walk, a policy.Action) (Result, 
 	// The job waits even when its own report is judged: what is left (a revert, an
 	// explanation, a report of our own write) may have no other job to finish it.
 	wait := max(a.Until.Sub(e.now()), 10*time.Millisecond)
-	if w.delivery != "" && e.awaitProof(w.rec.ItemID, waitingItem{installation: w.installation, owner: w.owner, board: w.board, due: a.Due}) {
+	if w.delivery != "" && e.awaitProof(w.rec.ItemID, waitingItem{installation: w.installation, owner: w.owner, board: plainBoard(w.board), due: a.Due}) {
 		// A sweep's completion judges it with the others it releases (batch.go): the job
 		// comes back after that, to finish, or in case no proof came.
 		wait = max(a.Due.Sub(e.now()), 0) + proofRecheck

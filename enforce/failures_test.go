@@ -491,7 +491,7 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 	}
 	h.st.breakOn(nil, "LegalStateAt")
 	h.board.breakOn(errInjected, "Family")
-	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read group") {
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read the item's ancestors") {
 		t.Fatalf("%v", err)
 	}
 }

@@ -279,12 +279,6 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-// globalMove is one move of a history and its item.
-type globalMove struct {
-	item string
-	mv   oracle.Move
-}
-
 // simWorld runs one history.
 type simWorld struct {
 	h        simHistory
@@ -310,7 +304,7 @@ type simWorld struct {
 	actors   policy.Actors
 	// moves are the history's moves in true order; crossAmbiguous is set once two items of a
 	// family have moved in one second (their order cannot be told from GitHub's reports).
-	moves          []globalMove
+	moves          []oracle.ItemMove
 	crossAmbiguous bool
 	// ownWrites and crashes count the app's writes to the board and the faults injected.
 	ownWrites, crashes int
@@ -396,67 +390,6 @@ func (w *simWorld) newOracle() *oracle.Oracle {
 	return or
 }
 
-// familyOrders lists the orders of a family's moves that GitHub's reports cannot tell from the
-// true one: moves of different items made in one second, interleaved in any way (the moves of
-// one item keep their order; the oracle's Check permutes those). The true order comes first;
-// at most 50.
-func (w *simWorld) familyOrders() [][]globalMove {
-	out := [][]globalMove{w.moves}
-	var groups [][]globalMove
-	for i := 0; i < len(w.moves); {
-		j := i + 1
-		for j < len(w.moves) && w.moves[j].mv.At.Equal(w.moves[i].mv.At) {
-			j++
-		}
-		groups = append(groups, w.moves[i:j])
-		i = j
-	}
-	var walk func(g int, prefix []globalMove)
-	walk = func(g int, prefix []globalMove) {
-		if len(out) >= 50 {
-			return
-		}
-		if g == len(groups) {
-			same := true
-			for k := range prefix {
-				same = same && prefix[k].mv.Delivery == w.moves[k].mv.Delivery
-			}
-			if !same {
-				out = append(out, slices.Clone(prefix))
-			}
-			return
-		}
-		grp := groups[g]
-		used := make([]bool, len(grp))
-		var interleave func(cur []globalMove)
-		interleave = func(cur []globalMove) {
-			if len(cur) == len(prefix)+len(grp) {
-				walk(g+1, cur)
-				return
-			}
-			for i, gm := range grp {
-				if used[i] {
-					continue
-				}
-				// The first move of its item not taken yet.
-				first := true
-				for k := 0; k < i; k++ {
-					first = first && (used[k] || grp[k].item != gm.item)
-				}
-				if !first {
-					continue
-				}
-				used[i] = true
-				interleave(append(cur, gm))
-				used[i] = false
-			}
-		}
-		interleave(slices.Clone(prefix))
-	}
-	walk(0, nil)
-	return out
-}
-
 func simItemID(i int) string { return fmt.Sprintf("PVTI_%d", i) }
 
 func simItemIndex(id string) int {
@@ -527,9 +460,9 @@ func (w *simWorld) move(i int, mv simMove) {
 	w.dels = append(w.dels, d)
 	om := oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At}
 	for _, g := range w.moves {
-		w.crossAmbiguous = w.crossAmbiguous || (g.item != id && g.mv.At.Equal(om.At) && len(w.h.Parents) > 0)
+		w.crossAmbiguous = w.crossAmbiguous || (g.Item != id && g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
 	}
-	w.moves = append(w.moves, globalMove{item: id, mv: om})
+	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
 	w.or.Step(id, om)
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	if !mv.Drop {
@@ -740,10 +673,10 @@ func (w *simWorld) check() {
 	var diverged []string
 	candidates := []*oracle.Oracle{w.or}
 	if len(w.h.Parents) > 0 {
-		for _, order := range w.familyOrders()[1:] {
+		for _, order := range oracle.Interleavings(w.moves, 50)[1:] {
 			or := w.newOracle()
 			for _, g := range order {
-				or.Step(g.item, g.mv)
+				or.Step(g.Item, g.Move)
 			}
 			candidates = append(candidates, or)
 		}

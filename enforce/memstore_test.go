@@ -372,6 +372,31 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 	return it.LastLegalState, ok, nil
 }
 
+func (m *memStore) PendingItemsBefore(_ context.Context, t time.Time, except, exceptActor string) ([]string, error) {
+	if err := m.call("PendingItemsBefore"); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, oid := range m.order {
+		o := m.obs[oid]
+		if o.Status == ObservationPending && o.At.Before(t) && o.ItemID != except && o.Actor != exceptActor && !seen[o.ItemID] {
+			seen[o.ItemID] = true
+			out = append(out, o.ItemID)
+		}
+	}
+	for id, it := range m.items {
+		if it.AutomateState != "" && it.LegalAt.Before(t) && id != except && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 func (m *memStore) ClaimLock(_ context.Context, id, holder string, now time.Time) (bool, error) {
 	if err := m.call("ClaimLock"); err != nil {
 		return false, err

@@ -90,6 +90,10 @@ type Store interface {
 	// LegalStateAt is an item's last legal state just before t, read back from its judged
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
+	// PendingItemsBefore lists the items other than except whose history before t is not
+	// settled: a report made before t by anyone but exceptActor not judged yet, or a step made
+	// before t whose automation has not run.
+	PendingItemsBefore(ctx context.Context, t time.Time, except, exceptActor string) ([]string, error)
 
 	// GetActorViolationComment loads the violation comment kept for an issue and an actor.
 	GetActorViolationComment(ctx context.Context, repo string, issueNumber int, actor string) (ViolationComment, error)

@@ -112,6 +112,7 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 		storms: keyedMutex{locks: map[string]*keyedEntry{}}}
 	auto := &Automation{core: c}
 	enf := &Enforcer{core: c, auto: auto, explainers: make(chan struct{}, maxExplainers)}
+	auto.walkSoon = enf.walkSoon
 	return &Service{
 		Enforcer:   enf,
 		Automation: auto,

@@ -319,6 +319,14 @@ func (h *harness) process(ch Change) Result {
 	return res
 }
 
+// drain waits for the walks the enforcer started beside the caller (woken items, owed writes).
+func (h *harness) drain() {
+	h.t.Helper()
+	if err := h.svc.Enforcer.Drain(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func issue(id, state string) Item {
 	return Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
 		ContentID: "I_" + id, Number: 7, Repo: "acme/app", Title: "Thing", Open: true, State: state}

@@ -82,6 +82,11 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 	o.ActorKind = e.actors.Classify(o.Actor).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
+	if o.Actor == e.opts.AppLogin && o.To == rec.ObservedState && o.At.After(rec.ObservedAt) {
+		// The report of our write the record holds says when GitHub made it: the board's
+		// value has been ours since.
+		rec.ObservedAt = o.At
+	}
 	audit := e.rec.step(rec, o, o.From)
 	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
 		return err
@@ -147,6 +152,20 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 // move interrupted before it was recorded): legal, by the app.
 func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
+	if a.Obs.Delivery != "" && rec.RevertPending == a.To && a.Obs.FromKnown && a.Obs.From == rec.ObservedState {
+		// The report of a write that was journaled before it was made (a revert, or an
+		// automated move): the write is done; the legal state is the record's already (a
+		// later step may have moved it on since: the walk writes that next).
+		rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+		if a.Obs.At.After(rec.ObservedAt) {
+			rec.ObservedAt = a.Obs.At
+		}
+		o := w.take(a.Obs.Delivery)
+		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, a.Why
+		o.ActorKind = policy.ActorApp.String()
+		audit := e.rec.step(rec, o, o.From)
+		return e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit})
+	}
 	legalBefore := rec.LastLegalState
 	if rec.LastLegalState != a.To {
 		// The lock holder goes as when automation is recorded directly.

@@ -44,6 +44,7 @@ type dependents struct {
 	mu    sync.Mutex
 	on    map[string]map[string]dependent // member item → waiting item → how to walk it
 	waits map[string]int                  // waiting item → waits in a row (its backoff)
+	soon  map[string]dependent            // items to walk once the walk under way has ended (inline)
 }
 
 // await notes that item waits on member, and returns how long its job should stay away.
@@ -68,6 +69,25 @@ func (d *dependents) settled(item string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.waits, item)
+}
+
+// later keeps an item to walk once the walk under way has ended (a simulated world).
+func (d *dependents) later(item string, dep dependent) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.soon == nil {
+		d.soon = map[string]dependent{}
+	}
+	d.soon[item] = dep
+}
+
+// takeLater returns the items kept by later, and forgets them.
+func (d *dependents) takeLater() map[string]dependent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	soon := d.soon
+	d.soon = nil
+	return soon
 }
 
 // take returns the items waiting on member, and forgets them.
@@ -95,7 +115,7 @@ func (d *dependents) waiting() int {
 // holdForMember keeps a walk's reports until the member it needs has moved on: its job comes
 // back after a backoff, and a walk of the member wakes it sooner.
 func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled) (Result, error) {
-	wait := e.deps.await(w.rec.ItemID, g.member, dependent{board: w.board, installation: w.installation, owner: w.owner})
+	wait := e.deps.await(w.rec.ItemID, g.member, dependent{board: plainBoard(w.board), installation: w.installation, owner: w.owner})
 	zerolog.Ctx(ctx).Debug().Str("member", g.member).Dur("backoff", wait).Msg("waiting for a group member's history")
 	return Result{Verdict: VerdictWait, Reason: g.Error(), RetryAfter: wait}, nil
 }
@@ -104,6 +124,11 @@ func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled)
 // Beside the caller (in its goroutine in a simulated world); a failure leaves the item to its
 // job.
 func (e *Enforcer) wake(ctx context.Context, member string) {
+	if e.inline {
+		for item, dep := range e.deps.takeLater() {
+			e.walkDependent(ctx, item, dep)
+		}
+	}
 	for item, dep := range e.deps.take(member) {
 		if e.inline {
 			e.walkDependent(ctx, item, dep)
@@ -120,8 +145,8 @@ func (e *Enforcer) wake(ctx context.Context, member string) {
 func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent) {
 	lc := zerolog.Ctx(ctx).With().Str("item", item).Str("woken_by", "a group member's history").Logger()
 	ctx = lc.WithContext(ctx)
-	// A failure is retried at once, as a job's would be; past a few attempts the item is left
-	// to its job, which backs off.
+	// A failure is retried at once, as a job's would be (a write owed by automation may have no
+	// job of its own); past a few attempts the item is left to its jobs and the reconciler.
 	for attempt := 1; ; attempt++ {
 		w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
 		_, err := e.walkOn(ctx, w, item)
@@ -129,7 +154,7 @@ func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent
 			return
 		}
 		if attempt == walkAttempts {
-			zerolog.Ctx(ctx).Debug().Err(err).Msg("walking a woken item failed; its job goes on")
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("walking a woken item failed; left to its jobs and the reconciler")
 			return
 		}
 		if !e.inline {
@@ -140,4 +165,22 @@ func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent
 			}
 		}
 	}
+}
+
+// walkSoon walks an item beside the caller: an automated move recorded in its history that its
+// chain did not write at once is written by the item's walk, once the reports of the values its
+// card shows are judged (automation.go).
+func (e *Enforcer) walkSoon(ctx context.Context, b Board, it Item) {
+	dep := dependent{board: plainBoard(b), owner: it.Owner}
+	if e.inline {
+		// One event at a time: walked once the walk under way has let go of its item (the
+		// caller may hold the lock of the item to walk).
+		e.deps.later(it.ID, dep)
+		return
+	}
+	e.explaining.Add()
+	go func() {
+		defer e.explaining.Done()
+		e.walkDependent(context.WithoutCancel(ctx), it.ID, dep)
+	}()
 }

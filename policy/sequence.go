@@ -137,6 +137,14 @@ func Sequence(in SequenceInput) Action {
 	pending := sortedPending(in.Pending)
 	held := ownHeld(h, pending)
 	for _, o := range pending {
+		if o.Own && h.Known && h.RevertPending != "" && o.FromKnown && o.From == h.Observed && o.To == h.RevertPending &&
+			!reportedBefore(pending, o) {
+			// A write of ours that was journaled before it was made (a revert, or automation)
+			// coming back before its completion was recorded: it is done.
+			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write", GapSince: h.GapSince}
+		}
+	}
+	for _, o := range pending {
 		if o.Own && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o))) {
 			// The report of a write of ours the record already holds. (When others' changes
 			// made before it are still unjudged, it is a write made while the history was being

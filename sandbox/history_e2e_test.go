@@ -181,34 +181,53 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	took := time.Since(begin)
 
 	// The true history: the changes in the order ghsim made them, with their senders.
-	or := oracle.New(m, actors)
 	st := e.sb.Sim.State()
-	or.GroupOf = func(item string) []string {
-		num := numberOfItem(st, item)
-		var members []int
-		switch {
-		case parent[num] != 0:
-			members = children[parent[num]]
-		case len(children[num]) > 0:
-			members = children[num]
-		}
-		var out []string
-		for _, k := range members {
-			if k != num {
-				out = append(out, itemOfNumber(st, k))
+	newOracle := func() *oracle.Oracle {
+		or := oracle.New(m, actors)
+		or.GroupOf = func(item string) []string {
+			num := numberOfItem(st, item)
+			var members []int
+			switch {
+			case parent[num] != 0:
+				members = children[parent[num]]
+			case len(children[num]) > 0:
+				members = children[num]
 			}
+			var out []string
+			for _, k := range members {
+				if k != num {
+					out = append(out, itemOfNumber(st, k))
+				}
+			}
+			return out
 		}
-		return out
+		// Automation is part of its cause (docs/AUTOMATION.md): the oracle runs it in the
+		// true history, at the time of the move that causes it.
+		or.Family = func(item string) (string, []string) {
+			num := numberOfItem(st, item)
+			up := ""
+			if parent[num] != 0 {
+				up = itemOfNumber(st, parent[num])
+			}
+			var down []string
+			for _, k := range children[num] {
+				down = append(down, itemOfNumber(st, k))
+			}
+			return up, down
+		}
+		for i, s := range initial {
+			or.Start(itemOfNumber(st, i+1), s)
+		}
+		return or
 	}
+	or := newOracle()
 	byItem := map[string]ghsim.IssueState{}
 	for _, is := range st.Issues {
 		byItem[is.ItemID] = is
 	}
 	held := map[string]map[string]bool{} // every legal state an item has held so far
 	for i, s := range initial {
-		id := st.Issues[slices.IndexFunc(st.Issues, func(is ghsim.IssueState) bool { return is.Number == i+1 })].ItemID
-		or.Start(id, s)
-		held[id] = map[string]bool{s: true}
+		held[itemOfNumber(st, i+1)] = map[string]bool{s: true}
 	}
 	numberOf := map[string]int{}
 	for _, is := range st.Issues {
@@ -223,6 +242,7 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	dels := e.sb.Sim.Deliveries()
 	slices.SortStableFunc(dels, func(a, b ghsim.Delivery) int { return int(a.EventSeq) - int(b.EventSeq) })
 	moves := 0
+	var steps []oracle.ItemMove // the moves of people and agents, in true order
 	for _, d := range dels {
 		if d.Event != "projects_v2_item" || seen[d.GUID] {
 			continue
@@ -233,23 +253,24 @@ func TestHistoriesEndToEnd(t *testing.T) {
 			continue
 		}
 		mv := oracle.Move{From: fc.From, To: fc.To, Actor: fc.Sender, Delivery: d.GUID, At: fc.At, App: fc.Sender == e.sb.App.AppLogin()}
-		if mv.App && fc.To != or.Legal[fc.ItemID] {
-			// Not a revert: it must be automation — a child cascaded to its parent's state, or a
-			// parent converged to a parent gate.
-			num := numberOf[fc.ItemID]
-			// A cascade follows each legal move of its parent at once (docs/AUTOMATION.md),
-			// whether or not the parent has moved on since.
-			cascade := parent[num] != 0 && held[itemOf[parent[num]]][fc.To]
-			converge := len(children[num]) > 0 && slices.Contains(m.ParentGates(), fc.To)
-			if !cascade && !converge {
+		if mv.App {
+			// A write of ours: the item's legal value (a revert, or automation the oracle ran
+			// at its cause), or one it held legally since (automation written late).
+			if num := numberOf[fc.ItemID]; fc.To != or.Legal[fc.ItemID] && !held[fc.ItemID][fc.To] {
 				problems = append(problems, fmt.Sprintf("#%d: the app wrote %s → %s, neither a revert to its legal value (%s) nor automation",
 					num, fc.From, fc.To, or.Legal[fc.ItemID]))
 			}
+			continue
 		}
-		if !mv.App {
-			moves++
-		}
+		moves++
+		steps = append(steps, oracle.ItemMove{Item: fc.ItemID, Move: mv})
 		or.Step(fc.ItemID, mv)
+		for _, a := range or.Automated {
+			if held[a.Item] == nil {
+				held[a.Item] = map[string]bool{}
+			}
+			held[a.Item][a.To] = true
+		}
 		if held[fc.ItemID] == nil {
 			held[fc.ItemID] = map[string]bool{}
 		}
@@ -279,7 +300,8 @@ func TestHistoriesEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("#%d: %v", is.Number, err)
 		}
-		if diffs := or.Check(itemID, is.Fields["Workflow State"], rec.LockHolder, explained); len(diffs) > 0 {
+		if diffs := or.Check(itemID, is.Fields["Workflow State"], rec.LockHolder, explained); len(diffs) > 0 &&
+			!agreesInAnotherOrder(newOracle, familySteps(steps, is.Number, parent, numberOf), itemID, is.Fields["Workflow State"], rec.LockHolder, explained) {
 			var b strings.Builder
 			fmt.Fprintf(&b, "#%d:\n  %s\n  true history:", is.Number, strings.Join(diffs, "\n  "))
 			for _, mv := range or.Moves(itemID) {
@@ -302,6 +324,39 @@ func TestHistoriesEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d histories (%d families), %d items, %d moves, %d deliveries dropped: correct %s after the first move",
 		n, len(children), len(initial), moves, dropped, took.Round(time.Millisecond))
+}
+
+// familySteps are the moves of the family an issue belongs to (all of them, for a loose issue:
+// its own), in true order.
+func familySteps(steps []oracle.ItemMove, num int, parent map[int]int, numberOf map[string]int) []oracle.ItemMove {
+	root := func(n int) int {
+		for parent[n] != 0 {
+			n = parent[n]
+		}
+		return n
+	}
+	var out []oracle.ItemMove
+	for _, st := range steps {
+		if root(numberOf[st.Item]) == root(num) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// agreesInAnotherOrder reports whether an item ends as the oracle says for an order of its
+// family's moves that GitHub's one-second clock cannot tell from the true one.
+func agreesInAnotherOrder(newOracle func() *oracle.Oracle, steps []oracle.ItemMove, item, board, holder string, explained map[string]int) bool {
+	for _, order := range oracle.Interleavings(steps, 50)[1:] {
+		or := newOracle()
+		for _, st := range order {
+			or.Step(st.Item, st.Move)
+		}
+		if len(or.Check(item, board, holder, explained)) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // familySeed is the demo world with these issues instead of its own: issue i+1 in initial[i]

@@ -205,6 +205,15 @@ var migrations = []migration{
 			`CREATE INDEX observations_actor ON observations (actor, judged_at)`,
 		},
 	},
+	{
+		version: 8,
+		name:    "pending reports by time",
+		stmts: []string{
+			// A step of an item waits for its relatives' reports from before it: which items
+			// have reports waiting from before a time is asked before every judged step.
+			`CREATE INDEX observations_pending ON observations (status, at)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

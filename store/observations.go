@@ -150,6 +150,34 @@ func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64,
 	return n, nil
 }
 
+// PendingItemsBefore lists the items other than except whose history before t is not settled
+// yet: a report made before t by anyone but exceptActor (the app: its own writes' reports are
+// no change of anyone's) not judged yet, or the automation of a step made before t not run yet;
+// at most 500.
+func (s *Store) PendingItemsBefore(ctx context.Context, t time.Time, except, exceptActor string) ([]string, error) {
+	at := s.t(nowUTC(t))
+	rows, err := s.query(ctx, `SELECT item_id FROM (
+			SELECT DISTINCT item_id FROM observations WHERE status = ? AND at < ? AND item_id <> ? AND actor <> ?
+			UNION SELECT item_id FROM items WHERE automate_state <> '' AND legal_at < ? AND item_id <> ?
+		) AS unsettled LIMIT 500`, string(enforce.ObservationPending), at, except, exceptActor, at, except)
+	if err != nil {
+		return nil, fmt.Errorf("store: items with pending reports: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: items with pending reports: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: items with pending reports: %w", err)
+	}
+	return out, nil
+}
+
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged
 // history: the state the first step judged at or after t left (each records the legal state it
 // was judged from), or the item's current legal state when none was. Steps of the same second

@@ -888,3 +888,41 @@ func TestPostgresPool(t *testing.T) {
 		t.Error("Open with a malformed DSN succeeded")
 	}
 }
+
+// PendingItemsBefore names the items whose history before a time is not settled: a report
+// from before it not judged (but not the app's own), or a step from before it whose automation
+// has not run. The item asking is left out.
+func TestPendingItemsBefore(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		report := func(delivery, item, actor string, at time.Time) {
+			t.Helper()
+			if _, err := s.RecordObservation(ctx, enforce.Observation{DeliveryID: delivery, ItemID: item, FromKnown: true,
+				From: "Backlog", To: "Research Needed", Actor: actor, At: at, ReceivedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		report("d1", "A", "alice", t0)                    // before: A
+		report("d2", "B", "alice", t0.Add(2*time.Second)) // after
+		report("d3", "C", "ralph-gate[bot]", t0)          // ours: left out
+		report("d4", "SELF", "alice", t0)                 // the asking item: left out
+		rec := enforce.Record{ItemID: "D", ProjectID: "PVT_1", LastLegalState: "Ready for Plan", LegalAt: t0, AutomateState: "Ready for Plan"}
+		if ok, err := s.CompareAndSetItem(ctx, rec, 0); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		rec = enforce.Record{ItemID: "E", ProjectID: "PVT_1", LastLegalState: "Ready for Plan", LegalAt: t0.Add(5 * time.Second), AutomateState: "Ready for Plan"}
+		if ok, err := s.CompareAndSetItem(ctx, rec, 0); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		got, err := s.PendingItemsBefore(ctx, t0.Add(time.Second), "SELF", "ralph-gate[bot]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"A", "D"}) {
+			t.Fatalf("got %v, want [A D]", got)
+		}
+	})
+}

@@ -352,3 +352,72 @@ func show(s string) string {
 	}
 	return s
 }
+
+// ItemMove is one move of the true history and the item it moved.
+type ItemMove struct {
+	Item string
+	Move Move
+}
+
+// Interleavings lists the orders of moves (given in true order) that GitHub's reports cannot
+// tell from the true one across items: GitHub dates changes to the second, so moves of
+// different items made in one second may have come in any order (the moves of one item keep
+// theirs: Check permutes those). With families this matters: a parent's move cascades onto
+// its children, a child's converges its parent. The true order comes first; at most limit.
+func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
+	out := [][]ItemMove{moves}
+	var groups [][]ItemMove
+	for i := 0; i < len(moves); {
+		j := i + 1
+		for j < len(moves) && moves[j].Move.At.Equal(moves[i].Move.At) {
+			j++
+		}
+		groups = append(groups, moves[i:j])
+		i = j
+	}
+	var walk func(g int, prefix []ItemMove)
+	walk = func(g int, prefix []ItemMove) {
+		if len(out) >= limit {
+			return
+		}
+		if g == len(groups) {
+			for k := range prefix {
+				if prefix[k].Move.Delivery != moves[k].Move.Delivery {
+					out = append(out, append([]ItemMove{}, prefix...))
+					return
+				}
+			}
+			return
+		}
+		grp := groups[g]
+		used := make([]bool, len(grp))
+		var interleave func(cur []ItemMove)
+		interleave = func(cur []ItemMove) {
+			if len(cur) == len(prefix)+len(grp) {
+				walk(g+1, cur)
+				return
+			}
+			for i, im := range grp {
+				if used[i] || !firstOfItem(grp, used, i) {
+					continue
+				}
+				used[i] = true
+				interleave(append(cur, im))
+				used[i] = false
+			}
+		}
+		interleave(append([]ItemMove{}, prefix...))
+	}
+	walk(0, nil)
+	return out
+}
+
+// firstOfItem reports whether grp[i] is the first move of its item not used yet.
+func firstOfItem(grp []ItemMove, used []bool, i int) bool {
+	for k := 0; k < i; k++ {
+		if !used[k] && grp[k].Item == grp[i].Item {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,134 @@
+package enforce
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// A step of an item's history is judged after its relatives' steps made before it: the
+// cascade of an ancestor's earlier move onto the item, and the convergence a child's earlier
+// move brings, come before it in the true history (docs/AUTOMATION.md). So before a step made
+// at t is judged, the walk asks the store which other items still have reports from before t
+// waiting (one query; usually none). Only when some have does it read the item's relatives —
+// its ancestors and its descendants, as far as automation reaches — and, when one of them is
+// among those items, it waits for that one's walk (wake.go). GitHub dates changes to the
+// second: relatives' steps of the same second do not wait for each other.
+
+// awaitRelativesOf is awaitRelatives for a step the sequencer hands out to judge.
+func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Action) error {
+	switch a.Kind {
+	case policy.ActJudge:
+		return e.awaitRelatives(ctx, w, a.Obs.At)
+	case policy.ActJudgeUnobserved:
+		return e.awaitRelatives(ctx, w, a.At)
+	}
+	return nil
+}
+
+// awaitRelatives returns a groupUnsettled naming a relative whose history before `at` is still
+// being judged, or nil.
+func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) error {
+	it := w.it
+	if at.IsZero() || it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
+		return nil
+	}
+	pending, err := e.store().PendingItemsBefore(ctx, at, it.ID, e.opts.AppLogin)
+	if err != nil {
+		return fmt.Errorf("load the items with reports waiting: %w", err)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	waiting := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		waiting[id] = true
+	}
+	depth := e.machine.Automation().MaxCascadeDepth
+	for d, parent := 0, it.ParentID; parent != "" && d < depth; d++ {
+		fam, err := w.board.Family(ctx, parent, it.ProjectID)
+		if err != nil {
+			return fmt.Errorf("read the item's ancestors: %w", err)
+		}
+		if waiting[fam.Self.ItemID] {
+			return groupUnsettled{member: fam.Self.ItemID, number: fam.Self.Number}
+		}
+		parent = ""
+		if fam.Parent != nil {
+			parent = fam.Parent.IssueID
+		}
+	}
+	level := []string{}
+	if it.SubIssues > 0 {
+		level = append(level, it.ContentID)
+	}
+	for d := 0; len(level) > 0 && d < depth; d++ {
+		var next []string
+		for _, issue := range level {
+			fam, err := w.board.Family(ctx, issue, it.ProjectID)
+			if err != nil {
+				return fmt.Errorf("read the item's descendants: %w", err)
+			}
+			for _, c := range fam.Children {
+				if waiting[c.ItemID] {
+					return groupUnsettled{member: c.ItemID, number: c.Number}
+				}
+				if c.ItemID != "" && c.SubIssues > 0 {
+					next = append(next, c.IssueID)
+				}
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// familyBoard is the board as one walk sees it: a family is read once, until the walk writes
+// (the gates, the relatives' check and the automation of a step share its reads).
+type familyBoard struct {
+	Board
+	fams map[string]Family
+}
+
+func withFamilies(b Board) Board {
+	if _, ok := b.(*familyBoard); ok {
+		return b
+	}
+	return &familyBoard{Board: b, fams: map[string]Family{}}
+}
+
+// plainBoard is the board under a walk's.
+func plainBoard(b Board) Board {
+	if fb, ok := b.(*familyBoard); ok {
+		return fb.Board
+	}
+	return b
+}
+
+func (b *familyBoard) Family(ctx context.Context, issueID, projectID string) (Family, error) {
+	if f, ok := b.fams[issueID]; ok {
+		return f, nil
+	}
+	f, err := b.Board.Family(ctx, issueID, projectID)
+	if err == nil {
+		b.fams[issueID] = f
+	}
+	return f, err
+}
+
+func (b *familyBoard) SetState(ctx context.Context, it Item, state string) error {
+	clear(b.fams)
+	return b.Board.SetState(ctx, it, state)
+}
+
+func (b *familyBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
+	clear(b.fams)
+	return b.Board.SetStateIf(ctx, it, from, to)
+}
+
+func (b *familyBoard) SetStates(ctx context.Context, writes []StateWrite) error {
+	clear(b.fams)
+	return b.Board.SetStates(ctx, writes)
+}
