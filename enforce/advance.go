@@ -59,7 +59,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 	moves, skipped := f.machine.PlanCascade(target, members)
 	res.Skipped = append(res.Skipped, skipped...)
 	why := fmt.Sprintf("cascade: advance_children by %s: parent #%d is in %s", agent, cur.Number, cur.State)
-	ch := &chain{board: b, base: cur, visited: map[string]bool{cur.ID: true}, why: why}
+	ch := &chain{board: b, base: cur, visited: map[string]bool{cur.ID: true}, cause: cause{why: why}}
 	for _, mv := range moves {
 		child := relativeItem(cur, byNumber[mv.Number])
 		ch.visited[child.ID] = true

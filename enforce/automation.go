@@ -27,20 +27,28 @@ type chain struct {
 	board   Board
 	base    Item
 	visited map[string]bool
-	why     string
-	at      time.Time // when the move that set it off was made: every move of the chain is dated then
+	cause   // every move of the chain is dated at its cause's time
 }
 
-// run runs the automation a legal move of it (into it.State) made at `at` sets off: its
-// children follow it down the pipeline, and its ancestors converge. Depth never exceeds
-// max_cascade_depth. Each move is recorded at the time of its cause (zero: now): in the
-// item's history it follows the move that caused it at once.
-func (a *Automation) run(ctx context.Context, b Board, it Item, at time.Time, why string) error {
+// cause is what set a chain of automation off: the move's time (zero: now) and words, and
+// whether an earlier run of the same chain failed part-way (the item's record still owes it:
+// what that run recorded is followed, not made again).
+type cause struct {
+	at    time.Time
+	why   string
+	again bool
+}
+
+// run runs the automation a legal move of it (into it.State) sets off: its children follow it
+// down the pipeline, and its ancestors converge. Depth never exceeds max_cascade_depth. Each
+// move is recorded at the time of its cause: in the item's history it follows the move that
+// caused it at once.
+func (a *Automation) run(ctx context.Context, b Board, it Item, c cause) error {
 	if it.ContentType != ContentIssue || it.ContentID == "" {
 		return nil
 	}
 	auto := a.machine.Automation()
-	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, why: why, at: at}
+	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, cause: c}
 	if auto.CascadeChildren && it.SubIssues > 0 && a.machine.PipelineIndex(it.State) >= 0 {
 		if err := a.cascade(ctx, ch, relativeOf(it), 1); err != nil {
 			return fmt.Errorf("cascade to children of #%d: %w", it.Number, err)
@@ -143,7 +151,7 @@ func (ch *chain) movedOnSince(rec Record) bool {
 // the whole chain again, and must follow that move as if it made it (one chain never moves an
 // item twice, and goes on below and above it).
 func (ch *chain) owedBefore(rec Record, state string) bool {
-	return !ch.at.IsZero() && rec.known() && rec.LastLegalState == state && rec.LegalAt.Equal(ch.at)
+	return ch.again && !ch.at.IsZero() && rec.known() && rec.LastLegalState == state && rec.LegalAt.Equal(ch.at)
 }
 
 // convergeUp advances each ancestor whose children have all reached a parent gate. An archived

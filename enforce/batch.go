@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +108,10 @@ func (p *proofWaiters) take(until time.Time) map[string][]waitingItemID {
 		w.taken = true
 		p.items[id] = w
 		out[w.group()] = append(out[w.group()], waitingItemID{id: id, waitingItem: w})
+	}
+	for _, items := range out {
+		// In a stable order (a simulated world replays a seed exactly).
+		slices.SortFunc(items, func(a, b waitingItemID) int { return strings.Compare(a.id, b.id) })
 	}
 	return out
 }
@@ -222,7 +229,9 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		ids   []string
 	}
 	var chunks []chunk
-	for _, items := range e.waiters.take(proof.Until) {
+	released := e.waiters.take(proof.Until)
+	for _, group := range slices.Sorted(maps.Keys(released)) {
+		items := released[group]
 		board, err := e.boardOf(ctx, items)
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Int("items", len(items)).Msg("no board to judge released items on; their jobs go on")

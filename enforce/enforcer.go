@@ -269,7 +269,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		if w.read && w.rec.AutomateState != "" {
 			// Automation an earlier run owes (it failed after judging the step): it comes
 			// before anything after that step.
-			if err := e.automatePending(ctx, w); err != nil {
+			if err := e.automatePending(ctx, w, true); err != nil {
 				return Result{}, err
 			}
 			continue
@@ -295,7 +295,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		if w.read && w.rec.AutomateState != "" {
 			// Automation is part of its cause: a legal step's cascade and convergence are
 			// done before the next step is judged, whose gates count them.
-			if err := e.automatePending(ctx, w); err != nil {
+			if err := e.automatePending(ctx, w, false); err != nil {
 				return Result{}, err
 			}
 		}
@@ -456,7 +456,7 @@ func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 			}
 			return Result{}, err
 		}
-		if err := e.automatePending(ctx, w); err != nil {
+		if err := e.automatePending(ctx, w, true); err != nil {
 			return Result{}, err
 		}
 	}
@@ -519,7 +519,10 @@ func (e *Enforcer) explainAll(ctx context.Context, w *walk) error {
 // automatePending runs the automation a legal step of the item owes, right after the step
 // (docs/AUTOMATION.md: automation is part of its cause), dated at the step's time, whatever
 // the board shows now: a later move of the item does not undo the cascade of an earlier one.
-func (e *Enforcer) automatePending(ctx context.Context, w *walk) error {
+//
+// again: it is not run right after its step (an earlier run failed part-way, or was
+// interrupted).
+func (e *Enforcer) automatePending(ctx context.Context, w *walk, again bool) error {
 	auto := w.rec.AutomateState
 	if auto == "" || !w.read {
 		return nil
@@ -527,7 +530,8 @@ func (e *Enforcer) automatePending(ctx context.Context, w *walk) error {
 	if auto == w.rec.LastLegalState {
 		it := w.it
 		it.State = auto
-		if err := e.auto.run(ctx, w.board, it, w.rec.LegalAt, fmt.Sprintf("#%d moved to %s", w.it.Number, auto)); err != nil {
+		c := cause{at: w.rec.LegalAt, why: fmt.Sprintf("#%d moved to %s", w.it.Number, auto), again: again}
+		if err := e.auto.run(ctx, w.board, it, c); err != nil {
 			return err
 		}
 	}

@@ -475,7 +475,8 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 	h.now = h.now.Add(time.Second)
 	h.process(h.board.move("A", "agent-1", "Ready for Plan", h.now))
 	h.now = h.now.Add(time.Second)
-	if _, err := h.svc.Enforcer.Observe(bg, h.board.move("B", "alice", "Human Needed", h.now)); err != nil {
+	bMove := h.board.move("B", "alice", "Human Needed", h.now)
+	if _, err := h.svc.Enforcer.Observe(bg, bMove); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(time.Second)
@@ -485,13 +486,20 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 	if res.Verdict != VerdictWait || !strings.Contains(res.Reason, "#2: a group member's history is still being judged") {
 		t.Fatalf("%+v", res)
 	}
-	h.st.breakOn(errInjected, "LegalStateAt")
-	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
+	h.st.breakOn(errInjected, "PendingItemsBefore")
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load the items with reports waiting") {
 		t.Fatalf("%v", err)
 	}
-	h.st.breakOn(nil, "LegalStateAt")
+	h.st.breakOn(nil, "PendingItemsBefore")
 	h.board.breakOn(errInjected, "Family")
 	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read the item's ancestors") {
+		t.Fatalf("%v", err)
+	}
+	h.board.breakOn(nil, "Family")
+	// Once B's history is judged, the gate reads B's state at the time of A's move.
+	h.process(bMove)
+	h.st.breakOn(errInjected, "LegalStateAt")
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
 		t.Fatalf("%v", err)
 	}
 }

@@ -269,7 +269,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	}
 	moved := cur
 	moved.State = a.to
-	if err := f.auto.run(ctx, b, moved, time.Time{}, fmt.Sprintf("#%d handed off by %s", cur.Number, h.Agent)); err != nil {
+	if err := f.auto.run(ctx, b, moved, cause{why: fmt.Sprintf("#%d handed off by %s", cur.Number, h.Agent)}); err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("automation after a handoff failed")
 		res.Warnings = append(res.Warnings, "automation after the move failed (the move stands): "+err.Error())
 	}

@@ -205,13 +205,8 @@ func TestHistoriesAgainstOracle(t *testing.T) {
 // move must be audited, nothing may be left waiting, and the GitHub requests must stay within
 // the budget (docs/RELIABILITY.md).
 //
-// Not yet run by default: about a third of these histories still diverge (a step of a child
-// judged before the earlier move of its parent that cascades onto it; see
-// TestOpenFamilyHistories). RALPH_GATE_FAMILY_HISTORIES=N runs N of them.
+// RALPH_GATE_FAMILY_HISTORIES=N runs N of them (with RALPH_GATE_HISTORY_SEED for new ground).
 func TestFamilyHistoriesAgainstOracle(t *testing.T) {
-	if os.Getenv("RALPH_GATE_FAMILY_HISTORIES") == "" {
-		t.Skip("the family histories do not all agree with the oracle yet (issue: families under the sequencer); RALPH_GATE_FAMILY_HISTORIES=N runs them")
-	}
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_FAMILY_HISTORIES", 5000), func(seed uint64) simHistory {
 		return genFamilyHistory(m, actors, seed, 0.15, 0.10)
@@ -351,9 +346,7 @@ func TestKeepHistories(t *testing.T) {
 func TestHistoryRegressions(t *testing.T) { replayHistories(t, regressionDir) }
 
 // TestOpenFamilyHistories replays the shrunk family histories that still diverge from the
-// oracle (testdata/families-open): a child's step judged before an earlier move of its parent
-// whose cascade should have come first, so that the cascade plans from a later state; and a
-// gate or a cascade that counts a sibling's value a later step set. They move to
+// oracle (testdata/families-open; docs/ENFORCEMENT.md says what each shows). They move to
 // testdata/histories once they agree. RALPH_GATE_OPEN_HISTORIES=1 runs them.
 func TestOpenFamilyHistories(t *testing.T) {
 	if os.Getenv("RALPH_GATE_OPEN_HISTORIES") == "" {

@@ -157,7 +157,7 @@ func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Ite
 	zerolog.Ctx(ctx).Debug().Str("moved_item", cur.ID).Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
 	moved := cur
 	moved.State = to
-	if err := a.run(ctx, b, moved, time.Time{}, why); err != nil {
+	if err := a.run(ctx, b, moved, cause{why: why}); err != nil {
 		return true, err
 	}
 	return true, nil

@@ -27,11 +27,13 @@ type memStore struct {
 	snapshot map[string]snapshotRow // the reconciler's snapshot, by item id
 	fail     func(op string) error
 	broken   map[string]error // method name -> the error it returns
+	judged   map[string]int   // delivery id -> when its step was committed, in order
+	seq      int
 }
 
 func newMemStore() *memStore {
 	return &memStore{items: map[string]Record{}, obs: map[string]Observation{}, comments: map[string]ViolationComment{},
-		cursors: map[string]string{}, slots: map[string]Slot{}, broken: map[string]error{}}
+		cursors: map[string]string{}, slots: map[string]Slot{}, broken: map[string]error{}, judged: map[string]int{}}
 }
 
 func (m *memStore) ClaimSlot(_ context.Context, sl Slot) (Slot, bool, error) {
@@ -339,6 +341,8 @@ func (m *memStore) CommitStep(_ context.Context, st Step) (bool, error) {
 			m.order = append(m.order, o.DeliveryID)
 		}
 		m.obs[o.DeliveryID] = *o
+		m.seq++
+		m.judged[o.DeliveryID] = m.seq // the order steps were judged in (judged_at, to the nanosecond)
 	}
 	if st.Audit != nil {
 		m.audit = append(m.audit, *st.Audit)
@@ -361,7 +365,10 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 		if o.Status == ObservationPending && o.At.Before(t) {
 			return "", false, nil
 		}
-		if o.Status == ObservationJudged && !o.At.Before(t) && (first == nil || o.At.Before(first.At)) {
+		// The first in the item's history: by time, then in the order judged (as the store's
+		// query orders them), then by arrival.
+		if o.Status == ObservationJudged && !o.At.Before(t) &&
+			(first == nil || o.At.Before(first.At) || (o.At.Equal(first.At) && m.judged[o.DeliveryID] < m.judged[first.DeliveryID])) {
 			first = &o
 		}
 	}
@@ -388,7 +395,7 @@ func (m *memStore) PendingItemsBefore(_ context.Context, t time.Time, except, ex
 		}
 	}
 	for id, it := range m.items {
-		if it.AutomateState != "" && it.LegalAt.Before(t) && id != except && !seen[id] {
+		if it.AutomateState != "" && !it.LegalAt.After(t) && id != except && !seen[id] {
 			seen[id] = true
 			out = append(out, id)
 		}

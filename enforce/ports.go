@@ -92,7 +92,7 @@ type Store interface {
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
 	// PendingItemsBefore lists the items other than except whose history before t is not
 	// settled: a report made before t by anyone but exceptActor not judged yet, or a step made
-	// before t whose automation has not run.
+	// by t (its second included) whose automation has not run.
 	PendingItemsBefore(ctx context.Context, t time.Time, except, exceptActor string) ([]string, error)
 
 	// GetActorViolationComment loads the violation comment kept for an issue and an actor.

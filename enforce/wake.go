@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -125,11 +127,15 @@ func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled)
 // job.
 func (e *Enforcer) wake(ctx context.Context, member string) {
 	if e.inline {
-		for item, dep := range e.deps.takeLater() {
+		soon := e.deps.takeLater()
+		for _, item := range slices.Sorted(maps.Keys(soon)) { // in a stable order: a simulated world replays
+			dep := soon[item]
 			e.walkDependent(ctx, item, dep)
 		}
 	}
-	for item, dep := range e.deps.take(member) {
+	deps := e.deps.take(member)
+	for _, item := range slices.Sorted(maps.Keys(deps)) {
+		dep := deps[item]
 		if e.inline {
 			e.walkDependent(ctx, item, dep)
 			continue

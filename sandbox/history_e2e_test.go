@@ -347,7 +347,7 @@ func familySteps(steps []oracle.ItemMove, num int, parent map[int]int, numberOf 
 // agreesInAnotherOrder reports whether an item ends as the oracle says for an order of its
 // family's moves that GitHub's one-second clock cannot tell from the true one.
 func agreesInAnotherOrder(newOracle func() *oracle.Oracle, steps []oracle.ItemMove, item, board, holder string, explained map[string]int) bool {
-	for _, order := range oracle.Interleavings(steps, 50)[1:] {
+	for _, order := range oracle.Interleavings(steps, 2000)[1:] {
 		or := newOracle()
 		for _, st := range order {
 			or.Step(st.Item, st.Move)

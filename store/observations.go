@@ -151,14 +151,14 @@ func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64,
 }
 
 // PendingItemsBefore lists the items other than except whose history before t is not settled
-// yet: a report made before t by anyone but exceptActor (the app: its own writes' reports are
-// no change of anyone's) not judged yet, or the automation of a step made before t not run yet;
-// at most 500.
+// yet, at most 500: a report made before t by anyone but exceptActor (the app: its own writes'
+// reports are no change of anyone's) not judged yet, or the automation of a step made by t (its
+// second included: automation follows its cause at once) not run yet.
 func (s *Store) PendingItemsBefore(ctx context.Context, t time.Time, except, exceptActor string) ([]string, error) {
 	at := s.t(nowUTC(t))
 	rows, err := s.query(ctx, `SELECT item_id FROM (
 			SELECT DISTINCT item_id FROM observations WHERE status = ? AND at < ? AND item_id <> ? AND actor <> ?
-			UNION SELECT item_id FROM items WHERE automate_state <> '' AND legal_at < ? AND item_id <> ?
+			UNION SELECT item_id FROM items WHERE automate_state <> '' AND legal_at <= ? AND item_id <> ?
 		) AS unsettled LIMIT 500`, string(enforce.ObservationPending), at, except, exceptActor, at, except)
 	if err != nil {
 		return nil, fmt.Errorf("store: items with pending reports: %w", err)

@@ -5,6 +5,7 @@ package oracle
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -30,7 +31,12 @@ type Oracle struct {
 	Family func(item string) (parent string, children []string)
 	// Automated lists the moves automation made, in order.
 	Automated []Automated
+	byApp     map[string]bool // the item's legal state was last set by automation
 }
+
+// LegalByAutomation reports whether an item's legal state was last set by the app's
+// automation (so far unwritten, perhaps: the app writes it when it judges the cause).
+func (o *Oracle) LegalByAutomation(item string) bool { return o.byApp[item] }
 
 // Automated is a move the app's automation owes: the item, the state it enters, and the
 // item whose move caused it.
@@ -128,6 +134,9 @@ func (o *Oracle) Step(item string, mv Move) {
 	for d, v := range out.Violations {
 		o.Violations[d] = v
 	}
+	if out.Legal != before && o.byApp != nil {
+		o.byApp[item] = false
+	}
 	if o.Family != nil && !mv.App && out.Legal != before {
 		o.automate(item, mv.At)
 	}
@@ -200,6 +209,10 @@ func (o *Oracle) appMove(item, to, cause string, at time.Time) {
 	out := o.Judge(item, o.moves[item])
 	o.Legal[item], o.Holder[item] = out.Legal, out.Holder
 	o.Automated = append(o.Automated, Automated{Item: item, To: to, Cause: cause, At: at})
+	if o.byApp == nil {
+		o.byApp = map[string]bool{}
+	}
+	o.byApp[item] = true
 }
 
 // Ambiguous reports whether the item's moves so far hold two of one second: GitHub dates
@@ -361,11 +374,11 @@ type ItemMove struct {
 
 // Interleavings lists the orders of moves (given in true order) that GitHub's reports cannot
 // tell from the true one across items: GitHub dates changes to the second, so moves of
-// different items made in one second may have come in any order (the moves of one item keep
-// theirs: Check permutes those). With families this matters: a parent's move cascades onto
-// its children, a child's converges its parent. The true order comes first; at most limit.
+// different items made in one second may have come in any order, and one item's in any order
+// that chains (as Orders). With families this matters: a parent's move cascades onto its
+// children, a child's converges its parent. The true order comes first, then the orders
+// that change one second only, then the others; at most limit.
 func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
-	out := [][]ItemMove{moves}
 	var groups [][]ItemMove
 	for i := 0; i < len(moves); {
 		j := i + 1
@@ -375,49 +388,96 @@ func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
 		groups = append(groups, moves[i:j])
 		i = j
 	}
+	alternatives := make([][][]ItemMove, len(groups)) // each second's orders, its true one first
+	for g, grp := range groups {
+		alternatives[g] = interleave(grp, limit)
+	}
+	out := [][]ItemMove{moves}
+	seen := map[string]bool{key(moves): true}
+	add := func(order []ItemMove) {
+		if k := key(order); !seen[k] && len(out) < limit {
+			seen[k] = true
+			out = append(out, order)
+		}
+	}
+	// One second changed at a time.
+	for g := range groups {
+		for _, alt := range alternatives[g][1:] {
+			var order []ItemMove
+			for h := range groups {
+				if h == g {
+					order = append(order, alt...)
+				} else {
+					order = append(order, groups[h]...)
+				}
+			}
+			add(order)
+		}
+	}
+	// Then every combination, as long as there is room.
 	var walk func(g int, prefix []ItemMove)
 	walk = func(g int, prefix []ItemMove) {
 		if len(out) >= limit {
 			return
 		}
 		if g == len(groups) {
-			for k := range prefix {
-				if prefix[k].Move.Delivery != moves[k].Move.Delivery {
-					out = append(out, append([]ItemMove{}, prefix...))
-					return
-				}
-			}
+			add(append([]ItemMove{}, prefix...))
 			return
 		}
-		grp := groups[g]
-		used := make([]bool, len(grp))
-		var interleave func(cur []ItemMove)
-		interleave = func(cur []ItemMove) {
-			if len(cur) == len(prefix)+len(grp) {
-				walk(g+1, cur)
-				return
-			}
-			for i, im := range grp {
-				if used[i] || !firstOfItem(grp, used, i) {
-					continue
-				}
-				used[i] = true
-				interleave(append(cur, im))
-				used[i] = false
-			}
+		for _, alt := range alternatives[g] {
+			walk(g+1, append(prefix, alt...))
 		}
-		interleave(append([]ItemMove{}, prefix...))
 	}
 	walk(0, nil)
 	return out
 }
 
-// firstOfItem reports whether grp[i] is the first move of its item not used yet.
-func firstOfItem(grp []ItemMove, used []bool, i int) bool {
-	for k := 0; k < i; k++ {
-		if !used[k] && grp[k].Item == grp[i].Item {
-			return false
+// interleave lists the orders of one second's moves that GitHub's reports cannot tell apart:
+// any interleaving across items, and within an item any order in which each move leaves the
+// value the one before it left (as Orders); the given order first; at most limit.
+func interleave(grp []ItemMove, limit int) [][]ItemMove {
+	var out [][]ItemMove
+	used := make([]bool, len(grp))
+	cur := map[string]string{} // each item's value so far in the second
+	for i := len(grp) - 1; i >= 0; i-- {
+		cur[grp[i].Item] = grp[i].Move.From
+	}
+	var rec func(order []ItemMove)
+	rec = func(order []ItemMove) {
+		if len(out) >= limit {
+			return
+		}
+		if len(order) == len(grp) {
+			out = append(out, append([]ItemMove{}, order...))
+			return
+		}
+		for i, im := range grp {
+			if used[i] || im.Move.From != cur[im.Item] {
+				continue
+			}
+			used[i] = true
+			before := cur[im.Item]
+			cur[im.Item] = im.Move.To
+			rec(append(order, im))
+			cur[im.Item] = before
+			used[i] = false
 		}
 	}
-	return true
+	rec(nil)
+	if len(out) == 0 || key(out[0]) != key(grp) {
+		// The given order first, even when its values do not chain (a value set between two
+		// reports of one second by a write of the app's).
+		out = append([][]ItemMove{append([]ItemMove{}, grp...)}, out...)
+	}
+	return out
+}
+
+// key names an order by its deliveries.
+func key(order []ItemMove) string {
+	var b strings.Builder
+	for _, im := range order {
+		b.WriteString(im.Move.Delivery)
+		b.WriteByte(',')
+	}
+	return b.String()
 }

@@ -1,0 +1,86 @@
+package oracle
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+func TestInterleavings(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	mv := func(item, delivery, from, to string, sec int) ItemMove {
+		return ItemMove{Item: item, Move: Move{From: from, To: to, Delivery: delivery, At: t0.Add(time.Duration(sec) * time.Second)}}
+	}
+	orders := func(ms []ItemMove, limit int) []string {
+		var out []string
+		for _, o := range Interleavings(ms, limit) {
+			out = append(out, key(o))
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		moves []ItemMove
+		limit int
+		want  []string
+	}{
+		{"moves of different seconds keep their order", []ItemMove{mv("A", "a1", "Backlog", "Done", 1), mv("B", "b1", "Backlog", "Done", 2)}, 10,
+			[]string{"a1,b1,"}},
+		{"two items in one second: both orders, the true one first", []ItemMove{mv("A", "a1", "Backlog", "Done", 1), mv("B", "b1", "Backlog", "Done", 1)}, 10,
+			[]string{"a1,b1,", "b1,a1,"}},
+		{"one item's moves of one second: only the orders that chain", []ItemMove{
+			mv("A", "a1", "Backlog", "Ready for Plan", 1), mv("A", "a2", "Ready for Plan", "Backlog", 1), mv("A", "a3", "Backlog", "Done", 1)}, 10,
+			[]string{"a1,a2,a3,"}},
+		{"a loop of one item chains two ways", []ItemMove{
+			mv("A", "a1", "Backlog", "Done", 1), mv("A", "a2", "Done", "Backlog", 1), mv("A", "a3", "Backlog", "Ready for Plan", 1),
+			mv("A", "a4", "Ready for Plan", "Backlog", 1)}, 10,
+			[]string{"a1,a2,a3,a4,", "a3,a4,a1,a2,"}},
+		{"seconds changed one at a time come first, then together", []ItemMove{
+			mv("A", "a1", "Backlog", "Done", 1), mv("B", "b1", "Backlog", "Done", 1), mv("A", "a2", "Done", "Backlog", 2), mv("B", "b2", "Done", "Backlog", 2)}, 10,
+			[]string{"a1,b1,a2,b2,", "b1,a1,a2,b2,", "a1,b1,b2,a2,", "b1,a1,b2,a2,"}},
+		{"at most limit", []ItemMove{mv("A", "a1", "Backlog", "Done", 1), mv("B", "b1", "Backlog", "Done", 1), mv("C", "c1", "Backlog", "Done", 1)}, 2,
+			[]string{"a1,b1,c1,", "a1,c1,b1,"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := orders(tt.moves, tt.limit); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Automation runs in the true history at its cause's time: a parent's legal move cascades its
+// children along, and a child's move that brings every child to a gate converges the parent.
+func TestOracleRunsAutomation(t *testing.T) {
+	m, problems := policy.Compile(policy.DefaultSpec())
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	o := New(m, policy.Actors{Agents: []string{"agent-*"}})
+	fam := map[string][]string{"P": {"C1", "C2"}}
+	o.Family = func(item string) (string, []string) {
+		if item == "P" {
+			return "", fam["P"]
+		}
+		return "P", nil
+	}
+	for _, it := range []string{"P", "C1", "C2"} {
+		o.Start(it, "Backlog")
+	}
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	o.Step("P", Move{From: "Backlog", To: "Research Needed", Actor: "alice", Delivery: "d1", At: at})
+	if o.Legal["C1"] != "Research Needed" || o.Legal["C2"] != "Research Needed" || len(o.Automated) != 2 || !o.LegalByAutomation("C1") {
+		t.Fatalf("cascade: %v, automated %v", o.Legal, o.Automated)
+	}
+	o.Step("C1", Move{From: "Research Needed", To: "Ready for Plan", Actor: "alice", Delivery: "d2", At: at.Add(time.Second)})
+	o.Step("C2", Move{From: "Research Needed", To: "Ready for Plan", Actor: "alice", Delivery: "d3", At: at.Add(2 * time.Second)})
+	if o.Legal["P"] != "Ready for Plan" || o.LegalByAutomation("C1") {
+		t.Fatalf("convergence: %v", o.Legal)
+	}
+	if last := o.Automated[len(o.Automated)-1]; last.Item != "P" || last.Cause != "C2" {
+		t.Fatalf("automated %v", o.Automated)
+	}
+}
