@@ -1,0 +1,78 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
+// The two scenarios of the families issue, through the real app on ghsim over HTTP.
+//
+// A person moves a parent twice, then an agent moves it illegally: the illegal value is
+// reverted as a loose item's is, the child's cascades are audited, and the app spends a few
+// requests, not the installation's budget (the convergence gate used to poll GitHub ~29 times a
+// second while the child's own write waited for a walk that never came).
+func TestFamilyCascadeThenIllegalMoveEndToEnd(t *testing.T) {
+	e := start(t, "sqlite", familySeed(t, []string{"Backlog", "Backlog"}, map[int]int{2: 1}), nil)
+	e.move("alice", 1, "Ready for Plan")
+	e.settle()
+	e.wantState(2, "Ready for Plan")
+	e.move("alice", 1, "Plan in Progress")
+	e.settle()
+	e.wantState(2, "Plan in Progress")
+
+	before := e.sb.Sim.Requests().Total
+	began := time.Now()
+	e.move("agent-1", 1, "Done")
+	e.settle()
+	took := time.Since(began)
+	e.wantState(1, "Plan in Progress")
+	n := appRequestsBetween(e, before)
+	t.Logf("the illegal move was reverted and explained within %s, with %d GitHub requests", took.Round(time.Millisecond), n)
+	// Its item's read, its group's family, the guarded revert (a read again and the write), the
+	// comment, and the reads of the relatives' families a step may need.
+	if n > 8 {
+		t.Errorf("%d GitHub requests for one illegal move of a parent, want at most 8", n)
+	}
+	cascades := automatedTo(e.audit(2))
+	if !cascades["Ready for Plan"] || !cascades["Plan in Progress"] {
+		t.Errorf("#2's cascades audited as automated: %v, want Ready for Plan and Plan in Progress", cascades)
+	}
+}
+
+// A person moves a parent Backlog → Ready for Plan, then 1.5 s later → Plan in Progress: the
+// second move stands (the first one's cascade came first in the true history), nothing is
+// explained, and both children's cascades are audited.
+func TestFamilyQuickSecondMoveEndToEnd(t *testing.T) {
+	e := start(t, "sqlite", familySeed(t, []string{"Backlog", "Backlog", "Backlog"}, map[int]int{2: 1, 3: 1}), nil)
+	e.move("alice", 1, "Ready for Plan")
+	time.Sleep(1500 * time.Millisecond)
+	e.move("alice", 1, "Plan in Progress")
+	e.settle()
+	e.wantState(1, "Plan in Progress")
+	for _, c := range e.comments(1) {
+		if strings.Contains(c.Body, "ralph-gate:violation") {
+			t.Errorf("alice's legal move was explained as a violation:\n%s", c.Body)
+		}
+	}
+	for _, n := range []int{2, 3} {
+		e.wantState(n, "Plan in Progress")
+		if cascades := automatedTo(e.audit(n)); !cascades["Ready for Plan"] || !cascades["Plan in Progress"] {
+			t.Errorf("#%d's cascades audited as automated: %v, want Ready for Plan and Plan in Progress", n, cascades)
+		}
+	}
+}
+
+// automatedTo lists the states automation moved an item to, by its audit entries that name a
+// cause.
+func automatedTo(es []enforce.AuditEntry) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range es {
+		if e.Verdict == enforce.VerdictAutomated && e.Cause != "" {
+			out[e.ToState] = true
+		}
+	}
+	return out
+}
