@@ -20,7 +20,9 @@ func newLogger(w io.Writer, l config.Logging) zerolog.Logger {
 	if l.Format == "console" {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Str("service", "ralph-gate").Logger()
+	// Jobs, walks and servers log at once: one line is written whole before the next begins,
+	// whatever w is (a file is safe for that, a buffer or a pipe's writer may not be).
+	return zerolog.New(zerolog.SyncWriter(w)).Level(level).With().Timestamp().Str("service", "ralph-gate").Logger()
 }
 
 // isTerminal reports whether w is a terminal: an open file that is a character device.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
@@ -92,5 +93,36 @@ func TestIsTerminal(t *testing.T) {
 	defer null.Close()
 	if !isTerminal(null) {
 		t.Errorf("%s, a character device, is not taken for a terminal", os.DevNull)
+	}
+}
+
+// Lines logged at once from many goroutines (jobs, walks, servers) come out whole, one after
+// the other, whatever the writer (under -race, an unsynchronized one is a data race).
+func TestLogLinesFromManyGoroutinesStayWhole(t *testing.T) {
+	for _, format := range []string{"json", "console"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			logger := newLogger(&buf, config.Logging{Level: "info", Format: format})
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 50 {
+						logger.Info().Int("goroutine", g).Int("line", i).Msg("decision")
+					}
+				}()
+			}
+			wg.Wait()
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			if len(lines) != 400 {
+				t.Fatalf("%d lines, want 400", len(lines))
+			}
+			for _, l := range lines {
+				if strings.Count(l, "decision") != 1 {
+					t.Fatalf("a line is not whole: %q", l)
+				}
+			}
+		})
 	}
 }
