@@ -60,7 +60,7 @@ func TestLifecycleSyncLeavesArchivedItems(t *testing.T) {
 	h := newHarness(t, issueN("A", "In Progress", 7), onTwo)
 	archive(h.board, "A")
 
-	closed := Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "carol"}
+	closed := Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "owner"}
 	res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed)
 	if err != nil || res.Verdict != VerdictAllowed || res.Reason != "1 item(s) moved" {
 		t.Fatalf("%+v %v", res, err)
@@ -178,7 +178,7 @@ func TestAdvanceChildrenSkipsArchived(t *testing.T) {
 	h := newHarness(t, parent, c1, c2)
 	setFamily(h.board, parent, c1, c2)
 	archive(h.board, "C2")
-	adv, err := h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Ready for Plan", "agent-1")
+	adv, err := h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

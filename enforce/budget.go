@@ -121,6 +121,11 @@ func (c *countingBoard) ProjectItems(ctx context.Context, owner string, number i
 	return c.Board.ProjectItems(ctx, owner, number, after)
 }
 
+func (c *countingBoard) SetIssueOpen(ctx context.Context, issueID string, open bool, reason string) error {
+	c.n.Add(1)
+	return c.Board.SetIssueOpen(ctx, issueID, open, reason)
+}
+
 func (c *countingBoard) ClosingIssues(ctx context.Context, owner, repo string, number int) ([]IssueRef, error) {
 	c.n.Add(1)
 	return c.Board.ClosingIssues(ctx, owner, repo, number)

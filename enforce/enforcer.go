@@ -184,6 +184,10 @@ type walk struct {
 	// for a proof are read together by installation.
 	installation int64
 	owner        string
+	// wakes is the count of walks that moved a history on when this one began (wake.go);
+	// loaded is the record's version as the walk loaded it.
+	wakes  uint64
+	loaded int64
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence
@@ -193,13 +197,14 @@ func (e *Enforcer) walk(ctx context.Context, b Board, itemID, delivery string) (
 }
 
 // walkOn is walk on w, which the caller keeps (ProcessChange logs the item's issue from it).
-// Once it ends, the items waiting on the item's history are woken (wake.go).
+// Once it ends having moved the item's history on (its record written), the items waiting on
+// that history are woken (wake.go); a walk that changed nothing wakes nobody.
 func (e *Enforcer) walkOn(ctx context.Context, w *walk, itemID string) (Result, error) {
 	res, err := e.walkLocked(ctx, w, itemID)
 	if err == nil && res.Verdict != VerdictWait {
 		e.deps.settled(itemID)
 	}
-	e.wake(ctx, itemID)
+	e.wake(ctx, itemID, w.rec.Version != w.loaded)
 	return res, err
 }
 
@@ -207,6 +212,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 	board := w.board
 	w.board = withFamilies(board)
 	defer func() { w.board = board }()
+	w.wakes = e.deps.mark() // before anything is looked at: a wake after it is not missed
 	unlock, err := e.items.lock(ctx, itemID)
 	if err != nil {
 		return Result{}, err
@@ -215,6 +221,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil {
 		return Result{}, err
 	}
+	w.loaded = w.rec.Version
 	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
 		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
 	}

@@ -741,6 +741,47 @@ func TestHandoffFailures(t *testing.T) {
 	})
 }
 
+// advance_children moves each child as the calling agent: a move the agent may not make (past
+// a state, out of a role's states, with none of its commands) skips that child with the reason.
+func TestAdvanceChildrenMovesAsTheAgent(t *testing.T) {
+	parent := issueN("P", "Plan in Review", 10)
+	a := issueN("A", "Ready for Plan", 11) // → Plan in Review skips Plan in Progress
+	c := issueN("C", "Backlog", 12)
+	h := newHarness(t, parent, a, c)
+	setFamily(h.board, parent, a, c)
+	h.adoptAll("P", "A", "C")
+	adv, err := h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Plan in Review", Handoff{Agent: "agent-1"})
+	if err != nil || len(adv.Advanced) != 0 || len(adv.Skipped) != 2 {
+		t.Fatalf("%+v %v", adv, err)
+	}
+	for _, sk := range adv.Skipped {
+		if !strings.Contains(sk.Reason, "not a transition of the workflow") {
+			t.Errorf("skip %+v", sk)
+		}
+	}
+	if h.state("A") != "Ready for Plan" || h.state("C") != "Backlog" || len(h.board.sets) != 0 {
+		t.Fatalf("moved: %v", h.board.sets)
+	}
+	// Only a command that takes the child's state.
+	adv, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1", Commands: []string{"review"}})
+	if err != nil || len(adv.Advanced) != 0 || len(adv.Skipped) != 2 {
+		t.Fatalf("%+v %v", adv, err)
+	}
+	for _, sk := range adv.Skipped {
+		if sk.Number == 12 && !strings.Contains(sk.Reason, "agent-1 may only use the commands review") {
+			t.Errorf("skip %+v", sk)
+		}
+	}
+	// A command that takes it: moved, audited with the agent as the cause.
+	adv, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1", Commands: []string{"triage"}})
+	if err != nil || len(adv.Advanced) != 1 || adv.Advanced[0].Number != 12 || h.state("C") != "Ready for Plan" {
+		t.Fatalf("%+v %v", adv, err)
+	}
+	if es := h.audit("C"); es[len(es)-1].Verdict != VerdictAutomated || !strings.Contains(es[len(es)-1].Cause, "advance_children by agent-1") {
+		t.Fatalf("audit %s", verdicts(es))
+	}
+}
+
 func TestAdvanceChildren(t *testing.T) {
 	parent := issueN("P", "In Progress", 10)
 	c1 := issueN("C1", "Backlog", 11)
@@ -759,7 +800,7 @@ func TestAdvanceChildren(t *testing.T) {
 	hb := newHookBoard(h.board)
 	hb.failSet["C4"] = errInjected
 
-	adv, err := h.svc.Facade.AdvanceChildren(bg, hb, h.boardItem("P"), "Plan in Review", "agent-1")
+	adv, err := h.svc.Facade.AdvanceChildren(bg, hb, h.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -777,10 +818,10 @@ func TestAdvanceChildren(t *testing.T) {
 	if len(skipped) != 2 || skipped[30] != "not on this project" || !strings.Contains(skipped[13], "terminal") {
 		t.Fatalf("skipped %+v", adv.Skipped)
 	}
-	if len(adv.Errors) != 1 || adv.Errors[0].Number != 14 || !strings.Contains(adv.Errors[0].Error, "Failed to move #14 to Plan in Review") {
+	if len(adv.Errors) != 1 || adv.Errors[0].Number != 14 || !strings.Contains(adv.Errors[0].Error, "Failed to move #14 to Ready for Plan") {
 		t.Fatalf("errors %+v", adv.Errors)
 	}
-	for id, want := range map[string]string{"C1": "Plan in Review", "C2": "Plan in Review", "C3": "Done", "C4": "Backlog", "G1": "Plan in Review", "G2": "In Review"} {
+	for id, want := range map[string]string{"C1": "Ready for Plan", "C2": "Ready for Plan", "C3": "Done", "C4": "Backlog", "G1": "Ready for Plan", "G2": "In Review"} {
 		if got := h.state(id); got != want {
 			t.Errorf("%s is %q, want %q", id, got, want)
 		}
@@ -788,7 +829,7 @@ func TestAdvanceChildren(t *testing.T) {
 	for _, id := range []string{"C1", "C2", "G1"} {
 		rec := h.record(id)
 		es := h.audit(id)
-		if rec.LastLegalState != "Plan in Review" || len(es) != 1 || es[0].Verdict != VerdictAutomated || es[0].ActorKind != "app" ||
+		if rec.LastLegalState != "Ready for Plan" || len(es) != 1 || es[0].Verdict != VerdictAutomated || es[0].ActorKind != "app" ||
 			!strings.Contains(es[0].Cause, "advance_children by agent-1: parent #10 is in In Progress") {
 			t.Errorf("%s: record %+v audit %+v", id, rec, es)
 		}
@@ -803,36 +844,36 @@ func TestAdvanceChildren(t *testing.T) {
 	setFamily(h2.board, parent, h2.boardItem("C1"))
 	hb2 := newHookBoard(h2.board)
 	hb2.failFamily["I_C1"] = errInjected
-	adv, err = h2.svc.Facade.AdvanceChildren(bg, hb2, h2.boardItem("P"), "Ready for Plan", "agent-1")
+	adv, err = h2.svc.Facade.AdvanceChildren(bg, hb2, h2.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1"})
 	if err != nil || len(adv.Advanced) != 1 || len(adv.Errors) != 1 || !strings.Contains(adv.Errors[0].Error, "Moved #11, but its own children could not follow") {
 		t.Fatalf("%+v %v", adv, err)
 	}
 
 	// Refusals and failures.
-	_, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Done", "agent-1")
+	_, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Done", Handoff{Agent: "agent-1"})
 	asRefusal(t, err, "children never get ahead of their parent")
 	h.board.breakOn(errInjected, "Family")
-	if _, err := h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Backlog", "agent-1"); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read children of #10") {
+	if _, err := h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Backlog", Handoff{Agent: "agent-1"}); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read children of #10") {
 		t.Errorf("family: %v", err)
 	}
 	draft := issueN("D", "In Progress", 0)
 	draft.ContentType, draft.ContentID = ContentDraftIssue, ""
 	h.board.items["D"] = draft
-	if adv, err := h.svc.Facade.AdvanceChildren(bg, h.board, draft, "Backlog", "agent-1"); err != nil || len(adv.Advanced)+len(adv.Skipped)+len(adv.Errors) != 0 {
+	if adv, err := h.svc.Facade.AdvanceChildren(bg, h.board, draft, "Backlog", Handoff{Agent: "agent-1"}); err != nil || len(adv.Advanced)+len(adv.Skipped)+len(adv.Errors) != 0 {
 		t.Errorf("a draft has children: %+v %v", adv, err)
 	}
 	h.board.breakOn(errInjected, "Item")
-	if _, err := h.svc.Facade.AdvanceChildren(bg, h.board, parent, "Backlog", "agent-1"); !errors.Is(err, errInjected) {
+	if _, err := h.svc.Facade.AdvanceChildren(bg, h.board, parent, "Backlog", Handoff{Agent: "agent-1"}); !errors.Is(err, errInjected) {
 		t.Errorf("item: %v", err)
 	}
 	h.board.breakOn(nil, "Item", "Family")
 	h.st.breakOn(errInjected, "LockItem")
-	adv, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "In Progress", "agent-1")
-	if err != nil || len(adv.Errors) != 3 || len(adv.Advanced) != 0 {
+	adv, err = h.svc.Facade.AdvanceChildren(bg, h.board, h.boardItem("P"), "Ready for Plan", Handoff{Agent: "agent-1"})
+	if err != nil || len(adv.Errors) != 1 || len(adv.Advanced) != 0 {
 		t.Fatalf("lock: %+v %v", adv, err)
 	}
 	for _, e := range adv.Errors {
-		if !strings.Contains(e.Error, "lock item C") || !strings.Contains(e.Error, "Recovery: retry advance_children") {
+		if !strings.Contains(e.Error, "lock item C4") || !strings.Contains(e.Error, "Recovery: retry advance_children") {
 			t.Errorf("lock error %+v", e)
 		}
 	}

@@ -250,6 +250,11 @@ func (b *simBoard) IssueItems(context.Context, string, string, int) ([]Item, err
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	return ItemsPage{}, nil
 }
+func (b *simBoard) SetIssueOpen(context.Context, string, bool, string) error {
+	b.request(1)
+	return nil
+}
+
 func (b *simBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
 	return nil, nil
 }

@@ -139,6 +139,9 @@ func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Ite
 	if !ok {
 		return false, nil
 	}
+	if refused, err := a.judgeLifecycle(ctx, b, ev, cur, to); err != nil || refused {
+		return false, err
+	}
 	if err := b.SetState(ctx, cur, to); err != nil {
 		return false, fmt.Errorf("move #%d to %s: %w", cur.Number, to, err)
 	}

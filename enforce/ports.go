@@ -42,6 +42,9 @@ type Board interface {
 	// ProjectItems reads one page (up to 100 items) of a project, with values; after is the
 	// previous page's EndCursor ("" for the first page).
 	ProjectItems(ctx context.Context, owner string, number int, after string) (ItemsPage, error)
+	// SetIssueOpen reopens an issue (open), or closes it with a reason (completed or
+	// not_planned): the app undoes a close or a reopen the workflow refuses.
+	SetIssueOpen(ctx context.Context, issueID string, open bool, reason string) error
 	// ClosingIssues returns the issues a pull request closes (owner/name#number).
 	ClosingIssues(ctx context.Context, repoOwner, repo string, number int) ([]IssueRef, error)
 	// RateLimit is GitHub's primary budget as last reported; false before any answer.

@@ -13,8 +13,7 @@ import (
 // move brings, come before it in the true history (docs/AUTOMATION.md). So before a step made
 // at t is judged, the walk asks the store which other items still have reports from before t
 // waiting (one query; usually none). Only when some have does it read the item's relatives —
-// its ancestors with their children (whether an ancestor converges depends on all of them) and
-// its descendants, as far as automation reaches — and, when one of them is
+// its ancestors and its descendants, as far as automation reaches — and, when one of them is
 // among those items, it waits for that one's walk (wake.go). GitHub dates changes to the
 // second: relatives' steps of the same second do not wait for each other.
 
@@ -55,12 +54,6 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 		}
 		if waiting[fam.Self.ItemID] {
 			return groupUnsettled{member: fam.Self.ItemID, number: fam.Self.Number}
-		}
-		// Its other children too: whether this ancestor converges depends on all of them.
-		for _, c := range fam.Children {
-			if waiting[c.ItemID] {
-				return groupUnsettled{member: c.ItemID, number: c.Number}
-			}
 		}
 		parent = ""
 		if fam.Parent != nil {

@@ -27,6 +27,7 @@ type fakeBoard struct {
 	broken   map[string]error  // method name -> the error it returns
 	rate     *RateLimit
 	calls    map[string]int
+	issues   []string // "issue=open" or "issue=closed:reason", in order
 }
 
 func newFakeBoard(items ...Item) *fakeBoard {
@@ -237,6 +238,26 @@ func (b *fakeBoard) IssueItems(_ context.Context, _, _ string, number int) ([]It
 
 // closes maps a pull request number to the issue numbers it closes.
 var fakeCloses = map[int][]int{80: {7}}
+
+func (b *fakeBoard) SetIssueOpen(_ context.Context, issueID string, open bool, reason string) error {
+	if err := b.call("SetIssueOpen"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, it := range b.items {
+		if it.ContentID == issueID {
+			it.Open = open
+			b.items[id] = it
+		}
+	}
+	state := "open"
+	if !open {
+		state = "closed:" + reason
+	}
+	b.issues = append(b.issues, issueID+"="+state)
+	return nil
+}
 
 func (b *fakeBoard) ClosingIssues(_ context.Context, owner, repo string, number int) ([]IssueRef, error) {
 	b.mu.Lock()
@@ -628,7 +649,8 @@ func TestLifecycleTargets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, issue("A", tt.start))
-			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "alice"
+			// A bypass login: its lifecycle moves are never refused (lifecyclemoves.go).
+			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "owner"
 			if _, err := h.svc.Automation.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
 				t.Fatal(err)
 			}

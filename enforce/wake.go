@@ -28,6 +28,9 @@ type groupUnsettled struct {
 func (g groupUnsettled) Error() string { return fmt.Sprintf("#%d: %s", g.number, errGroupUnsettled) }
 func (g groupUnsettled) Unwrap() error { return errGroupUnsettled }
 
+// walkAgain is the wait of a walk whose member settled while it looked: it goes on at once.
+const walkAgain = 10 * time.Millisecond
+
 // Backoff of a waiting item's job between wakes.
 const (
 	dependentFirstWait = time.Second
@@ -47,12 +50,26 @@ type dependents struct {
 	on    map[string]map[string]dependent // member item → waiting item → how to walk it
 	waits map[string]int                  // waiting item → waits in a row (its backoff)
 	soon  map[string]dependent            // items to walk once the walk under way has ended (inline)
+	// wakes counts the walks that ended (each wakes its item's dependents); lastWake is, per
+	// item, the count when its last walk ended.
+	wakes    uint64
+	lastWake map[string]uint64
 }
 
+// maxRememberedWakes bounds lastWake (one entry per item walked lately).
+const maxRememberedWakes = 10000
+
 // await notes that item waits on member, and returns how long its job should stay away.
-func (d *dependents) await(item, member string, dep dependent) time.Duration {
+//
+// since is the wake count (mark) from before the walk looked at the member: a member whose walk
+// ended since then may have settled after the look — a wake this item would have missed —
+// so it is walked again at once instead (again), without waiting.
+func (d *dependents) await(item, member string, dep dependent, since uint64) (wait time.Duration, again bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.lastWake[member] > since {
+		return 0, true
+	}
 	if d.on == nil {
 		d.on, d.waits = map[string]map[string]dependent{}, map[string]int{}
 	}
@@ -62,8 +79,14 @@ func (d *dependents) await(item, member string, dep dependent) time.Duration {
 	d.on[member][item] = dep
 	n := d.waits[item]
 	d.waits[item] = n + 1
-	wait := dependentFirstWait << min(n, 16)
-	return min(wait, dependentMaxWait)
+	return min(dependentFirstWait<<min(n, 16), dependentMaxWait), false
+}
+
+// mark is the count of wakes so far: a walk notes it before it looks at other items.
+func (d *dependents) mark() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wakes
 }
 
 // settled forgets an item's backoff: its walk went on.
@@ -96,6 +119,12 @@ func (d *dependents) takeLater() map[string]dependent {
 func (d *dependents) take(member string) map[string]dependent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.wakes++
+	if d.lastWake == nil || len(d.lastWake) > maxRememberedWakes {
+		// Bounded: a walk that looked before this reset and waits is woken by its backoff.
+		d.lastWake = map[string]uint64{}
+	}
+	d.lastWake[member] = d.wakes
 	deps := d.on[member]
 	delete(d.on, member)
 	return deps
@@ -117,21 +146,28 @@ func (d *dependents) waiting() int {
 // holdForMember keeps a walk's reports until the member it needs has moved on: its job comes
 // back after a backoff, and a walk of the member wakes it sooner.
 func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled) (Result, error) {
-	wait := e.deps.await(w.rec.ItemID, g.member, dependent{board: plainBoard(w.board), installation: w.installation, owner: w.owner})
+	wait, again := e.deps.await(w.rec.ItemID, g.member, dependent{board: plainBoard(w.board), installation: w.installation, owner: w.owner}, w.wakes)
+	if again {
+		zerolog.Ctx(ctx).Debug().Str("member", g.member).Msg("a group member's walk ended meanwhile: walking again")
+		return Result{Verdict: VerdictWait, Reason: g.Error(), RetryAfter: walkAgain}, nil
+	}
 	zerolog.Ctx(ctx).Debug().Str("member", g.member).Dur("backoff", wait).Msg("waiting for a group member's history")
 	return Result{Verdict: VerdictWait, Reason: g.Error(), RetryAfter: wait}, nil
 }
 
-// wake walks again the items waiting on member's history, once a walk of it has ended.
+// wake walks again the items waiting on member's history, once a walk of it has ended having
+// moved it on.
 // Beside the caller (in its goroutine in a simulated world); a failure leaves the item to its
 // job.
-func (e *Enforcer) wake(ctx context.Context, member string) {
+func (e *Enforcer) wake(ctx context.Context, member string, progressed bool) {
 	if e.inline {
 		soon := e.deps.takeLater()
 		for _, item := range slices.Sorted(maps.Keys(soon)) { // in a stable order: a simulated world replays
-			dep := soon[item]
-			e.walkDependent(ctx, item, dep)
+			e.walkDependent(ctx, item, soon[item])
 		}
+	}
+	if !progressed {
+		return // nothing its dependents wait for has changed
 	}
 	deps := e.deps.take(member)
 	for _, item := range slices.Sorted(maps.Keys(deps)) {
@@ -155,7 +191,10 @@ func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent
 	// job of its own); past a few attempts the item is left to its jobs and the reconciler.
 	for attempt := 1; ; attempt++ {
 		w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
-		_, err := e.walkOn(ctx, w, item)
+		res, err := e.walkOn(ctx, w, item)
+		if err == nil && res.Verdict == VerdictWait && res.RetryAfter == walkAgain && attempt < walkAttempts {
+			continue // the member it waited on settled meanwhile
+		}
 		if err == nil || errors.Is(err, context.Canceled) {
 			return
 		}

@@ -73,6 +73,15 @@ const mutationUpdateComment = `mutation RalphGateUpdateComment($id: ID!, $body: 
   }
 }`
 
+// mutationCloseIssue and mutationReopenIssue undo a close or a reopen the workflow refuses.
+const mutationCloseIssue = `mutation RalphGateCloseIssue($id: ID!, $reason: IssueClosedStateReason!) {
+  closeIssue(input: {issueId: $id, stateReason: $reason}) { issue { id } }
+}`
+
+const mutationReopenIssue = `mutation RalphGateReopenIssue($id: ID!) {
+  reopenIssue(input: {issueId: $id}) { issue { id } }
+}`
+
 // familyFields is what the adapter reads of each related issue. projectItems lists archived
 // items too (includeArchived defaults to true): a relative's archived item is known, and left
 // alone, rather than taken for an issue that is not on the project.
@@ -144,6 +153,8 @@ func Documents() []Document {
 		{"project items", queryProjectItems, map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}},
 		{"find comment", queryFindComment, map[string]any{"id": "I_x"}},
 		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
+		{"close issue", mutationCloseIssue, map[string]any{"id": "I_x", "reason": "NOT_PLANNED"}},
+		{"reopen issue", mutationReopenIssue, map[string]any{"id": "I_x"}},
 	}
 }
 

@@ -48,3 +48,22 @@ func (b *Board) IssueItems(ctx context.Context, repoOwner, repo string, number i
 	}
 	return items, nil
 }
+
+// SetIssueOpen reopens an issue, or closes it with a reason (completed, not_planned; anything
+// else is completed), in one mutation.
+func (b *Board) SetIssueOpen(ctx context.Context, issueID string, open bool, reason string) error {
+	if open {
+		if err := b.gql.Do(ctx, mutationReopenIssue, map[string]any{"id": issueID}, nil); err != nil {
+			return fmt.Errorf("reopen issue %s: %w", issueID, err)
+		}
+		return nil
+	}
+	r := "COMPLETED"
+	if strings.EqualFold(reason, "not_planned") {
+		r = "NOT_PLANNED"
+	}
+	if err := b.gql.Do(ctx, mutationCloseIssue, map[string]any{"id": issueID, "reason": r}, nil); err != nil {
+		return fmt.Errorf("close issue %s: %w", issueID, err)
+	}
+	return nil
+}

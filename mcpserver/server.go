@@ -356,7 +356,7 @@ func (s *server) advance(ctx context.Context, agent string, in toolspec.AdvanceI
 	if err != nil {
 		return toolspec.AdvanceOutput{}, err
 	}
-	res, err := s.opts.Facade.AdvanceChildren(ctx, b, it, in.TargetState, agent)
+	res, err := s.opts.Facade.AdvanceChildren(ctx, b, it, in.TargetState, s.handoffBy(agent))
 	if err != nil {
 		return toolspec.AdvanceOutput{}, err
 	}

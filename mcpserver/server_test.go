@@ -150,6 +150,8 @@ func (b *board) ProjectItems(context.Context, string, int, string) (enforce.Item
 	return page, nil
 }
 
+func (b *board) SetIssueOpen(context.Context, string, bool, string) error { return nil }
+
 func (b *board) ClosingIssues(context.Context, string, string, int) ([]enforce.IssueRef, error) {
 	return nil, nil
 }

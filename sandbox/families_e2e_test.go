@@ -76,3 +76,49 @@ func automatedTo(es []enforce.AuditEntry) map[string]bool {
 	}
 	return out
 }
+
+// Closing and reopening are moves of their actor: an agent that closes an issue in Ready for
+// Plan (a move to Done agents may not make) finds it reopened, its card still in Ready for
+// Plan, and the reason on the issue; an agent's reopen of a Done issue is closed again.
+func TestLifecycleMovesOfAnAgentAreUndoneEndToEnd(t *testing.T) {
+	e := start(t, "sqlite", familySeed(t, []string{"Ready for Plan", "In Review"}, nil), nil)
+	e.patchIssue("agent-1", 1, `{"state":"closed"}`)
+	e.settle()
+	e.wantState(1, "Ready for Plan")
+	is, err := e.sb.Issue("app", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is.State != "open" {
+		t.Fatalf("#1 stays %s", is.State)
+	}
+	explained := false
+	for _, c := range is.Comments {
+		explained = explained || (c.Author == e.sb.App.AppLogin() && strings.Contains(c.Body, "ralph-gate reopened the issue") &&
+			strings.Contains(c.Body, "Recovery:"))
+	}
+	if !explained {
+		t.Errorf("#1's reopening is not explained: %+v", is.Comments)
+	}
+
+	e.patchIssue("owner", 2, `{"state":"closed"}`) // a bypass login closes it: Done
+	e.settle()
+	e.wantState(2, "Done")
+	e.patchIssue("agent-2", 2, `{"state":"open"}`)
+	e.settle()
+	e.wantState(2, "Done")
+	if is, err := e.sb.Issue("app", 2); err != nil || is.State != "closed" {
+		t.Fatalf("#2 was not closed again: %s %v", is.State, err)
+	}
+	refused := 0
+	for _, n := range []int{1, 2} {
+		for _, a := range e.audit(n) {
+			if a.Verdict == enforce.VerdictReverted && strings.HasPrefix(a.Actor, "agent-") && a.Cause != "" {
+				refused++
+			}
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refused lifecycle moves audited, want 2", refused)
+	}
+}

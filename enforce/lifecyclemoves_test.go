@@ -1,0 +1,62 @@
+package enforce
+
+import (
+	"strings"
+	"testing"
+)
+
+// A close or a reopen is its actor's move: an agent's close of an item in Ready for Plan (a
+// move to Done agents may not make) is undone — the issue reopened, the card left in Ready for
+// Plan — explained once with a Recovery, and audited as refused; so is an agent's reopen of a
+// Done item (closed again). A person's close that the table allows moves the card as before.
+func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
+	h := newHarness(t, issueN("A", "Ready for Plan", 7), issueN("B", "Done", 8), issueN("C", "In Review", 9))
+	h.adoptAll("A", "B", "C")
+	for _, id := range []string{"A", "B"} { // closed on GitHub
+		it := h.board.items[id]
+		it.Open = false
+		h.board.items[id] = it
+	}
+
+	closed := Lifecycle{DeliveryID: "close-A", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "agent-1"}
+	for range 2 { // a retried job undoes and explains nothing twice
+		res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed)
+		if err != nil || res.Verdict != VerdictIgnored {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	if h.state("A") != "Ready for Plan" || !h.board.items["A"].Open || strings.Join(h.board.issues, " ") != "I_A=open" {
+		t.Fatalf("A is %q, open %v; issue writes %v", h.state("A"), h.board.items["A"].Open, h.board.issues)
+	}
+	body := strings.Join(h.commentBodies(), "\n")
+	for _, want := range []string{"<!-- ralph-gate:lifecycle close-A -->", "**ralph-gate reopened the issue.**", "`agent-1` (agent) closed this issue",
+		"from **Ready for Plan** to **Done**", "It stays in **Ready for Plan**", "Recovery: "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the explanation lacks %q:\n%s", want, body)
+		}
+	}
+	if h.board.adds != 1 || h.board.items["A"].Open != true {
+		t.Errorf("%d comments, want 1", h.board.adds)
+	}
+	es := h.audit("A")
+	if last := es[len(es)-1]; last.Verdict != VerdictReverted || last.Actor != "agent-1" || last.ToState != "Done" || last.Cause != LifecycleIssueClosed {
+		t.Fatalf("audit %s", verdicts(es))
+	}
+
+	reopened := Lifecycle{DeliveryID: "reopen-B", Kind: LifecycleIssueReopened, Owner: "acme", Repo: "app", Number: 8, Actor: "agent-2"}
+	b := h.board.items["B"]
+	b.Open = true // GitHub reopened it
+	h.board.items["B"] = b
+	if _, err := h.svc.Automation.ProcessLifecycle(bg, h.board, reopened); err != nil {
+		t.Fatal(err)
+	}
+	if h.state("B") != "Done" || h.board.items["B"].Open || !strings.Contains(strings.Join(h.board.issues, " "), "I_B=closed:completed") {
+		t.Fatalf("B is %q, open %v; issue writes %v", h.state("B"), h.board.items["B"].Open, h.board.issues)
+	}
+
+	// A person's close the table allows moves the card.
+	done := Lifecycle{DeliveryID: "close-C", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 9, StateReason: "completed", Actor: "alice"}
+	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, done); err != nil || res.Verdict != VerdictAllowed || h.state("C") != "Done" {
+		t.Fatalf("%+v %v: C is %q", res, err, h.state("C"))
+	}
+}
