@@ -12,7 +12,7 @@ import (
 // cascade of an ancestor's earlier move onto the item, and the convergence a child's earlier
 // move brings, come before it in the true history (docs/AUTOMATION.md). So before a step made
 // at t is judged, the walk asks the store which other items still have reports from before t
-// waiting (one query; usually none). Only when some have does it read the item's relatives —
+// waiting, or owe the automation of a step made by t (one query; usually none). Only when some have does it read the item's relatives —
 // its ancestors and its descendants, as far as automation reaches — and, when one of them is
 // among those items, it waits for that one's walk (wake.go). GitHub dates changes to the
 // second: relatives' steps of the same second do not wait for each other.

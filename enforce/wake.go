@@ -13,10 +13,10 @@ import (
 )
 
 // A walk may need another item's history: the convergence gate counts each group member with
-// its legal state when the move was made, and waits while the member's history up to then is
-// still being judged. Such a wait is woken, never polled: the waiting item is noted as a
-// dependent of the member, and when a walk of the member ends its dependents are walked
-// again. The job of the waiting report backs off meanwhile (1 s, doubling to 5 min): it is the
+// its legal state when the move was made, and a step waits for its relatives' earlier history
+// (relatives.go). Such a wait is woken, never polled: the waiting item is noted as a dependent
+// of the other item, and when a walk of that item ends having moved its history on (its record
+// written) the dependents are walked again. The job of the waiting report backs off meanwhile (1 s, doubling to 5 min): it is the
 // durable fallback for a restart, or a member walked on another replica.
 
 // groupUnsettled is errGroupUnsettled for one member: the item whose history must move on.
@@ -50,8 +50,8 @@ type dependents struct {
 	on    map[string]map[string]dependent // member item → waiting item → how to walk it
 	waits map[string]int                  // waiting item → waits in a row (its backoff)
 	soon  map[string]dependent            // items to walk once the walk under way has ended (inline)
-	// wakes counts the walks that ended (each wakes its item's dependents); lastWake is, per
-	// item, the count when its last walk ended.
+	// wakes counts the walks that moved a history on (each wakes its item's dependents);
+	// lastWake is, per item, the count when its history last moved on.
 	wakes    uint64
 	lastWake map[string]uint64
 }
@@ -130,18 +130,6 @@ func (d *dependents) take(member string) map[string]dependent {
 	return deps
 }
 
-// waiting counts the items waiting on others (tests, metrics).
-func (d *dependents) waiting() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	seen := map[string]bool{}
-	for _, deps := range d.on {
-		for item := range deps {
-			seen[item] = true
-		}
-	}
-	return len(seen)
-}
 
 // holdForMember keeps a walk's reports until the member it needs has moved on: its job comes
 // back after a backoff, and a walk of the member wakes it sooner.
