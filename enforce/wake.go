@@ -130,7 +130,6 @@ func (d *dependents) take(member string) map[string]dependent {
 	return deps
 }
 
-
 // holdForMember keeps a walk's reports until the member it needs has moved on: its job comes
 // back after a backoff, and a walk of the member wakes it sooner.
 func (e *Enforcer) holdForMember(ctx context.Context, w *walk, g groupUnsettled) (Result, error) {
