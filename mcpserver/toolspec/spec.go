@@ -80,10 +80,10 @@ func Tools() []Spec {
 		},
 		{
 			Name:    AdvanceChildren,
-			Summary: "brings a parent's earlier sub-issues up to targetState: advanced, skipped with reasons, errors (partial success)",
+			Summary: "brings a parent's earlier sub-issues up to targetState, each as your own move: advanced, skipped with reasons, errors (partial success)",
 			Input:   AdvanceInput{},
 			Title:   "Advance a parent's sub-issues to a state",
-			Description: "Bring every sub-issue of a parent that is earlier on the pipeline than targetState up to targetState (never past the parent's own state). Children that are already there or later, terminal, or in Human Needed are skipped with the reason; a child that cannot be written is listed in errors while the others still move. " +
+			Description: "Bring every sub-issue of a parent that is earlier on the pipeline than targetState up to targetState (never past the parent's own state). Each child's move is yours: judged as a board move of yours would be (the transition table, your role, locks, the gates) and within your commands (one of them must take the child's state). Children that are already there or later, terminal, in Human Needed, or that you may not move are skipped with the reason; a child that cannot be written is listed in errors while the others still move. " +
 				"ralph-gate already does this automatically when a parent moves; call it to repair a group or when that automation is switched off." + errorsNote,
 			Destructive: true, Idempotent: true,
 		},
