@@ -14,7 +14,7 @@ import (
 // closing an issue is the closer's move to Done (Canceled when not planned), reopening is the
 // reopener's move to Backlog, a merged pull request is the merger's move of the issues it
 // closes. Each is judged as a board move of that actor from the item's legal state (the table,
-// roles, locks, the gates). A refused one is undone where GitHub can undo it — the issue is
+// roles, locks, the gates); the close of an issue In Progress as the merge path too (mergePath). A refused one is undone where GitHub can undo it — the issue is
 // reopened, or closed again — and explained on the issue with a Recovery; the card stays where
 // the workflow left it. A merge cannot be undone: its refused move is not made, and explained.
 
@@ -39,7 +39,7 @@ func (a *Automation) judgeLifecycle(ctx context.Context, b Board, ev Lifecycle, 
 		}
 		pc, dec = full, a.machine.Decide(full)
 	}
-	if dec.Verdict == policy.Allow {
+	if dec.Verdict == policy.Allow || a.mergePath(ev, pc) {
 		return false, nil
 	}
 	recovery := "ask a human"
@@ -59,6 +59,20 @@ func (a *Automation) judgeLifecycle(ctx context.Context, b Board, ev Lifecycle, 
 	moveLine{Issue: cur.Number, From: from, To: to, Actor: ev.Actor, Verdict: VerdictReverted}.on(zerolog.Ctx(ctx).Info()).
 		Str("rule", string(dec.Rule)).Str("kind", ev.Kind).Msg("refused a lifecycle move")
 	return true, nil
+}
+
+// mergePath reports whether a close of an issue In Progress is what merging its pull request
+// does — In Progress → In Review → Done, both moves open to the closer: a merge closes the issues
+// its pull request closes, and the issue's close may be handled before the merge's move.
+func (a *Automation) mergePath(ev Lifecycle, pc policy.Change) bool {
+	st := a.opts.States
+	if ev.Kind != LifecycleIssueClosed || pc.From != st.InProgress || pc.To != st.Done {
+		return false
+	}
+	first, second := pc, pc
+	first.To = st.InReview
+	second.From = st.InReview
+	return a.machine.Decide(first).Verdict == policy.Allow && a.machine.Decide(second).Verdict == policy.Allow
 }
 
 // undoLifecycle undoes a refused close or reopen (unless the issue is back as it was already:

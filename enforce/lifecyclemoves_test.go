@@ -54,6 +54,15 @@ func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
 		t.Fatalf("B is %q, open %v; issue writes %v", h.state("B"), h.board.items["B"].Open, h.board.issues)
 	}
 
+	// A close of an issue In Progress is what a merge does (In Progress → In Review → Done): the
+	// close of a merged pull request's issue may be handled before the merge's move.
+	h.board.items["D"] = issueN("D", "In Progress", 10)
+	h.adoptAll("D")
+	merged := Lifecycle{DeliveryID: "close-D", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 10, StateReason: "completed", Actor: "agent-1"}
+	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, merged); err != nil || res.Verdict != VerdictAllowed || h.state("D") != "Done" {
+		t.Fatalf("%+v %v: D is %q", res, err, h.state("D"))
+	}
+
 	// A person's close the table allows moves the card.
 	done := Lifecycle{DeliveryID: "close-C", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 9, StateReason: "completed", Actor: "alice"}
 	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, done); err != nil || res.Verdict != VerdictAllowed || h.state("C") != "Done" {
