@@ -496,9 +496,11 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	h.board.breakOn(nil, "Family")
-	// Once B's history is judged, the gate reads B's state at the time of A's move.
-	h.process(bMove)
+	// Once B's history is judged, the gate reads B's state at the time of A's move (B's walk
+	// wakes A's, which fails the same way: drained first, so the two do not race).
 	h.st.breakOn(errInjected, "LegalStateAt")
+	h.process(bMove)
+	h.drain()
 	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
 		t.Fatalf("%v", err)
 	}
