@@ -504,6 +504,12 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
 		t.Fatalf("%v", err)
 	}
+	// Nothing of the family waits any more: the group itself is read, and that read can fail.
+	h.st.breakOn(nil, "LegalStateAt")
+	h.board.breakOn(errInjected, "Family")
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read group") {
+		t.Fatalf("%v", err)
+	}
 }
 
 func TestBlockersAndWIPGates(t *testing.T) {
