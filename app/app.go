@@ -425,7 +425,7 @@ func (p processor) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (
 	if err != nil {
 		return enforce.Result{}, err
 	}
-	return p.service.Automation.ProcessLifecycle(ctx, b, ev)
+	return p.service.Enforcer.ProcessLifecycle(ctx, b, ev)
 }
 
 // boards keeps one Board per installation (each has its own token).

@@ -2,9 +2,11 @@ package enforce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
 )
@@ -28,11 +30,11 @@ type AdvanceError struct {
 // the child's legal state as a board move of that agent would be (the table, its role, locks,
 // the gates) and within its commands (a command of the agent's must take the child's state);
 // a child the agent may not move is skipped with the reason. target may not be later than the
-// parent's own state (policy.CheckAdvance). Each child is written and recorded on its own, so
-// one failure does not stop the others; grandchildren follow as in the automatic cascade. An
-// archived child is skipped: the app never moves an archived item.
+// parent's own state (policy.CheckAdvance). Each child is recorded and written on its own, as a
+// handoff is (makeStep), so one failure does not stop the others; its own automation follows
+// (its children cascade, its parent converges). An archived child is skipped: the app never
+// moves an archived item.
 func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, target string, by Handoff) (Advance, error) {
-	agent := by.Agent
 	cur, err := b.Item(ctx, parent.ID)
 	if err != nil {
 		return Advance{}, fmt.Errorf("read item %s: %w", parent.ID, err)
@@ -68,43 +70,83 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 	}
 	moves, skipped := f.machine.PlanCascade(target, members)
 	res.Skipped = append(res.Skipped, skipped...)
-	why := fmt.Sprintf("cascade: advance_children by %s: parent #%d is in %s", agent, cur.Number, cur.State)
-	ch := &chain{board: b, base: cur, visited: map[string]bool{cur.ID: true}, cause: cause{why: why}}
+	cause := fmt.Sprintf("advance_children by %s: parent #%d is in %s", by.Agent, cur.Number, cur.State)
 	for _, mv := range moves {
 		child := relativeItem(cur, byNumber[mv.Number])
-		if why, err := f.refuseAdvance(ctx, b, child, mv, by); err != nil {
-			res.Errors = append(res.Errors, AdvanceError{Number: mv.Number,
-				Error: fmt.Sprintf("Could not judge the move of #%d to %s: %v. Recovery: retry advance_children", mv.Number, mv.To, err)})
-			continue
-		} else if why != "" {
-			res.Skipped = append(res.Skipped, policy.Skip{Number: mv.Number, State: mv.From, Reason: why})
-			continue
-		}
-		ch.visited[child.ID] = true
-		if err := f.advanceOne(ctx, b, appMove{Item: child, From: mv.From, To: mv.To, Kind: CauseCascade, Why: why}); err != nil {
+		warning, why, err := f.advanceOne(ctx, b, advanceStep{child: child, mv: mv, by: by, cause: cause})
+		switch {
+		case err != nil:
 			res.Errors = append(res.Errors, AdvanceError{Number: mv.Number,
 				Error: fmt.Sprintf("Failed to move #%d to %s: %v. Recovery: retry advance_children, or hand this child off with handoff_ticket", mv.Number, mv.To, err)})
 			continue
+		case why != "":
+			res.Skipped = append(res.Skipped, policy.Skip{Number: mv.Number, State: mv.From, Reason: why})
+			continue
+		case warning != "":
+			res.Errors = append(res.Errors, AdvanceError{Number: mv.Number,
+				Error: fmt.Sprintf("Moved #%d to %s, but %s. Recovery: none needed; get_workflow_state shows when it is done", mv.Number, mv.To, warning)})
 		}
 		res.Advanced = append(res.Advanced, mv)
-	}
-	for _, mv := range res.Advanced {
-		child := byNumber[mv.Number]
-		if child.SubIssues == 0 {
-			continue
-		}
-		child.State = mv.To
-		if err := f.auto.cascade(ctx, ch, child, 2); err != nil {
-			res.Errors = append(res.Errors, AdvanceError{Number: mv.Number,
-				Error: fmt.Sprintf("Moved #%d, but its own children could not follow: %v. Recovery: retry advance_children with number %d", mv.Number, err, mv.Number)})
-		}
 	}
 	return res, nil
 }
 
+// advanceStep is one child's move for advance_children: the child as listed, its move, the
+// agent, and what the audit names as its cause.
+type advanceStep struct {
+	child Item
+	mv    policy.Move
+	by    Handoff
+	cause string
+}
+
+// advanceOne moves one child as the agent, under the child's lock: judged from the child's
+// legal state as the agent's own move (refuseAdvance), once the history before it is judged,
+// then recorded and written as a handoff is (makeStep), its own automation following. why says
+// why the agent may not move it ("" when it did); warning what failed after the move.
+func (f *Facade) advanceOne(ctx context.Context, b Board, s advanceStep) (warning, why string, err error) {
+	unlock, err := f.items.lock(ctx, s.child.ID)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	cur, err := b.Item(ctx, s.child.ID)
+	if err != nil {
+		return "", "", fmt.Errorf("read item %s: %w", s.child.ID, err)
+	}
+	rec, err := f.baseline(ctx, cur)
+	if err != nil {
+		return "", "", err
+	}
+	if rec.LastLegalState != s.mv.From {
+		return "", fmt.Sprintf("it moved to %s meanwhile", orNoState(rec.LastLegalState)), nil
+	}
+	at := moveTime(time.Time{}, f.now())
+	var busy errUnsettled
+	if err := f.auto.unsettledBefore(ctx, b, cur, rec, at); errors.As(err, &busy) {
+		return "", busy.why + "; retry in a few seconds", nil
+	} else if err != nil {
+		return "", "", err
+	}
+	s.child = cur
+	why, dec, err := f.refuseAdvance(ctx, b, s, rec)
+	if err != nil || why != "" {
+		return "", why, err
+	}
+	a := &handoffAttempt{cur: cur, h: s.by, from: s.mv.From, to: s.mv.To, rec: rec, dec: dec}
+	step := actorStep{item: cur, from: s.mv.From, to: s.mv.To, at: at, actor: s.by.Agent, dec: dec,
+		obs:   f.rec.appStep(appMove{Item: cur, From: cur.State, To: s.mv.To, Agent: s.by.Agent, At: at}, s.mv.From),
+		audit: f.rec.handoffAudit(a, VerdictHandoff, s.cause+": "+dec.Reason),
+		why:   fmt.Sprintf("#%d advanced by %s", cur.Number, s.by.Agent)}
+	step.audit.Cause = "mcp advance_children"
+	warning, err = f.auto.makeStep(ctx, b, step)
+	return warning, "", err
+}
+
 // refuseAdvance judges one child's move as the agent's own: why it may not make it ("" when it
-// may).
-func (f *Facade) refuseAdvance(ctx context.Context, b Board, child Item, mv policy.Move, by Handoff) (string, error) {
+// may), with the decision.
+func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec Record) (string, policy.Decision, error) {
+	mv, by := s.mv, s.by
 	if len(by.Commands) > 0 {
 		takes := f.machine.CommandsExpecting(mv.From)
 		ok := slices.ContainsFunc(by.Commands, func(c string) bool {
@@ -113,37 +155,20 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, child Item, mv poli
 		})
 		if !ok {
 			return fmt.Sprintf("%s may only use the commands %s (config mcp.agents), and none of them takes an item in %s",
-				by.Agent, strings.Join(by.Commands, ", "), orNoState(mv.From)), nil
+				by.Agent, strings.Join(by.Commands, ", "), orNoState(mv.From)), policy.Decision{}, nil
 		}
-	}
-	rec, _, err := f.items.load(ctx, child.ID)
-	if err != nil {
-		return "", err
 	}
 	pc := policy.Change{From: mv.From, To: mv.To, Actor: by.Agent, ActorKind: policy.ActorAgent, LockHolder: rec.LockHolder, Role: by.Role}
 	dec := f.machine.Decide(pc)
 	if dec.Verdict == policy.Allow {
-		full, err := f.gateInputs(ctx, gateQuery{board: b, it: child, change: pc})
+		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc})
 		if err != nil {
-			return "", err
+			return "", dec, err
 		}
 		dec = f.machine.Decide(full)
 	}
 	if dec.Verdict != policy.Allow {
-		return dec.Reason, nil
+		return dec.Reason, dec, nil
 	}
-	return "", nil
-}
-
-// advanceOne moves one child under its lock and records the move as the app's.
-func (f *Facade) advanceOne(ctx context.Context, b Board, mv appMove) error {
-	unlock, err := f.items.lock(ctx, mv.Item.ID)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := b.SetState(ctx, mv.Item, mv.To); err != nil {
-		return err
-	}
-	return f.auto.record(ctx, mv)
+	return "", dec, nil
 }

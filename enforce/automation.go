@@ -173,7 +173,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			if c.ItemID == "" {
 				continue
 			}
-			legal, _, err := a.legalRecord(ctx, c)
+			legal, err := a.legalAtCause(ctx, ch, c)
 			if err != nil {
 				return err
 			}
@@ -205,6 +205,24 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		}
 	}
 	return nil
+}
+
+// legalAtCause is a child's legal state when the chain's cause was made: a step of a sibling
+// made in a later second (judged first: it did not wait for the cause's item) is not counted;
+// one of the cause's second is (GitHub cannot tell which of the two came first, and in either
+// order the later one sees the other). The items the chain moved count with their new states.
+func (a *Automation) legalAtCause(ctx context.Context, ch *chain, c Relative) (string, error) {
+	if !ch.visited[c.ItemID] && !ch.at.IsZero() {
+		legal, known, err := a.store().LegalStateAt(ctx, c.ItemID, ch.at.Truncate(time.Second).Add(time.Second))
+		if err != nil {
+			return "", fmt.Errorf("legal state of #%d: %w", c.Number, err)
+		}
+		if known {
+			return legal, nil
+		}
+	}
+	legal, _, err := a.legalRecord(ctx, c)
+	return legal, err
 }
 
 // legalRecord is a relative's legal state, with its record: its record's, or its card's for
@@ -326,47 +344,6 @@ func (a *Automation) wrote(ctx context.Context, mv appMove) error {
 	if err != nil {
 		return fmt.Errorf("record automation on %s: %w", mv.Item.ID, err)
 	}
-	return nil
-}
-
-// record makes an automated move the item's last legal state and audits it. It does not take
-// the item's lock (the moving chain may hold an ancestor's, and a child's worker may want that
-// one: no lock order is safe), so it retries on a concurrent update instead.
-func (a *Automation) record(ctx context.Context, mv appMove) error {
-	it := mv.Item
-	_, err := a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
-		if found {
-			pending, err := a.store().PendingObservations(ctx, it.ID)
-			if err != nil {
-				return Step{}, false, fmt.Errorf("load reports of item %s: %w", it.ID, err)
-			}
-			// Reports of our own writes are no change of anyone else's: they take their
-			// place after this record (their jobs find it holds them).
-			pending = slices.DeleteFunc(pending, func(o Observation) bool { return o.Actor == a.rec.app })
-			if len(pending) > 0 || rec.ObservedState != mv.From {
-				// The item's history is still being judged (the value moved from is not its
-				// record's): our write takes its place in that history through its own
-				// report, recorded at intake, when the item's walk reaches it.
-				// (The move's decision line follows, as for any automated move.)
-				a.logMove(zerolog.Ctx(ctx).Debug(), mv).Msg("automation moved an item whose history is being judged: recorded when its walk reaches it")
-				return Step{}, false, nil
-			}
-		}
-		rec.IssueNumber, rec.Repo, rec.ProjectID = it.Number, it.Repo, it.ProjectID
-		legalFrom := rec.LastLegalState
-		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it.
-		rec.LastLegalState, rec.ObservedState, rec.RejectedState = mv.To, mv.To, ""
-		if !a.machine.IsLock(mv.To) {
-			rec.LockHolder, rec.LockSince = "", time.Time{}
-		}
-		o, audit := a.rec.appStep(mv, legalFrom), a.rec.automation(mv)
-		return Step{Record: rec, Observation: &o, Audit: &audit}, true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("record automation on %s: %w", it.ID, err)
-	}
-	a.logMove(zerolog.Ctx(ctx).Info(), mv).Msg("automation moved an item")
-	a.observeAutomation(mv.Kind)
 	return nil
 }
 

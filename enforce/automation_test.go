@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -238,8 +239,8 @@ func TestLifecycleSync(t *testing.T) {
 		o.Enforced = func(_ string, n int) bool { return n == 1 }
 	}, issueN("A", "In Progress", 7), other)
 
-	ev := Lifecycle{Kind: LifecyclePRMerged, Owner: "acme", Repo: "app", Number: 80, Actor: "bob"}
-	res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, ev)
+	ev := Lifecycle{DeliveryID: "d1", Kind: LifecyclePRMerged, Owner: "acme", Repo: "app", Number: 80, Actor: "bob"}
+	res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, ev)
 	if err != nil || res.Verdict != VerdictAllowed || res.Reason != "1 item(s) moved" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -256,7 +257,7 @@ func TestLifecycleSync(t *testing.T) {
 
 	// Closed as not planned; the reason is told.
 	h.now = h.now.Add(time.Minute)
-	res, err = h.svc.Automation.ProcessLifecycle(bg, h.board, Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "not_planned", Actor: "carol"})
+	res, err = h.svc.Enforcer.ProcessLifecycle(bg, h.board, Lifecycle{DeliveryID: "d2", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "not_planned", Actor: "carol"})
 	if err != nil || res.Verdict != VerdictAllowed || h.state("A") != "Canceled" {
 		t.Fatalf("%+v %v %s", res, err, h.state("A"))
 	}
@@ -264,12 +265,12 @@ func TestLifecycleSync(t *testing.T) {
 		t.Errorf("cause %q", es[len(es)-1].Cause)
 	}
 	// Nothing to move: ignored.
-	res, err = h.svc.Automation.ProcessLifecycle(bg, h.board, Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "not_planned", Actor: "carol"})
+	res, err = h.svc.Enforcer.ProcessLifecycle(bg, h.board, Lifecycle{DeliveryID: "d3", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "not_planned", Actor: "carol"})
 	if err != nil || res.Verdict != VerdictIgnored || res.Reason != "nothing to move" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	h.now = h.now.Add(time.Minute)
-	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, Lifecycle{Kind: LifecycleIssueReopened, Owner: "acme", Repo: "app", Number: 7, Actor: "carol"}); err != nil || h.state("A") != "Backlog" {
+	if res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, Lifecycle{DeliveryID: "d4", Kind: LifecycleIssueReopened, Owner: "acme", Repo: "app", Number: 7, Actor: "carol"}); err != nil || h.state("A") != "Backlog" {
 		t.Fatalf("reopened: %+v %v %s", res, err, h.state("A"))
 	}
 	if es := h.audit("A"); es[len(es)-1].Cause != "issue reopened by carol" {
@@ -279,7 +280,7 @@ func TestLifecycleSync(t *testing.T) {
 
 func TestLifecycleSyncOff(t *testing.T) {
 	h := newHarnessWith(t, func(s *policy.Spec) { s.Automation.LifecycleSync = false }, nil, issueN("A", "In Progress", 7))
-	res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7})
+	res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7})
 	if err != nil || res.Verdict != VerdictIgnored || res.Reason != "lifecycle sync is off" || h.state("A") != "In Progress" || h.board.calls["IssueItems"] != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -292,7 +293,7 @@ func TestLifecycleCascadesAndFails(t *testing.T) {
 	h := newHarness(t, p, c)
 	setFamily(h.board, p, c)
 	closed := Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "dan"}
-	if _, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed); err != nil {
+	if _, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, closed); err != nil {
 		t.Fatal(err)
 	}
 	if h.state("P") != "Done" || h.state("C") != "Done" {
@@ -311,9 +312,9 @@ func TestLifecycleCascadesAndFails(t *testing.T) {
 		{name: "closing issues", ev: Lifecycle{Kind: LifecyclePRMerged, Number: 80}, board: "ClosingIssues", want: "ClosingIssues"},
 		{name: "issue items", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, board: "IssueItems", want: "IssueItems"},
 		{name: "item read", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, board: "Item", want: "read item P"},
-		{name: "write", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, board: "SetState", want: "move #7 to Backlog"},
+		{name: "write", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, board: "SetState", want: `revert item P to "Backlog"`},
 		{name: "lock", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, store: "LockItem", want: "lock item P"},
-		{name: "record", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, store: "CommitStep", want: "record automation on P"},
+		{name: "record", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 7}, store: "CommitStep", want: "save item P"},
 		{name: "automation", ev: Lifecycle{Kind: LifecycleIssueReopened, Number: 8}, board: "Family", want: "converge parents of #8"},
 	}
 	for _, tt := range tests {
@@ -322,7 +323,7 @@ func TestLifecycleCascadesAndFails(t *testing.T) {
 			h.board.breakOn(errInjected, tt.board)
 			h.st.breakOn(errInjected, tt.store)
 			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "dan"
-			_, err := h.svc.Automation.ProcessLifecycle(bg, h.board, tt.ev)
+			_, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, tt.ev)
 			if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}
@@ -516,28 +517,29 @@ func (s *casLoser) CommitStep(ctx context.Context, st Step) (bool, error) {
 	return s.memStore.CommitStep(ctx, st)
 }
 
-// An automated move whose record another worker changed meanwhile is recorded again from a
-// fresh load; after maxUpdateAttempts lost races, the failure is returned.
-func TestAutomationRecordRetriesConcurrentUpdates(t *testing.T) {
-	closed := Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, Actor: "dan"}
-	t.Run("wins after a lost race", func(t *testing.T) {
-		h := newHarness(t, issueN("A", "In Review", 7))
-		st := &casLoser{memStore: h.st, n: 1}
-		h.useStore(st)
-		res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed)
-		if err != nil || res.Verdict != VerdictAllowed || st.lost != 1 || h.record("A").LastLegalState != "Done" || len(h.audit("A")) != 1 {
-			t.Fatalf("%+v %v (%d lost), record %+v", res, err, st.lost, h.record("A"))
-		}
-	})
-	t.Run("gives up", func(t *testing.T) {
-		h := newHarness(t, issueN("A", "In Review", 7))
-		st := &casLoser{memStore: h.st, n: maxUpdateAttempts}
-		h.useStore(st)
-		_, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed)
-		if !errors.Is(err, ErrConcurrentUpdate) || !strings.Contains(err.Error(), "record item A") || st.lost != maxUpdateAttempts || h.hasRecord("A") {
-			t.Fatalf("%v (%d lost)", err, st.lost)
-		}
-	})
+// A move the app makes for an agent whose record another worker changed meanwhile is recorded
+// again from a fresh load; after maxUpdateAttempts lost races, the failure is returned and
+// nothing is written.
+func TestActorStepRetriesConcurrentUpdates(t *testing.T) {
+	ho := Handoff{Agent: "agent-1", Command: "research", Intent: "complete"}
+	for _, n := range []int{1, maxUpdateAttempts + 1} {
+		t.Run(fmt.Sprintf("%d lost races", n), func(t *testing.T) {
+			h := newHarness(t, issueN("A", "Research Needed", 7))
+			h.adoptAll("A")
+			st := &casLoser{memStore: h.st, n: n}
+			h.useStore(st)
+			res, err := h.handoff("A", ho)
+			if n <= maxUpdateAttempts {
+				if err != nil || !res.Changed || st.lost != n || h.record("A").LastLegalState != "Ready for Plan" || h.state("A") != "Ready for Plan" {
+					t.Fatalf("%+v %v (%d lost), record %+v", res, err, st.lost, h.record("A"))
+				}
+				return
+			}
+			if !errors.Is(err, ErrConcurrentUpdate) || !strings.Contains(err.Error(), "record the move of #7") || len(h.board.sets) != 0 {
+				t.Fatalf("%v (%d lost), writes %v", err, st.lost, h.board.sets)
+			}
+		})
+	}
 }
 
 // A cascade onto a child moved again since the parent's move (its report still on its way) is

@@ -20,6 +20,10 @@ type Change struct {
 	At        time.Time // when GitHub says the item changed (orders changes)
 	// ReceivedAt is when the webhook reached us.
 	ReceivedAt time.Time
+	// Lifecycle is set for a lifecycle event of the item's issue (Observation.Lifecycle), and
+	// Cause says what it was in words (recorded as the report's Reason until it is judged).
+	Lifecycle string `json:",omitempty"`
+	Cause     string `json:",omitempty"`
 	// NotBefore is when the change's job first has work to do (Enforcer.Observe); zero: at
 	// once. The queue schedules the job for then; it is not part of the job's arguments.
 	NotBefore time.Time `json:"-"`

@@ -142,7 +142,7 @@ func (e *Enforcer) record(ctx context.Context, ch Change) error {
 		at = received
 	}
 	if _, err := e.store().RecordObservation(ctx, Observation{DeliveryID: ch.DeliveryID, ItemID: ch.ItemID,
-		FromKnown: ch.FromKnown, From: ch.From, To: ch.To, Actor: ch.Actor, At: at, ReceivedAt: received}); err != nil {
+		FromKnown: ch.FromKnown, From: ch.From, To: ch.To, Actor: ch.Actor, At: at, ReceivedAt: received, Lifecycle: ch.Lifecycle, Reason: ch.Cause}); err != nil {
 		return fmt.Errorf("record change %s: %w", ch.DeliveryID, err)
 	}
 	return nil
@@ -188,6 +188,10 @@ type walk struct {
 	// loaded is the record's version as the walk loaded it.
 	wakes  uint64
 	loaded int64
+	// cause is what the step just judged was, in words, when more than a move of the card (a
+	// lifecycle event's): its automation names it. eventTo is the state a lifecycle event
+	// judged legal moved the item to (the walk writes the card).
+	cause, eventTo string
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence
@@ -239,7 +243,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		}
 	}
 	for step := 0; step < maxStepsPerRun; step++ {
-		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt}
+		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
 		a := policy.Sequence(policy.SequenceInput{
 			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
@@ -269,8 +273,8 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			case !e.enforced(w.it):
 				return e.drop(ctx, w, fmt.Sprintf("the item is on %s/%d, which is not enforced (the payload named another project)", w.it.Owner, w.it.ProjectNumber))
 			}
-			if a.Kind == policy.ActRead {
-				continue
+			if a.Kind == policy.ActRead || a.Obs.Event {
+				continue // asked again with the board known (lifecycle events of one second are ordered by it)
 			}
 		}
 		if w.read && w.rec.AutomateState != "" {
@@ -358,7 +362,8 @@ func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {
 	out := make([]policy.Observation, len(os))
 	for i, o := range os {
 		out[i] = policy.Observation{Delivery: o.DeliveryID, FromKnown: o.FromKnown, From: o.From, To: o.To,
-			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == e.opts.AppLogin && o.Actor != ""}
+			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == e.opts.AppLogin && o.Actor != "", Event: o.Lifecycle != "",
+			Closes: o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecyclePRMerged}
 	}
 	return out
 }
@@ -537,12 +542,17 @@ func (e *Enforcer) automatePending(ctx context.Context, w *walk, again bool) err
 	if auto == w.rec.LastLegalState {
 		it := w.it
 		it.State = auto
-		c := cause{at: w.rec.LegalAt, why: fmt.Sprintf("#%d moved to %s", w.it.Number, auto), again: again}
+		why := fmt.Sprintf("#%d moved to %s", w.it.Number, auto)
+		if w.cause != "" {
+			why = w.cause
+		}
+		c := cause{at: w.rec.LegalAt, why: why, again: again}
 		if err := e.auto.run(ctx, w.board, it, c); err != nil {
 			return err
 		}
 	}
 	rec := w.rec
 	rec.AutomateState = ""
+	w.cause = ""
 	return e.commit(ctx, w, Step{Record: rec})
 }

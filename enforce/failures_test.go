@@ -496,18 +496,25 @@ func TestGatesJudgeTheGroupAsItWas(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	h.board.breakOn(nil, "Family")
-	// Once B's history is judged, the gate reads B's state at the time of A's move (B's walk
-	// wakes A's, which fails the same way: drained first, so the two do not race).
-	h.st.breakOn(errInjected, "LegalStateAt")
+	// Once B's history is judged, B's walk wakes A's, which judges the held move with B's state
+	// at the time of A's move: B had left the group's gate, so it is refused.
 	h.process(bMove)
 	h.drain()
-	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
+	if es := h.audit("A"); es[len(es)-1].Rule != "convergence" {
+		t.Fatalf("audit %s", verdicts(es))
+	}
+	// The gate's read of a member's state then can fail; so can the read of the group itself,
+	// once nothing of the family waits any more.
+	h.now = h.now.Add(time.Second)
+	again := h.board.move("A", "agent-1", "Plan in Progress", h.now)
+	h.now = h.now.Add(time.Second)
+	h.st.breakOn(errInjected, "LegalStateAt")
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, again); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "load item B") {
 		t.Fatalf("%v", err)
 	}
-	// Nothing of the family waits any more: the group itself is read, and that read can fail.
 	h.st.breakOn(nil, "LegalStateAt")
 	h.board.breakOn(errInjected, "Family")
-	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, held); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read group") {
+	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, again); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read group") {
 		t.Fatalf("%v", err)
 	}
 }

@@ -39,7 +39,7 @@ func TestLifecycleOfAGoneIssueEnds(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			h := newHarness(t, issue("A", "In Progress"))
 			h.board.breakOn(gone, method)
-			res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, Lifecycle{DeliveryID: "d", Kind: LifecyclePRMerged,
+			res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, Lifecycle{DeliveryID: "d", Kind: LifecyclePRMerged,
 				Owner: "acme", Repo: "app", Number: 80, Actor: "alice"})
 			if err != nil || res.Verdict != VerdictIgnored {
 				t.Fatalf("got %v (%s), %v; want ignored, no error", res.Verdict, res.Reason, err)

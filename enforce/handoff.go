@@ -235,6 +235,18 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	if a.from == a.to {
 		return f.unchanged(a, res)
 	}
+	at := moveTime(time.Time{}, f.now())
+	var busy errUnsettled
+	if err := f.auto.unsettledBefore(ctx, b, cur, a.rec, at); errors.As(err, &busy) {
+		return HandoffResult{}, &policy.Refusal{
+			Tried:    fmt.Sprintf("Handing off #%d", cur.Number),
+			Why:      busy.why,
+			Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
+			Options:  []string{},
+		}
+	} else if err != nil {
+		return HandoffResult{}, err
+	}
 	pc := policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {
@@ -248,11 +260,16 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 		f.audit(ctx, f.rec.handoffAudit(a, VerdictIgnored, "refused handoff: "+refusal.Error()))
 		return HandoffResult{}, refusal
 	}
-	if err := b.SetState(ctx, cur, a.to); err != nil {
-		return HandoffResult{}, fmt.Errorf("set state of #%d to %q: %w", cur.Number, a.to, err)
-	}
-	if err := f.recordHandoff(ctx, a); err != nil {
+	step := actorStep{item: cur, from: a.from, to: a.to, at: at, actor: h.Agent, dec: a.dec,
+		obs:   f.rec.appStep(appMove{Item: cur, From: cur.State, To: a.to, Agent: h.Agent, At: at}, a.from),
+		audit: f.rec.handoffAudit(a, VerdictHandoff, handoffReason(a)),
+		why:   fmt.Sprintf("#%d handed off by %s", cur.Number, h.Agent)}
+	warning, err := f.auto.makeStep(ctx, b, step)
+	if err != nil {
 		return HandoffResult{}, err
+	}
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
 	}
 	res.Changed, res.Rule, res.Reason = true, string(a.dec.Rule), a.dec.Reason
 	holder := ""
@@ -260,18 +277,11 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 		holder = h.Agent
 	}
 	res.Guidance = f.Guide(a.to, holder)
-	f.audit(ctx, f.rec.handoffAudit(a, VerdictHandoff, handoffReason(a)))
 	moveLine{Issue: cur.Number, From: a.from, To: a.to, Actor: h.Agent, Verdict: VerdictHandoff}.on(zerolog.Ctx(ctx).Info()).
 		Str("item", cur.ID).Str("command", a.cmd).Msg("handoff")
 	if _, err := b.AddComment(ctx, cur.ContentID, f.rec.handoffComment(a, res.Guidance)); err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("could not comment on the handoff")
 		res.Warnings = append(res.Warnings, "the audit comment could not be posted: "+err.Error())
-	}
-	moved := cur
-	moved.State = a.to
-	if err := f.auto.run(ctx, b, moved, cause{why: fmt.Sprintf("#%d handed off by %s", cur.Number, h.Agent)}); err != nil {
-		zerolog.Ctx(ctx).Error().Err(err).Msg("automation after a handoff failed")
-		res.Warnings = append(res.Warnings, "automation after the move failed (the move stands): "+err.Error())
 	}
 	return res, nil
 }
@@ -291,36 +301,6 @@ func (f *Facade) unchanged(a *handoffAttempt, res HandoffResult) (HandoffResult,
 	res.Rule, res.Reason = string(policy.RuleLegal), a.to+" is unchanged"
 	res.Guidance = f.Guide(a.to, holder)
 	return res, nil
-}
-
-// recordHandoff makes a.to the item's last legal state; the lock follows the decision (the
-// agent holds a lock it entered). The app's own webhook for the write is recorded at intake
-// and ignored when the item is walked: this step is the move's record.
-func (f *Facade) recordHandoff(ctx context.Context, a *handoffAttempt) error {
-	now, agent := f.now(), a.h.Agent
-	_, err := f.items.update(ctx, a.cur.ID, func(rec Record, _ bool) (Step, bool, error) {
-		rec.ProjectID, rec.IssueNumber, rec.Repo = a.cur.ProjectID, a.cur.Number, a.cur.Repo
-		// LegalAt stays: it orders changes by GitHub's clock, and ours may be ahead of it (as for
-		// automation moves).
-		legalBefore := rec.LastLegalState
-		rec.LastLegalState, rec.ObservedState, rec.RejectedState = a.to, a.to, ""
-		switch {
-		case a.dec.TakesLock:
-			since := now
-			if strings.EqualFold(rec.LockHolder, agent) && !rec.LockSince.IsZero() {
-				since = rec.LockSince // a claim just before keeps its time
-			}
-			rec.LockHolder, rec.LockSince = agent, since
-		case a.dec.ReleasesLock:
-			rec.LockHolder, rec.LockSince = "", time.Time{}
-		}
-		o := f.rec.appStep(appMove{Item: a.cur, From: a.from, To: a.to, Agent: agent}, legalBefore)
-		return Step{Record: rec, Observation: &o}, true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("record handoff of %s: %w", a.cur.ID, err)
-	}
-	return nil
 }
 
 // audit appends an audit entry; a failure is logged (the move it tells of stands).

@@ -95,7 +95,8 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 // genFamilyHistory draws a history of one family: a parent with 2 to 6 sub-issues, some of
 // which have sub-issues of their own (at most 20 items over three levels), most of them in
 // Backlog so that moves of the parent cascade; moves of the parent and the children by
-// people and agents, legal more often than not, with the fault rates given.
+// people and agents, legal more often than not — card moves, closes and reopens of their
+// issues, and agents' handoffs through the façade — with the fault rates given.
 func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup float64) simHistory {
 	rng := rand.New(rand.NewPCG(seed, 0xfa11))
 	h := simHistory{Seed: seed, Crash: 0.04, Items: []string{"Backlog"}, Parents: []int{-1}}
@@ -129,10 +130,24 @@ func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop
 		if len(next) > 0 && rng.Float64() < 0.7 {
 			to = next[rng.IntN(len(next))]
 		}
-		if m.Decide(policy.Change{From: legal[item], To: to, Actor: actor, ActorKind: actors.Classify(actor)}).Verdict == policy.Allow {
+		mv := simMove{Item: item, Actor: actor, Latency: time.Duration(5+rng.IntN(40)) * time.Millisecond}
+		// Besides moving cards: closing and reopening issues, and agents' handoffs.
+		switch r := rng.Float64(); {
+		case r < 0.08:
+			mv.Kind, to = simClose, "Done"
+		case r < 0.12:
+			mv.Kind, to = simReopen, "Backlog"
+		case r < 0.27:
+			mv.Kind, mv.Actor = simHandoff, simActors[2+rng.IntN(3)]
+			cmds := m.Commands()
+			mv.Command = cmds[rng.IntN(len(cmds))]
+			direct, _ := m.DirectStates(mv.Command)
+			to = direct[rng.IntN(len(direct))]
+		}
+		mv.To = to
+		if m.Decide(policy.Change{From: legal[item], To: to, Actor: mv.Actor, ActorKind: actors.Classify(mv.Actor)}).Verdict == policy.Allow {
 			legal[item] = to
 		}
-		mv := simMove{Item: item, Actor: actor, To: to, Latency: time.Duration(5+rng.IntN(40)) * time.Millisecond}
 		switch r := rng.Float64(); {
 		case r < 0.2:
 			mv.After = 0

@@ -30,7 +30,19 @@ type simMove struct {
 	Drop    bool          `json:"drop"`    // the delivery fails (GitHub lists it; redeliverable)
 	Dup     bool          `json:"dup"`     // delivered twice
 	Latency time.Duration `json:"latency"` // from the change to its delivery
+	// Kind is what the actor does: move the card (""), close or reopen the item's issue
+	// (its webhook has the move's faults), or hand the item off through the façade
+	// (handoff_ticket with Command and To as to_state).
+	Kind    string `json:"kind,omitempty"`
+	Command string `json:"command,omitempty"`
 }
+
+// The kinds of simMove besides a card move.
+const (
+	simClose   = "close"
+	simReopen  = "reopen"
+	simHandoff = "handoff"
+)
 
 // simHistory is a generated history: the items' first states and the moves.
 type simHistory struct {
@@ -69,7 +81,8 @@ func (h simHistory) childrenOf(i int) []int {
 type simDelivery struct {
 	id        string
 	ch        Change
-	delivered bool // GitHub recorded a successful attempt
+	ev        *Lifecycle // an issue closed or reopened (then ch is unused)
+	delivered bool       // GitHub recorded a successful attempt
 }
 
 // simBoard is the board: items, values with their change times, comments, every app write.
@@ -231,7 +244,7 @@ func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) 
 func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
-		Open: true, SubIssues: it.SubIssues}
+		Open: it.Open, SubIssues: it.SubIssues}
 }
 
 // SetStates writes up to 50 values per request (one aliased mutation).
@@ -245,14 +258,43 @@ func (b *simBoard) SetStates(_ context.Context, ws []StateWrite) error {
 	return nil
 }
 
-func (b *simBoard) RateLimit() (RateLimit, bool)                                    { return RateLimit{}, false }
-func (b *simBoard) IssueItems(context.Context, string, string, int) ([]Item, error) { return nil, nil }
+func (b *simBoard) RateLimit() (RateLimit, bool) { return RateLimit{}, false }
+
+// IssueItems lists the issue's items (one request).
+func (b *simBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Item, error) {
+	b.request(1)
+	if err := b.fail("read issue items"); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range b.items {
+		if it.Number == number {
+			return []Item{it}, nil
+		}
+	}
+	return nil, nil
+}
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	return ItemsPage{}, nil
 }
-func (b *simBoard) SetIssueOpen(context.Context, string, bool, string) error {
+// SetIssueOpen reopens or closes an issue (GitHub sends no lifecycle webhook the app acts on
+// for its own: the app's undo is no one's move).
+func (b *simBoard) SetIssueOpen(_ context.Context, issueID string, open bool, _ string) error {
 	b.request(1)
-	return nil
+	if err := b.fail("set issue open"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	for id, it := range b.items {
+		if it.ContentID == issueID {
+			it.Open = open
+			b.items[id] = it
+		}
+	}
+	b.mu.Unlock()
+	b.w.trace("app sets %s open=%v", issueID, open)
+	return b.lostAnswer("set issue open")
 }
 
 func (b *simBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
@@ -313,8 +355,14 @@ type simWorld struct {
 	crossAmbiguous bool
 	// ownWrites and crashes count the app's writes to the board and the faults injected.
 	ownWrites, crashes int
-	together           int  // items judged together when a sweep completed
-	ticking            bool // the sweep ticker is armed
+	together           int    // items judged together when a sweep completed
+	ticking            bool   // the sweep ticker is armed
+	// handing is set while a handoff is served: the app's writes meanwhile (heldWrites: item,
+	// before, after) are checked once the handoff is in the true history; handoffs lists the
+	// handoffs the app made.
+	handing    bool
+	heldWrites [][3]string
+	handoffs   []oracle.ItemMove
 }
 
 var simT0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
@@ -366,6 +414,13 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 func (w *simWorld) newOracle() *oracle.Oracle {
 	h := w.h
 	or := oracle.New(w.m, w.actors)
+	st := DefaultLifecycleStates()
+	or.MergeVia = map[string]string{st.InProgress: st.InReview}
+	or.IssueClosed = func(item string) bool {
+		w.board.mu.Lock()
+		defer w.board.mu.Unlock()
+		return !w.board.items[item].Open
+	}
 	if len(h.Parents) > 0 {
 		or.Family = func(item string) (string, []string) {
 			i := simItemIndex(item)
@@ -447,6 +502,14 @@ func (w *simWorld) run() []string {
 
 // move makes one move on the board and sends its webhook with the move's faults.
 func (w *simWorld) move(i int, mv simMove) {
+	switch mv.Kind {
+	case simClose, simReopen:
+		w.lifecycle(i, mv)
+		return
+	case simHandoff:
+		w.handoff(i, mv)
+		return
+	}
 	id := simItemID(mv.Item)
 	w.board.mu.Lock()
 	it := w.board.items[id]
@@ -463,12 +526,7 @@ func (w *simWorld) move(i int, mv simMove) {
 		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
-	om := oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At}
-	for _, g := range w.moves {
-		w.crossAmbiguous = w.crossAmbiguous || (g.Item != id && g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
-	}
-	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
-	w.or.Step(id, om)
+	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	if !mv.Drop {
 		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
@@ -476,6 +534,87 @@ func (w *simWorld) move(i int, mv simMove) {
 	if mv.Dup {
 		w.at(w.now.Add(mv.Latency+mv.Latency/2+time.Millisecond), func() { w.deliver(d) })
 	}
+}
+
+// lifecycle closes or reopens the item's issue and sends its webhook with the move's faults:
+// in the true history, the actor's move of the card to Done or Backlog.
+func (w *simWorld) lifecycle(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	closing := mv.Kind == simClose
+	w.board.mu.Lock()
+	it := w.board.items[id]
+	if it.Open != closing {
+		w.board.mu.Unlock()
+		w.trace("move d%02d: %s finds the issue of %s %s already (GitHub reports nothing)", i, mv.Actor, id, map[bool]string{true: "closed", false: "open"}[closing])
+		return
+	}
+	it.Open = !closing
+	w.board.items[id] = it
+	w.board.mu.Unlock()
+	kind, to := LifecycleIssueReopened, w.svc.Automation.opts.States.Reopened
+	if closing {
+		kind, to = LifecycleIssueClosed, w.svc.Automation.opts.States.Done
+	}
+	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ev: &Lifecycle{Kind: kind, Owner: "acme", Repo: "app", Number: it.Number,
+		StateReason: map[bool]string{true: "completed"}[closing], Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
+	d.ev.DeliveryID = d.id
+	w.dels = append(w.dels, d)
+	om := oracle.Move{From: it.State, To: to, Actor: mv.Actor, Delivery: d.id, At: d.ev.At, Lifecycle: map[bool]string{true: oracle.LifecycleClose, false: oracle.LifecycleReopen}[closing]}
+	w.step(id, om)
+	w.trace("move %s: %s %s the issue of %s%s", d.id, mv.Actor, kind, id, faultsOf(mv))
+	if !mv.Drop {
+		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
+	}
+	if mv.Dup {
+		w.at(w.now.Add(mv.Latency+mv.Latency/2+time.Millisecond), func() { w.deliver(d) })
+	}
+}
+
+// step records a move of the true history with the oracle.
+func (w *simWorld) step(id string, om oracle.Move) {
+	for _, g := range w.moves {
+		// (A lifecycle event sets no card value: its order in its second cannot be told even
+		// among its own item's moves, and its automation reaches the family.)
+		other := g.Item != id || g.Move.Lifecycle != "" || om.Lifecycle != ""
+		w.crossAmbiguous = w.crossAmbiguous || (other && g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
+	}
+	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
+	w.or.Step(id, om)
+}
+
+// handoff is an agent's handoff_ticket, served at once: when the app makes the move (its
+// audit says so, even if the call failed after), it is the agent's move of the true history
+// at that moment, and must be legal there (diverge checks it). What the app writes meanwhile
+// is checked once the move is in the true history.
+func (w *simWorld) handoff(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	w.board.mu.Lock()
+	it := w.board.items[id] // the agent's read (get_workflow_state), no fault of the app's
+	w.board.mu.Unlock()
+	audited := len(w.handoffsOf(id))
+	w.handing, w.heldWrites = true, nil
+	res, err := w.svc.Facade.Handoff(context.Background(), w.board, it, Handoff{Agent: mv.Actor, Command: mv.Command, ToState: mv.To})
+	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
+	w.handing = false
+	made := len(w.handoffsOf(id)) > audited
+	w.trace("handoff h%02d: %s %s → %s (%s, %s): made=%v changed=%v err=%v", i, mv.Actor, orNoState(it.State), mv.To, id, mv.Command, made, res.Changed, err)
+	if made {
+		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second)}
+		w.step(id, om)
+		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
+	}
+	for _, hw := range w.heldWrites {
+		w.checkWrite(hw[0], hw[1], hw[2])
+	}
+}
+
+// handoffsOf lists the item's handoffs in the audit.
+func (w *simWorld) handoffsOf(id string) []AuditEntry {
+	crashing := w.crashing
+	w.crashing = false // the sim's own look is no fault
+	defer func() { w.crashing = crashing }()
+	all, _ := w.st.entries(id)
+	return slices.DeleteFunc(all, func(e AuditEntry) bool { return e.Verdict != VerdictHandoff })
 }
 
 func faultsOf(mv simMove) string {
@@ -498,6 +637,12 @@ func faultsOf(mv simMove) string {
 // deliver is the intake: the change is recorded before GitHub is answered, then its job runs
 // (the app's own writes too: every report takes its place in its item's history).
 func (w *simWorld) deliver(d *simDelivery) {
+	if d.ev != nil {
+		d.delivered = true
+		w.trace("delivered %s", d.id)
+		w.lifecycleJob(*d.ev, 1)
+		return
+	}
 	ch := d.ch
 	ch.ReceivedAt = w.now
 	runAt, err := w.svc.Enforcer.Observe(context.Background(), ch)
@@ -533,6 +678,24 @@ func (w *simWorld) job(ch Change, attempt int) {
 	}
 }
 
+// lifecycleJob runs a lifecycle event's job now, and again when it asks to wait or fails.
+func (w *simWorld) lifecycleJob(ev Lifecycle, attempt int) {
+	w.jobRuns++
+	res, err := w.svc.Enforcer.ProcessLifecycle(context.Background(), w.board, ev)
+	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
+	switch {
+	case err != nil && attempt < 60:
+		w.trace("job %s failed (attempt %d): %v", ev.DeliveryID, attempt, err)
+		w.at(w.now.Add(time.Duration(100*min(attempt, 20))*time.Millisecond), func() { w.lifecycleJob(ev, attempt+1) })
+	case err != nil:
+		w.problem("job %s gave up: %v", ev.DeliveryID, err)
+	case res.Verdict == VerdictWait:
+		w.at(w.now.Add(res.RetryAfter), func() { w.lifecycleJob(ev, attempt) })
+	default:
+		w.trace("job %s: %s (%s)", ev.DeliveryID, res.Verdict, res.Reason)
+	}
+}
+
 // appWrite is a value the app writes: it must never overwrite the value the oracle holds
 // legal (no legal move is reverted, no newer legal value overwritten).
 func (w *simWorld) appWrite(id, state string) {
@@ -552,8 +715,17 @@ func (w *simWorld) appWrite(id, state string) {
 	if !w.crashing || w.rng.Float64() >= 0.15 {
 		w.at(w.now.Add(20*time.Millisecond), func() { w.deliver(d) })
 	}
-	// (A legal value set by automation the app has not judged its cause of yet is no move
-	// anyone made on the board: writing the older legal value over an illegal one is no harm.)
+	if w.handing {
+		w.heldWrites = append(w.heldWrites, [3]string{id, before, state})
+		return
+	}
+	w.checkWrite(id, before, state)
+}
+
+// checkWrite fails a write of the app's over the value the oracle holds legal.
+// (A legal value set by automation the app has not judged its cause of yet is no move
+// anyone made on the board: writing the older legal value over an illegal one is no harm.)
+func (w *simWorld) checkWrite(id, before, state string) {
 	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) && !w.crossAmbiguous && !w.or.LegalByAutomation(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
@@ -663,7 +835,15 @@ func (w *simWorld) check() {
 			if err != nil {
 				w.problem("%s: %v", id, err)
 			}
+			if rest, ok := strings.CutPrefix(body, lifecycleMarker); ok {
+				// A refused close or reopen, explained.
+				delivery, _, _ := strings.Cut(rest, " ")
+				ms = append(ms, marker.Transition{Delivery: delivery})
+			}
 			for _, m := range ms {
+				if m.Verdict == string(VerdictHandoff) {
+					continue // a handoff's record, no explanation
+				}
 				owner := id
 				if strings.HasPrefix(body, SummaryMarker) && itemOf[m.Delivery] != "" {
 					owner = itemOf[m.Delivery]
@@ -728,6 +908,11 @@ func (w *simWorld) diverge(or *oracle.Oracle, explainedBy map[string]map[string]
 			explained = map[string]int{}
 		}
 		diffs = append(diffs, or.Check(id, it.State, rec.LockHolder, explained)...)
+	}
+	for _, h := range w.handoffs {
+		if v, refused := or.Violations[h.Move.Delivery]; refused {
+			diffs = append(diffs, fmt.Sprintf("%s: the app made %s's handoff %s, which the true history refuses: %s", h.Item, h.Move.Actor, h.Move.Delivery, v))
+		}
 	}
 	audit, _ := w.st.entries("")
 	for _, a := range or.Automated {

@@ -30,30 +30,41 @@ type Lifecycle struct {
 	At             time.Time
 }
 
-// lifecycleTarget is where an item in state cur goes for the event; ok false means stay.
-func (a *Automation) lifecycleTarget(ev Lifecycle, cur string) (string, bool) {
-	var to string
-	switch ev.Kind {
+// eventTarget is the state a lifecycle event moves an item to: for a close or a reopen it is
+// known when the event comes; a merge's depends on the item's legal state when it is judged
+// (In Progress → In Review, In Review → Done), "" before.
+func (a *Automation) eventTarget(kind, stateReason string) string {
+	switch kind {
 	case LifecycleIssueClosed:
-		to = a.opts.States.Canceled
-		if ev.StateReason == "" || strings.EqualFold(ev.StateReason, "completed") {
-			to = a.opts.States.Done
+		if stateReason == "" || strings.EqualFold(stateReason, "completed") {
+			return a.opts.States.Done
 		}
+		return a.opts.States.Canceled
 	case LifecycleIssueReopened:
-		to = a.opts.States.Reopened
-	case LifecyclePRMerged:
-		switch cur {
+		return a.opts.States.Reopened
+	}
+	return ""
+}
+
+// lifecycleTarget is where an item whose legal state is legal goes for the event (to: its
+// eventTarget); ok false means it stays.
+func (a *Automation) lifecycleTarget(kind, to, legal string) (string, bool) {
+	if kind == LifecyclePRMerged {
+		switch legal {
 		case a.opts.States.InProgress:
 			to = a.opts.States.InReview
 		case a.opts.States.InReview:
 			to = a.opts.States.Done
 		}
 	}
-	return to, to != "" && to != cur && a.machine.IsState(to)
+	return to, to != "" && to != legal && a.machine.IsState(to)
 }
 
-// ProcessLifecycle keeps the Workflow State in step with issue and pull request lifecycles.
-func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
+// ProcessLifecycle takes a lifecycle event into the history of each item of the issues it
+// concerns, as a report of its actor's move at its time (lifecyclemoves.go), and walks them:
+// the event is judged in its place among the card's changes.
+func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
+	a := e.auto
 	if !a.machine.Automation().LifecycleSync {
 		return Result{Verdict: VerdictIgnored, Reason: "lifecycle sync is off"}, nil
 	}
@@ -67,7 +78,8 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 			return Result{}, err
 		}
 	}
-	moved, archived := 0, 0
+	var results []Result
+	archived := 0
 	for _, ref := range issues {
 		items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
 		if errors.Is(err, ErrNotFound) {
@@ -86,26 +98,66 @@ func (a *Automation) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle
 				zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("kind", ev.Kind).Msg("lifecycle sync skips an archived item")
 				continue
 			}
-			ok, err := a.syncItem(ctx, b, ev, it)
-			if errors.Is(err, ErrNotFound) {
-				a.gone(ctx, ev, fmt.Sprintf("item %s of issue %s/%s#%d", it.ID, ref.Owner, ref.Repo, ref.Number))
-				continue
+			ch := Change{DeliveryID: eventDelivery(ev.DeliveryID, it.ID), InstallationID: ev.InstallationID, ItemID: it.ID,
+				ProjectID: it.ProjectID, ProjectNumber: it.ProjectNumber, Owner: it.Owner, ContentType: it.ContentType,
+				To: a.eventTarget(ev.Kind, ev.StateReason), Actor: ev.Actor, At: ev.At, Lifecycle: ev.Kind, Cause: ev.cause()}
+			ictx := zerolog.Ctx(ctx).With().Str("item", it.ID).Logger().WithContext(ctx)
+			if _, err := e.Observe(ictx, ch); err != nil {
+				return Result{}, err
 			}
+			res, err := e.ProcessChange(ictx, b, ch)
 			if err != nil {
 				return Result{}, err
 			}
-			if ok {
-				moved++
-			}
+			results = append(results, res)
 		}
 	}
-	if moved == 0 {
-		if archived > 0 {
-			return Result{Verdict: VerdictIgnored, Reason: fmt.Sprintf("nothing to move (%d archived item(s) left as they are)", archived)}, nil
-		}
-		return Result{Verdict: VerdictIgnored, Reason: "nothing to move"}, nil
+	return lifecycleResult(results, archived), nil
+}
+
+// cause says what the event was, in words (the audit's cause of the move it makes).
+func (ev Lifecycle) cause() string {
+	if ev.Kind == LifecyclePRMerged {
+		return fmt.Sprintf("pull request %s/%s#%d merged by %s", ev.Owner, ev.Repo, ev.Number, ev.Actor)
 	}
-	return Result{Verdict: VerdictAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}, nil
+	why := fmt.Sprintf("%s by %s", strings.ReplaceAll(ev.Kind, "_", " "), ev.Actor)
+	if ev.StateReason != "" {
+		why += " (" + ev.StateReason + ")"
+	}
+	return why
+}
+
+// eventDelivery names a lifecycle event's report of one item (an issue may be on several
+// projects, a merge close several issues); eventOf takes the event's delivery back.
+func eventDelivery(delivery, itemID string) string { return delivery + "#" + itemID }
+
+func eventOf(reportID string) string {
+	d, _, _ := strings.Cut(reportID, "#")
+	return d
+}
+
+// lifecycleResult is what a lifecycle event did to its items: it waits while one waits.
+func lifecycleResult(results []Result, archived int) Result {
+	moved, wait := 0, Result{}
+	for _, r := range results {
+		switch {
+		case r.Verdict == VerdictWait && (wait.Verdict == "" || r.RetryAfter < wait.RetryAfter):
+			wait = r
+		case r.Verdict == VerdictAllowed:
+			moved++
+		}
+	}
+	switch {
+	case wait.Verdict != "":
+		return wait
+	case moved > 0:
+		return Result{Verdict: VerdictAllowed, Reason: fmt.Sprintf("%d item(s) moved", moved)}
+	case archived > 0:
+		return Result{Verdict: VerdictIgnored, Reason: fmt.Sprintf("nothing to move (%d archived item(s) left as they are)", archived)}
+	case len(results) > 0:
+		return results[0]
+	}
+	return Result{Verdict: VerdictIgnored, Reason: "nothing to move"}
 }
 
 // gone audits a lifecycle event whose issue, pull request or item no longer exists on GitHub:
@@ -116,52 +168,4 @@ func (a *Automation) gone(ctx context.Context, ev Lifecycle, what string) Result
 	a.audit(ctx, AuditEntry{At: a.now(), DeliveryID: ev.DeliveryID, Repo: ev.Owner + "/" + ev.Repo, IssueNumber: ev.Number,
 		Actor: ev.Actor, Verdict: VerdictIgnored, Rule: "lifecycle", Reason: why, Cause: ev.Kind})
 	return Result{Verdict: VerdictIgnored, Reason: why}
-}
-
-// syncItem moves one item under its lock, re-reading it first: a merge sync that runs after the
-// issue was closed finds it Done and leaves it there, and an item archived since it was listed
-// is left as it is.
-func (a *Automation) syncItem(ctx context.Context, b Board, ev Lifecycle, it Item) (bool, error) {
-	unlock, err := a.items.lock(ctx, it.ID)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	cur, err := b.Item(ctx, it.ID)
-	if err != nil {
-		return false, fmt.Errorf("read item %s: %w", it.ID, err)
-	}
-	if cur.Archived {
-		zerolog.Ctx(ctx).Info().Str("item", cur.ID).Int("issue", cur.Number).Str("kind", ev.Kind).Msg("lifecycle sync skips an archived item")
-		return false, nil
-	}
-	to, ok := a.lifecycleTarget(ev, cur.State)
-	if !ok {
-		return false, nil
-	}
-	if refused, err := a.judgeLifecycle(ctx, b, ev, cur, to); err != nil || refused {
-		return false, err
-	}
-	if err := b.SetState(ctx, cur, to); err != nil {
-		return false, fmt.Errorf("move #%d to %s: %w", cur.Number, to, err)
-	}
-	why := fmt.Sprintf("%s by %s", strings.ReplaceAll(ev.Kind, "_", " "), ev.Actor)
-	if ev.Kind == LifecyclePRMerged {
-		why = fmt.Sprintf("pull request %s/%s#%d merged by %s", ev.Owner, ev.Repo, ev.Number, ev.Actor)
-	} else if ev.StateReason != "" {
-		why += " (" + ev.StateReason + ")"
-	}
-	mv := appMove{Item: cur, From: cur.State, To: to, Kind: CauseLifecycle, Why: why}
-	if err := a.record(ctx, mv); err != nil {
-		return false, err
-	}
-	a.comment(ctx, b, mv)
-	// The move's decision line is record's ("automation moved an item").
-	zerolog.Ctx(ctx).Debug().Str("moved_item", cur.ID).Int("issue", cur.Number).Str("to", to).Msg("lifecycle sync")
-	moved := cur
-	moved.State = to
-	if err := a.run(ctx, b, moved, cause{why: why}); err != nil {
-		return true, err
-	}
-	return true, nil
 }

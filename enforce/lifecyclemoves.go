@@ -13,60 +13,95 @@ import (
 // A close, a reopen or a merge is a move of the card by whoever made it (docs/AUTOMATION.md):
 // closing an issue is the closer's move to Done (Canceled when not planned), reopening is the
 // reopener's move to Backlog, a merged pull request is the merger's move of the issues it
-// closes. Each is judged as a board move of that actor from the item's legal state (the table,
-// roles, locks, the gates); the close of an issue In Progress as the merge path too (mergePath). A refused one is undone where GitHub can undo it — the issue is
-// reopened, or closed again — and explained on the issue with a Recovery; the card stays where
-// the workflow left it. A merge cannot be undone: its refused move is not made, and explained.
+// closes. Each is a report of its item's history (ProcessLifecycle records it), placed by its
+// time among the card's changes and judged when the sequencer reaches it, as a board move of
+// that actor from the item's legal state (the table, roles, locks, the gates); the close of an
+// issue In Progress as the merge path too (mergePath). A refused one is undone where GitHub can
+// undo it — the issue is reopened, or closed again — and explained on the issue with a
+// Recovery; the card stays where the workflow left it. A merge cannot be undone: its refused
+// move is not made, and explained.
 
-// judgeLifecycle decides the lifecycle event's move of cur to `to` as its actor's; refused
-// reports that it was refused (then undone, explained and audited here).
-func (a *Automation) judgeLifecycle(ctx context.Context, b Board, ev Lifecycle, cur Item, to string) (refused bool, err error) {
-	kind := a.actors.Classify(ev.Actor)
-	rec, found, err := a.items.load(ctx, cur.ID)
-	if err != nil {
-		return false, err
+// judgeEvent judges a lifecycle event of the item's history (the sequencer hands it out once
+// every change made before it is judged) as its actor's move from the legal state. Allowed: the
+// legal state becomes the event's state, its automation is owed, and the walk writes the card
+// (the board shows the value the history ended in, not the legal one). Refused: the close or
+// reopen is undone and explained on the issue, and the card stays.
+func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error {
+	a, rec := e.auto, w.rec
+	kind := a.actors.Classify(o.Actor)
+	ev := Lifecycle{DeliveryID: eventOf(o.DeliveryID), Kind: o.Lifecycle, Actor: o.Actor}
+	why := o.Reason // what the event was, recorded with it
+	if why == "" {
+		why = fmt.Sprintf("%s by %s", strings.ReplaceAll(o.Lifecycle, "_", " "), o.Actor)
 	}
-	from := cur.State
-	if found && rec.known() {
-		from = rec.LastLegalState
+	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
+	to, ok := a.lifecycleTarget(o.Lifecycle, o.To, rec.LastLegalState)
+	res := Result{Verdict: VerdictIgnored, Reason: "nothing to move"}
+	if w.it.Archived {
+		// An archived card stays as it was archived: the app never moves one.
+		ok, res.Reason = false, "archived: left as it is"
 	}
-	pc := policy.Change{From: from, To: to, Actor: ev.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
-	dec := a.machine.Decide(pc)
-	if dec.Verdict == policy.Allow && dec.Rule != policy.RuleBypass && to != from {
-		full, err := a.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc})
-		if err != nil {
-			return false, err
+	if !ok {
+		// Nothing happens to the item: the report takes its place, with nothing to audit.
+		o.Status, o.Verdict, o.Reason = ObservationIgnored, VerdictIgnored, res.Reason+": "+orNoState(rec.LastLegalState)+" stays"
+		if err := e.commit(ctx, w, Step{Record: rec, Observation: &o}); err != nil {
+			return err
 		}
-		pc, dec = full, a.machine.Decide(full)
+		w.settle(o, res)
+		return nil
 	}
-	if dec.Verdict == policy.Allow || a.mergePath(ev, pc) {
-		return false, nil
-	}
-	recovery := "ask a human"
-	if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
-		recovery = r.Recovery
-	}
-	undone, err := a.undoLifecycle(ctx, b, ev, cur, from)
+	o.To = to
+	pc := policy.Change{From: rec.LastLegalState, To: to, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
+	dec, pc, err := e.decide(ctx, w, pc, o.At)
 	if err != nil {
-		return true, err
+		return err
 	}
-	if err := a.explainLifecycle(ctx, b, ev, cur, lifecycleRefusal{from: from, to: to, kind: kind, reason: dec.Reason, recovery: recovery, undone: undone}); err != nil {
-		return true, err
+	if dec.Verdict == policy.Allow || a.mergePath(o.Lifecycle, pc) {
+		accept(&rec, o, dec)
+		o.Verdict, o.Rule, o.Reason = VerdictAutomated, string(dec.Rule), why
+		w.cause, w.eventTo = why, to
+		res = Result{Verdict: VerdictAllowed, Reason: why}
+	} else {
+		recovery := "ask a human"
+		if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+			recovery = r.Recovery
+		}
+		undone, err := a.undoLifecycle(ctx, w.board, ev, w.it, rec.LastLegalState)
+		if err != nil {
+			return err
+		}
+		if err := a.explainLifecycle(ctx, w.board, ev, w.it, lifecycleRefusal{from: rec.LastLegalState, to: to, kind: kind,
+			reason: dec.Reason, recovery: recovery, undone: undone}); err != nil {
+			return err
+		}
+		o.Verdict, o.Rule, o.Reason, o.Recovery, o.Explained = VerdictReverted, string(dec.Rule), dec.Reason+" (ralph-gate "+undone+")", recovery, true
+		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
+		w.reverted = true // undone on the issue; the card never left the legal state
 	}
-	a.audit(ctx, AuditEntry{At: a.now(), DeliveryID: ev.DeliveryID, ProjectID: cur.ProjectID, ItemID: cur.ID, IssueNumber: cur.Number,
-		Repo: cur.Repo, Actor: ev.Actor, ActorKind: kind.String(), FromState: from, ToState: to, Verdict: VerdictReverted,
-		Rule: string(dec.Rule), Reason: dec.Reason + " (ralph-gate " + undone + ")", Cause: ev.Kind})
-	moveLine{Issue: cur.Number, From: from, To: to, Actor: ev.Actor, Verdict: VerdictReverted}.on(zerolog.Ctx(ctx).Info()).
-		Str("rule", string(dec.Rule)).Str("kind", ev.Kind).Msg("refused a lifecycle move")
-	return true, nil
+	audit := e.rec.step(rec, o, o.LegalFrom)
+	audit.Cause = why
+	if o.Verdict == VerdictReverted {
+		audit.Cause = o.Lifecycle
+	}
+	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
+		return err
+	}
+	moveLine{Issue: w.it.Number, From: o.LegalFrom, To: to, Actor: o.Actor, Verdict: o.Verdict}.on(zerolog.Ctx(ctx).Info()).
+		Str("rule", o.Rule).Str("kind", o.Lifecycle).Msg("judged a lifecycle move")
+	if o.Verdict == VerdictAutomated {
+		e.observeAutomation(CauseLifecycle)
+		a.comment(ctx, w.board, appMove{Item: w.it, From: o.LegalFrom, To: to, Kind: CauseLifecycle, Why: why})
+	}
+	w.settle(o, res)
+	return nil
 }
 
 // mergePath reports whether a close of an issue In Progress is what merging its pull request
 // does — In Progress → In Review → Done, both moves open to the closer: a merge closes the issues
 // its pull request closes, and the issue's close may be handled before the merge's move.
-func (a *Automation) mergePath(ev Lifecycle, pc policy.Change) bool {
+func (a *Automation) mergePath(kind string, pc policy.Change) bool {
 	st := a.opts.States
-	if ev.Kind != LifecycleIssueClosed || pc.From != st.InProgress || pc.To != st.Done {
+	if kind != LifecycleIssueClosed || pc.From != st.InProgress || pc.To != st.Done {
 		return false
 	}
 	first, second := pc, pc

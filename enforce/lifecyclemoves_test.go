@@ -19,10 +19,10 @@ func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
 	}
 
 	closed := Lifecycle{DeliveryID: "close-A", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "agent-1"}
-	for range 2 { // a retried job undoes and explains nothing twice
-		res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, closed)
-		if err != nil || res.Verdict != VerdictIgnored {
-			t.Fatalf("%+v %v", res, err)
+	for i := range 2 { // a retried job undoes and explains nothing twice
+		res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, closed)
+		if err != nil || res.Verdict != VerdictReverted {
+			t.Fatalf("run %d: %+v %v", i+1, res, err)
 		}
 	}
 	if h.state("A") != "Ready for Plan" || !h.board.items["A"].Open || strings.Join(h.board.issues, " ") != "I_A=open" {
@@ -47,7 +47,7 @@ func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
 	b := h.board.items["B"]
 	b.Open = true // GitHub reopened it
 	h.board.items["B"] = b
-	if _, err := h.svc.Automation.ProcessLifecycle(bg, h.board, reopened); err != nil {
+	if _, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, reopened); err != nil {
 		t.Fatal(err)
 	}
 	if h.state("B") != "Done" || h.board.items["B"].Open || !strings.Contains(strings.Join(h.board.issues, " "), "I_B=closed:completed") {
@@ -59,13 +59,13 @@ func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
 	h.board.items["D"] = issueN("D", "In Progress", 10)
 	h.adoptAll("D")
 	merged := Lifecycle{DeliveryID: "close-D", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 10, StateReason: "completed", Actor: "agent-1"}
-	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, merged); err != nil || res.Verdict != VerdictAllowed || h.state("D") != "Done" {
+	if res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, merged); err != nil || res.Verdict != VerdictAllowed || h.state("D") != "Done" {
 		t.Fatalf("%+v %v: D is %q", res, err, h.state("D"))
 	}
 
 	// A person's close the table allows moves the card.
 	done := Lifecycle{DeliveryID: "close-C", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 9, StateReason: "completed", Actor: "alice"}
-	if res, err := h.svc.Automation.ProcessLifecycle(bg, h.board, done); err != nil || res.Verdict != VerdictAllowed || h.state("C") != "Done" {
+	if res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, done); err != nil || res.Verdict != VerdictAllowed || h.state("C") != "Done" {
 		t.Fatalf("%+v %v: C is %q", res, err, h.state("C"))
 	}
 }

@@ -98,8 +98,7 @@ func duplicateKeys(line []byte) ([]string, error) {
 // context's `item`, or `moved_item`), the move, its actor and the verdict.
 var decisionMessages = map[string]bool{
 	"decision": true, "reverted an illegal move": true, "judged a change no webhook reported": true,
-	"drift": true, "automation moved an item": true,
-	"automation moved an item whose history is being judged: recorded when its walk reaches it": true,
+	"drift": true, "automation moved an item": true, "judged a lifecycle move": true, "wrote a lifecycle move": true,
 }
 
 // jobContext is the logger a change's job gives enforce: the worker's delivery, item and

@@ -125,6 +125,10 @@ type Observation struct {
 	Reason     string
 	Recovery   string
 	Explained  bool // a refused step's explanation is on GitHub
+	// Lifecycle is the kind of a lifecycle event (LifecycleIssueClosed, …), "" for a change
+	// of the card: its actor's move, its state decided from the legal state when judged (To:
+	// the state a close or reopen moves to; for a merge, "" until judged).
+	Lifecycle string
 }
 
 // settled reports whether a record has nothing left to write: no revert pending or due (the

@@ -31,11 +31,16 @@ func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Actio
 // awaitRelatives returns a groupUnsettled naming a relative whose history before `at` is still
 // being judged, or nil.
 func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) error {
-	it := w.it
+	return e.relativesUnsettled(ctx, w.board, w.it, at)
+}
+
+// relativesUnsettled returns a groupUnsettled naming a relative of it whose history before `at`
+// is still being judged, or nil.
+func (c *core) relativesUnsettled(ctx context.Context, b Board, it Item, at time.Time) error {
 	if at.IsZero() || it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
 		return nil
 	}
-	pending, err := e.store().PendingItemsBefore(ctx, at, it.ID, e.opts.AppLogin)
+	pending, err := c.store().PendingItemsBefore(ctx, at, it.ID, c.opts.AppLogin)
 	if err != nil {
 		return fmt.Errorf("load the items with reports waiting: %w", err)
 	}
@@ -46,14 +51,32 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 	for _, id := range pending {
 		waiting[id] = true
 	}
-	depth := e.machine.Automation().MaxCascadeDepth
+	return c.eachRelative(ctx, b, it, func(r Relative) (bool, error) { return waiting[r.ItemID], nil })
+}
+
+// eachRelative visits the item's relatives as far as automation reaches — its ancestors, then
+// its descendants level by level — and returns a groupUnsettled naming the first one stop
+// stops at.
+func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(Relative) (bool, error)) error {
+	depth := c.machine.Automation().MaxCascadeDepth
+	visit := func(r Relative) error {
+		if r.ItemID == "" {
+			return nil
+		}
+		if ok, err := stop(r); err != nil {
+			return err
+		} else if ok {
+			return groupUnsettled{member: r.ItemID, number: r.Number}
+		}
+		return nil
+	}
 	for d, parent := 0, it.ParentID; parent != "" && d < depth; d++ {
-		fam, err := w.board.Family(ctx, parent, it.ProjectID)
+		fam, err := b.Family(ctx, parent, it.ProjectID)
 		if err != nil {
 			return fmt.Errorf("read the item's ancestors: %w", err)
 		}
-		if waiting[fam.Self.ItemID] {
-			return groupUnsettled{member: fam.Self.ItemID, number: fam.Self.Number}
+		if err := visit(fam.Self); err != nil {
+			return err
 		}
 		parent = ""
 		if fam.Parent != nil {
@@ -67,16 +90,16 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 	for d := 0; len(level) > 0 && d < depth; d++ {
 		var next []string
 		for _, issue := range level {
-			fam, err := w.board.Family(ctx, issue, it.ProjectID)
+			fam, err := b.Family(ctx, issue, it.ProjectID)
 			if err != nil {
 				return fmt.Errorf("read the item's descendants: %w", err)
 			}
-			for _, c := range fam.Children {
-				if waiting[c.ItemID] {
-					return groupUnsettled{member: c.ItemID, number: c.Number}
+			for _, r := range fam.Children {
+				if err := visit(r); err != nil {
+					return err
 				}
-				if c.ItemID != "" && c.SubIssues > 0 {
-					next = append(next, c.IssueID)
+				if r.ItemID != "" && r.SubIssues > 0 {
+					next = append(next, r.IssueID)
 				}
 			}
 		}

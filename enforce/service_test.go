@@ -651,7 +651,7 @@ func TestLifecycleTargets(t *testing.T) {
 			h := newHarness(t, issue("A", tt.start))
 			// A bypass login: its lifecycle moves are never refused (lifecyclemoves.go).
 			tt.ev.Owner, tt.ev.Repo, tt.ev.Actor = "acme", "app", "owner"
-			if _, err := h.svc.Automation.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
+			if _, err := h.svc.Enforcer.ProcessLifecycle(context.Background(), h.board, tt.ev); err != nil {
 				t.Fatal(err)
 			}
 			if got := h.state("A"); got != tt.want {

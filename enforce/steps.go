@@ -19,6 +19,9 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		return e.adopt(ctx, w, a)
 	case policy.ActJudge:
 		o := w.take(a.Obs.Delivery)
+		if o.Lifecycle != "" {
+			return e.judgeEvent(ctx, w, o)
+		}
 		kind := e.actors.Classify(o.Actor)
 		if o.Actor == "" {
 			// A payload without a sender: an unknown actor, judged with the least privilege
@@ -140,8 +143,14 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 		// A job's line carries its delivery already; a walk of many items names the move's.
 		ev = ev.Str("delivery", refused.DeliveryID)
 	}
-	moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: refused.Actor, Verdict: VerdictReverted}.
-		on(ev).Str("rule", refused.Rule).Msg("reverted an illegal move")
+	if w.eventTo != "" && w.eventTo == a.To && refused.DeliveryID == "" {
+		// Not a revert: the card follows a lifecycle event judged legal (lifecyclemoves.go).
+		moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: e.opts.AppLogin, Verdict: VerdictAutomated}.
+			on(ev).Msg("wrote a lifecycle move")
+	} else {
+		moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: refused.Actor, Verdict: VerdictReverted}.
+			on(ev).Str("rule", refused.Rule).Msg("reverted an illegal move")
+	}
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""

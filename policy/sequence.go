@@ -23,6 +23,14 @@ type Observation struct {
 	At        time.Time // GitHub's time of the change (second resolution)
 	Received  time.Time // when it reached us
 	Own       bool      // written by the app itself
+	// Event marks a close or a reopen of the item's issue, or a merge that closes it: its
+	// actor's move, whose state is decided from the legal state when it is judged. It sets no
+	// value on the card (From and To are no card values): it takes its place in the history by
+	// its time alone, after every card report made before it.
+	Event bool
+	// Closes: the event closes the issue (a close, a merge); else it reopens it. Events of one
+	// second are ordered so that the last leaves the issue as it is now.
+	Closes bool
 }
 
 // History is what is known of one item before this decision.
@@ -45,6 +53,8 @@ type BoardValue struct {
 	Unknown   bool
 	State     string
 	UpdatedAt time.Time // when the value last changed; zero when GitHub did not say
+	// Closed: the item's issue is closed now (it orders a close and a reopen of one second).
+	Closed bool
 }
 
 // SweepProof is what the redelivery sweeps have proven, cumulatively: every delivery GitHub
@@ -152,14 +162,15 @@ func Sequence(in SequenceInput) Action {
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 	}
-	if !h.Known && len(pending) == 0 {
+	events, cards := splitEvents(pending)
+	if !h.Known && len(cards) == 0 {
 		if in.Board.Unknown {
 			return Action{Kind: ActRead, Why: "first sight: the board's value is adopted"}
 		}
 		return Action{Kind: ActAdopt, To: in.Board.State, At: in.Board.UpdatedAt, Why: "first sight: the current value is taken as legal"}
 	}
 	var covered, later []Observation
-	for _, o := range pending {
+	for _, o := range cards {
 		if in.covers(h, o.At, o.Received) {
 			covered = append(covered, o)
 		} else {
@@ -171,6 +182,17 @@ func Sequence(in SequenceInput) Action {
 			return in.wait(h, later[0].At, "first sight: waiting until no earlier report can be missing")
 		}
 		return adopt(in, covered)
+	}
+	if len(events) > 0 {
+		// A lifecycle event comes once every change made up to it is reported, and the card
+		// reports made before it are judged.
+		ev := firstEvent(events, in.Board)
+		switch {
+		case !in.covers(h, ev.At, ev.Received):
+			later = sortedPending(append(later, ev))
+		case !anyBefore(covered, ev.At):
+			return Action{Kind: ActJudge, Obs: ev, From: h.Observed, Why: "next in the item's history: its issue's lifecycle"}
+		}
 	}
 	for _, o := range covered {
 		if o.Own && !chains(h.Observed, h.ObservedAt, o) && !o.At.After(h.ObservedAt) {
@@ -257,6 +279,11 @@ func Sequence(in SequenceInput) Action {
 	return a
 }
 
+// Covers reports whether every change made up to `at` has been reported by now, for an event
+// received at `received` (covers): how a move the app makes for its actor at `at` (a close, a
+// reopen) knows that no earlier change of its item is missing.
+func (in SequenceInput) Covers(at, received time.Time) bool { return in.covers(in.History, at, received) }
+
 // covers reports whether every change made up to `at` has been reported by now: a proof
 // reaches Window past it, or (with no sweeper) it is Window old, or the report has waited for
 // the whole hold.
@@ -331,6 +358,44 @@ func ownHeld(h History, pending []Observation) map[string]bool {
 func reportedBefore(pending []Observation, o Observation) bool {
 	for _, p := range pending {
 		if !p.Own && p.At.Before(o.At) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitEvents separates lifecycle events from card reports (both in the order given).
+func splitEvents(pending []Observation) (events, cards []Observation) {
+	for _, o := range pending {
+		if o.Event {
+			events = append(events, o)
+		} else {
+			cards = append(cards, o)
+		}
+	}
+	return events, cards
+}
+
+// firstEvent is the event to judge first: the earliest; of several of one second, one that
+// leaves the issue otherwise than it is now (the last of them left it so), once the board is
+// read.
+func firstEvent(events []Observation, board BoardValue) Observation {
+	first := events[0]
+	if board.Unknown {
+		return first
+	}
+	for _, ev := range events[1:] {
+		if ev.At.Equal(first.At) && first.Closes == board.Closed && ev.Closes != board.Closed {
+			return ev
+		}
+	}
+	return first
+}
+
+// anyBefore reports whether a report was made before t.
+func anyBefore(os []Observation, t time.Time) bool {
+	for _, o := range os {
+		if o.At.Before(t) {
 			return true
 		}
 	}

@@ -32,6 +32,12 @@ func TestSequence(t *testing.T) {
 	own.Own = true
 	late := obs("d", "Backlog", "Research Needed", "alice", 5)
 	late.Received = sec(100)
+	eventAt := func(at int) Observation {
+		return Observation{Delivery: "e", To: "Done", Actor: "agent-1", At: sec(at), Received: sec(at), Event: true}
+	}
+	event := eventAt(5)
+	closing := Observation{Delivery: "close", To: "Done", Actor: "alice", At: sec(5), Received: sec(6), Event: true, Closes: true}
+	reopening := Observation{Delivery: "reopen", To: "Backlog", Actor: "agent-1", At: sec(5), Received: sec(5), Event: true}
 
 	tests := []struct {
 		name string
@@ -40,6 +46,37 @@ func TestSequence(t *testing.T) {
 		// check inspects the action beyond its kind.
 		check func(t *testing.T, a Action)
 	}{
+		// Lifecycle events (a close, a reopen): their actor's move, placed by time alone.
+		{"a lifecycle event is judged once the proof covers it", in(known("Backlog", "Backlog", 1), []Observation{event}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "e") }},
+		{"a lifecycle event waits for the proof", in(known("Backlog", "Backlog", 1), []Observation{event}, unknown, proven(8), 9), ActWait, nil},
+		{"a card report made before a lifecycle event is judged first", in(known("Backlog", "Backlog", 1),
+			[]Observation{event, obs("c", "Backlog", "Research Needed", "alice", 4)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "c") }},
+		{"a card report made after a lifecycle event comes after it", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("c", "Backlog", "Research Needed", "alice", 6), event}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "e") }},
+		{"a card report of the event's second comes after it", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("c", "Backlog", "Research Needed", "alice", 5), event}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "e") }},
+		{"a card report covered while the event is not is judged", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("c", "Backlog", "Research Needed", "alice", 4), eventAt(9)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "c") }},
+		{"a lifecycle event the proof does not cover yet waits", in(known("Backlog", "Backlog", 1),
+			[]Observation{eventAt(9)}, unknown, proven(10), 11), ActWait, nil},
+		{"our own write made after an unjudged event waits for it", in(known("Backlog", "Backlog", 1),
+			[]Observation{eventAt(9), {Delivery: "own", FromKnown: true, From: "Backlog", To: "Done", Actor: "ralph-gate[bot]", At: sec(10), Received: sec(10), Own: true}},
+			unknown, proven(10), 11), ActWait, nil},
+		{"a close and a reopen of one second: the one that leaves the issue as it is now comes last", in(known("Backlog", "Backlog", 1),
+			[]Observation{closing, reopening}, BoardValue{State: "Backlog", Closed: false}, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "close") }},
+		{"a reopen and a close of one second, the issue closed now: the close last", in(known("Backlog", "Backlog", 1),
+			[]Observation{closing, reopening}, BoardValue{State: "Backlog", Closed: true}, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "reopen") }},
+		{"events of one second before the board is read: in arrival order", in(known("Backlog", "Backlog", 1),
+			[]Observation{closing, reopening}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "reopen") }},
+		{"first sight with only a lifecycle event reads the board", in(History{}, []Observation{event}, unknown, proven(10), 11), ActRead, nil},
 		// First sight.
 		{"first sight by the reconciler reads the board", in(History{}, nil, unknown, proven(0), 6), ActRead, nil},
 		{"first sight by the reconciler adopts the board", in(History{}, nil, BoardValue{State: "In Progress", UpdatedAt: sec(2)}, proven(0), 6),
@@ -253,5 +290,41 @@ func wantTime(t *testing.T, got, w time.Time) {
 	t.Helper()
 	if !got.Equal(w) {
 		t.Errorf("got %s, want %s", got, w)
+	}
+}
+
+// TestCovers: a move the app makes for its actor at `at` waits for the proof a report of that
+// time waits for.
+func TestCovers(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	const window = 5 * time.Second
+	proof := func(until int, full bool) SweepProof {
+		return SweepProof{Available: true, Since: sec(-100), Until: sec(until), Full: full}
+	}
+	tests := []struct {
+		name     string
+		h        History
+		sweep    SweepProof
+		now      int
+		at, recv int
+		want     bool
+	}{
+		{"a proof reaching window past the move covers it", History{Known: true, ObservedAt: sec(1)}, proof(11, true), 12, 5, 5, true},
+		{"a proof short of window past the move does not", History{Known: true, ObservedAt: sec(1)}, proof(10, true), 12, 5, 5, false},
+		{"no proof yet", History{Known: true}, SweepProof{Available: true}, 12, 5, 5, false},
+		{"a proof not reaching back to the item's history covers nothing", History{Known: true, ObservedAt: sec(-200)}, proof(20, false), 21, 5, 5, false},
+		{"a proof reaching back to it covers", History{Known: true, ObservedAt: sec(-50)}, proof(20, false), 21, 5, 5, true},
+		{"without a sweeper: once window old", History{Known: true}, SweepProof{}, 11, 5, 5, true},
+		{"without a sweeper: not before", History{Known: true}, SweepProof{}, 10, 5, 5, false},
+		{"after the hold, judged all the same", History{Known: true}, SweepProof{Available: true}, 200, 5, 5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := SequenceInput{History: tc.h, Sweep: tc.sweep, Now: sec(tc.now), Window: window, Hold: 2 * time.Minute}
+			if got := in.Covers(sec(tc.at), sec(tc.recv)); got != tc.want {
+				t.Errorf("Covers = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

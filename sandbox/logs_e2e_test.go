@@ -276,8 +276,7 @@ func TestHandoffLogLineHasNoRepeatedKeys(t *testing.T) {
 // decisionLine are the messages of the lines that tell a decision.
 var decisionLine = map[string]bool{
 	"decision": true, "reverted an illegal move": true, "judged a change no webhook reported": true,
-	"drift": true, "automation moved an item": true,
-	"automation moved an item whose history is being judged: recorded when its walk reaches it": true,
+	"drift": true, "automation moved an item": true, "judged a lifecycle move": true, "wrote a lifecycle move": true,
 }
 
 // postUnsigned posts a webhook with a wrong signature: refused, and logged as a refusal.

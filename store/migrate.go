@@ -214,6 +214,15 @@ var migrations = []migration{
 			`CREATE INDEX observations_pending ON observations (status, at)`,
 		},
 	},
+	{
+		version: 9,
+		name:    "lifecycle events in an item's history",
+		stmts: []string{
+			// A close, a reopen or a merge is a report of its item's history too: its kind,
+			// empty for a card's change.
+			`ALTER TABLE observations ADD COLUMN lifecycle TEXT NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

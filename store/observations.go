@@ -10,13 +10,13 @@ import (
 )
 
 const observationCols = `delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status,
-	judged_at, verdict, actor_kind, legal_from, rule, reason, recovery, explained`
+	judged_at, verdict, actor_kind, legal_from, rule, reason, recovery, explained, lifecycle`
 
 func scanObservation(row interface{ Scan(...any) error }) (enforce.Observation, error) {
 	var o enforce.Observation
 	var status, verdict string
 	err := row.Scan(&o.DeliveryID, &o.ItemID, &o.FromKnown, &o.From, &o.To, &o.Actor, tc(&o.At), tc(&o.ReceivedAt), &status,
-		tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained)
+		tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained, &o.Lifecycle)
 	o.Status, o.Verdict = enforce.ObservationStatus(status), enforce.Verdict(verdict)
 	return o, err
 }
@@ -27,9 +27,10 @@ func (s *Store) RecordObservation(ctx context.Context, o enforce.Observation) (b
 	if o.DeliveryID == "" || o.ItemID == "" {
 		return false, errors.New("store: record observation: delivery id and item id are required")
 	}
-	res, err := s.exec(ctx, `INSERT INTO observations (delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
-		o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(enforce.ObservationPending))
+	res, err := s.exec(ctx, `INSERT INTO observations (delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status, lifecycle, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
+		o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(enforce.ObservationPending),
+		o.Lifecycle, o.Reason)
 	if err != nil {
 		return false, fmt.Errorf("store: record observation %q: %w", o.DeliveryID, err)
 	}
@@ -118,12 +119,12 @@ func (s *Store) commitStep(ctx context.Context, st enforce.Step) (bool, error) {
 			o.Status = enforce.ObservationJudged
 		}
 		_, err := s.exec(ctx, `INSERT INTO observations (`+observationCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (delivery_id) DO UPDATE SET status = excluded.status, judged_at = excluded.judged_at,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (delivery_id) DO UPDATE SET status = excluded.status, to_state = excluded.to_state, judged_at = excluded.judged_at,
 				verdict = excluded.verdict, actor_kind = excluded.actor_kind, legal_from = excluded.legal_from,
 				rule = excluded.rule, reason = excluded.reason, recovery = excluded.recovery, explained = excluded.explained`,
 			o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(o.Status),
-			s.t(nowUTC(o.JudgedAt)), string(o.Verdict), o.ActorKind, o.LegalFrom, o.Rule, o.Reason, o.Recovery, o.Explained)
+			s.t(nowUTC(o.JudgedAt)), string(o.Verdict), o.ActorKind, o.LegalFrom, o.Rule, o.Reason, o.Recovery, o.Explained, o.Lifecycle)
 		if err != nil {
 			return false, fmt.Errorf("store: commit step: observation %q: %w", o.DeliveryID, err)
 		}

@@ -83,6 +83,34 @@ func TestObservations(t *testing.T) {
 }
 
 // What an item's legal state was at a time is read back from its judged history.
+// A lifecycle event is a report of its item's history: its kind and what it was are kept
+// until it is judged, and its judged state (a merge's is decided then) replaces the one given.
+func TestLifecycleObservations(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		ev := enforce.Observation{DeliveryID: "d-9#PVTI_1", ItemID: "PVTI_1", To: "", Actor: "alice", At: at(0), ReceivedAt: at(0),
+			Lifecycle: enforce.LifecyclePRMerged, Reason: "pull request acme/app#80 merged by alice"}
+		if _, err := s.RecordObservation(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := s.PendingObservations(ctx, "PVTI_1")
+		if err != nil || len(pending) != 1 || pending[0].Lifecycle != enforce.LifecyclePRMerged || pending[0].Reason != ev.Reason || pending[0].FromKnown {
+			t.Fatalf("pending %+v, %v", pending, err)
+		}
+		judged := pending[0]
+		judged.Status, judged.To, judged.Verdict, judged.LegalFrom = enforce.ObservationJudged, "In Review", enforce.VerdictAutomated, "In Progress"
+		rec := enforce.Record{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: "In Review", ObservedState: "In Progress"}
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: rec, Observation: &judged}); !ok || err != nil {
+			t.Fatalf("commit: %v, %v", ok, err)
+		}
+		got, err := s.GetObservation(ctx, "d-9#PVTI_1")
+		if err != nil || got.To != "In Review" || got.Lifecycle != enforce.LifecyclePRMerged || got.Status != enforce.ObservationJudged {
+			t.Fatalf("judged %+v, %v", got, err)
+		}
+	})
+}
+
 func TestLegalStateAt(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()

@@ -31,6 +31,12 @@ type Oracle struct {
 	Family func(item string) (parent string, children []string)
 	// Automated lists the moves automation made, in order.
 	Automated []Automated
+	// MergeVia names, for a close, the state between the one it closes from and Done that a
+	// merge passes (In Progress: In Review): the close is allowed when both moves are.
+	MergeVia map[string]string
+	// IssueClosed, when set, reports whether an item's issue ends closed; Check then compares
+	// it with the outcome's (a refused close or reopen is undone).
+	IssueClosed func(item string) bool
 	byApp     map[string]bool // the item's legal state was last set by automation
 }
 
@@ -52,11 +58,21 @@ type Move struct {
 	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
 	// automated move (legal by definition; the caller checks it was one).
 	App bool
+	// Lifecycle marks a close (LifecycleClose) or a reopen (LifecycleReopen) of the item's
+	// issue: its actor's move to To (Done, Backlog). A refused one is undone; one to the legal
+	// state moves nothing.
+	Lifecycle string
 	// Group is the other members of the item's group as they stood just before the move's
 	// second (the convergence gate's input; moves of one second are not ordered across items
 	// by GitHub's clock); Step fills it from GroupOf.
 	Group []policy.Member
 }
+
+// The lifecycle events a Move can be.
+const (
+	LifecycleClose  = "close"
+	LifecycleReopen = "reopen"
+)
 
 // Violation is a refused move: who, from which legal state, to what, by which rule.
 type Violation struct {
@@ -84,6 +100,7 @@ type Outcome struct {
 	Legal, Holder string
 	Violations    map[string]Violation
 	Allowed       map[string]string // by delivery id: the legal moves, described
+	Closed        bool              // the item's issue ends closed
 }
 
 // Judge replays moves in order from the item's first state: each judged from the last legal
@@ -102,14 +119,25 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			}
 			continue
 		}
+		closing := mv.Lifecycle == LifecycleClose
 		if mv.To == l {
 			out.Allowed[mv.Delivery] = "a move back to the last legal state"
+			if mv.Lifecycle != "" {
+				out.Closed = closing
+			}
 			continue
 		}
-		d := o.m.Decide(policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group})
-		if d.Verdict != policy.Allow {
+		c := policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group}
+		d := o.m.Decide(c)
+		if d.Verdict != policy.Allow && !(closing && o.mergePath(c)) {
 			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: mv.To, Rule: d.Rule}
+			if mv.Lifecycle != "" {
+				out.Closed = !closing // undone
+			}
 			continue
+		}
+		if mv.Lifecycle != "" {
+			out.Closed = closing
 		}
 		out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(mv.To))
 		out.Legal, out.Holder = mv.To, ""
@@ -118,6 +146,18 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 		}
 	}
 	return out
+}
+
+// mergePath reports whether a close is what merging a pull request does: from a state MergeVia
+// names, through it to the close's state, both moves allowed.
+func (o *Oracle) mergePath(c policy.Change) bool {
+	via, ok := o.MergeVia[c.From]
+	if !ok {
+		return false
+	}
+	first, second := c, c
+	first.To, second.From = via, via
+	return o.m.Decide(first).Verdict == policy.Allow && o.m.Decide(second).Verdict == policy.Allow
 }
 
 // Step records one move of the true history.
@@ -257,8 +297,16 @@ func (o *Oracle) Orders(item string) [][]Move {
 		used := make([]bool, len(grp))
 		// Within one second each move must leave the value the one before it left (an app
 		// write between two seconds may change it, so seconds are not chained to each other).
-		var perm func(cur []Move)
-		perm = func(cur []Move) {
+		// A lifecycle event sets no value: it goes anywhere in its second.
+		start := grp[0].From
+		for _, mv := range grp {
+			if mv.Lifecycle == "" {
+				start = mv.From
+				break
+			}
+		}
+		var perm func(cur []Move, value string)
+		perm = func(cur []Move, value string) {
 			if len(cur) == len(prefix)+len(grp) {
 				walk(g+1, cur)
 				return
@@ -267,18 +315,19 @@ func (o *Oracle) Orders(item string) [][]Move {
 				if used[i] {
 					continue
 				}
-				if len(cur) > len(prefix) && cur[len(cur)-1].To != mv.From {
-					continue
-				}
-				if len(cur) == len(prefix) && mv.From != grp[0].From {
-					continue
+				next := value
+				if mv.Lifecycle == "" {
+					if mv.From != value {
+						continue
+					}
+					next = mv.To
 				}
 				used[i] = true
-				perm(append(cur, mv))
+				perm(append(cur, mv), next)
 				used[i] = false
 			}
 		}
-		perm(append([]Move{}, prefix...))
+		perm(append([]Move{}, prefix...), start)
 	}
 	walk(0, nil)
 	return out
@@ -349,6 +398,9 @@ func (o *Oracle) Check(item, board, holder string, explained map[string]int) []s
 	for k, order := range o.Orders(item) {
 		out := o.Judge(item, order)
 		diffs := Compare(item, board, holder, o.IsLock(out.Legal), explained, out)
+		if o.IssueClosed != nil && o.IssueClosed(item) != out.Closed {
+			diffs = append(diffs, fmt.Sprintf("%s: issue closed=%v, want closed=%v", item, o.IssueClosed(item), out.Closed))
+		}
 		if len(diffs) == 0 {
 			return nil
 		}
@@ -434,13 +486,16 @@ func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
 
 // interleave lists the orders of one second's moves that GitHub's reports cannot tell apart:
 // any interleaving across items, and within an item any order in which each move leaves the
-// value the one before it left (as Orders); the given order first; at most limit.
+// value the one before it left (as Orders; a lifecycle event anywhere); the given order
+// first; at most limit.
 func interleave(grp []ItemMove, limit int) [][]ItemMove {
 	var out [][]ItemMove
 	used := make([]bool, len(grp))
 	cur := map[string]string{} // each item's value so far in the second
 	for i := len(grp) - 1; i >= 0; i-- {
-		cur[grp[i].Item] = grp[i].Move.From
+		if grp[i].Move.Lifecycle == "" {
+			cur[grp[i].Item] = grp[i].Move.From
+		}
 	}
 	var rec func(order []ItemMove)
 	rec = func(order []ItemMove) {
@@ -452,12 +507,15 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 			return
 		}
 		for i, im := range grp {
-			if used[i] || im.Move.From != cur[im.Item] {
+			event := im.Move.Lifecycle != ""
+			if used[i] || (!event && im.Move.From != cur[im.Item]) {
 				continue
 			}
 			used[i] = true
 			before := cur[im.Item]
-			cur[im.Item] = im.Move.To
+			if !event {
+				cur[im.Item] = im.Move.To
+			}
 			rec(append(order, im))
 			cur[im.Item] = before
 			used[i] = false

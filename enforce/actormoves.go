@@ -1,0 +1,189 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// A move the app makes for an agent through the façade (handoff_ticket, a claim,
+// advance_children; docs/ENFORCEMENT.md "Moves the app makes for an agent") is a step of its
+// item's history like a reported one:
+//   - it is judged at once, when the history before it is: no report of the item or of a
+//     relative made before it is still waiting, neither its card nor a relative's shows a value
+//     no report has told of yet, its issue is not closed short of where a close leaves it, and
+//     no write or automation of the item is still owed (unsettledBefore); until then it is
+//     refused as busy;
+//   - it is recorded before it is written, journaled as a revert is, with its automation owed
+//     in the record (makeStep): a crash after the record leaves the write and the automation to
+//     the item's walk, and the move stands.
+
+// errUnsettled: the history before a move the app is to make for its actor is still being
+// judged.
+type errUnsettled struct{ why string }
+
+func (e errUnsettled) Error() string { return e.why }
+
+// unsettledBefore returns an errUnsettled when the item's history, or a relative's, before `at`
+// (whole seconds; reports of that second count) is still being judged, or the item still owes
+// a write or automation; walkSoon is asked to finish what the item owes.
+func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec Record, at time.Time) error {
+	if rec.RevertPending != "" || rec.AutomateState != "" {
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, it)
+		}
+		return errUnsettled{why: fmt.Sprintf("#%d: a write or automation of its last step is still being made", it.Number)}
+	}
+	pending, err := a.store().PendingObservations(ctx, it.ID)
+	if err != nil {
+		return fmt.Errorf("load reports of item %s: %w", it.ID, err)
+	}
+	if it.ContentType == ContentIssue && it.ContentID != "" && a.closedShort(it.Open, rec.LastLegalState) {
+		return errUnsettled{why: fmt.Sprintf("#%d is closed, and ralph-gate has not judged a close that leaves it in %s", it.Number, orNoState(rec.LastLegalState))}
+	}
+	others := 0
+	for _, o := range pending {
+		if o.Actor == a.opts.AppLogin {
+			continue
+		}
+		others++
+		if !o.At.After(at) {
+			return errUnsettled{why: fmt.Sprintf("#%d: a change made before is still being judged", it.Number)}
+		}
+	}
+	if others == 0 && rec.known() && it.State != rec.ObservedState {
+		// A change no report has told of yet (late, or lost: the sweep redelivers it).
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, it)
+		}
+		return errUnsettled{why: fmt.Sprintf("#%d shows %s, a change not judged yet", it.Number, orNoState(it.State))}
+	}
+	var member groupUnsettled
+	if err := a.relativesUnsettled(ctx, b, it, at); errors.As(err, &member) {
+		return errUnsettled{why: fmt.Sprintf("#%d: a change of #%d, a relative, made before is still being judged", it.Number, member.number)}
+	} else if err != nil {
+		return err
+	}
+	// A relative's card showing a value its history has not reached: a change no report told of
+	// yet (or a write of ours still on its way), whose automation may reach this item.
+	if it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
+		return nil
+	}
+	if err := a.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
+		rec, found, err := a.items.load(ctx, r.ItemID)
+		return found && rec.known() && (r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
+			a.closedShort(r.Open, rec.LastLegalState)), err
+	}); errors.As(err, &member) {
+		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// closedShort reports whether an issue is closed while its item's legal state is not where a
+// close leaves it (Done, Canceled): a close not judged yet (its webhook late, or lost: the sweep
+// redelivers it), or a card moved since by someone who may.
+func (a *Automation) closedShort(open bool, legal string) bool {
+	st := a.opts.States
+	return !open && legal != st.Done && legal != st.Canceled
+}
+
+// actorStep is a move the app makes for its actor, judged allowed: it becomes a step of the
+// item's history at `at`.
+type actorStep struct {
+	item     Item   // as read under the item's lock
+	from, to string // the item's legal state, and the state it enters
+	at       time.Time
+	actor    string
+	dec      policy.Decision
+	obs      Observation // the step as the item's history keeps it
+	audit    AuditEntry
+	why      string // the cause its automation names
+}
+
+// makeStep records s as the item's step (its legal state, lock and owed automation, as a
+// judged report's: accept), journaled when the card shows the value the history ended in, then
+// writes it (guarded: only over the value read) and runs its automation. The move stands once
+// recorded: a failure after that is returned as a warning, and the item's walk finishes what is
+// left. The caller holds the item's lock.
+func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warning string, err error) {
+	it := s.item
+	write := false
+	_, err = a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
+		write = false
+		if !found || !rec.known() {
+			rec.LastLegalState, rec.ObservedState = it.State, it.State // adopted, as on first sight
+		}
+		if rec.LastLegalState != s.from {
+			return Step{}, false, errUnsettled{why: fmt.Sprintf("#%d moved to %s meanwhile", it.Number, orNoState(rec.LastLegalState))}
+		}
+		rec.ProjectID, rec.IssueNumber, rec.Repo = it.ProjectID, it.Number, it.Repo
+		holder, since := rec.LockHolder, rec.LockSince
+		accept(&rec, Observation{To: s.to, At: s.at, Actor: s.actor}, s.dec)
+		if s.dec.TakesLock && strings.EqualFold(holder, s.actor) && !since.IsZero() {
+			rec.LockSince = since // a claim just before keeps its time
+		}
+		if it.State == rec.ObservedState && rec.RevertPending == "" {
+			rec.RevertPending, write = s.to, true
+		}
+		o, audit := s.obs, s.audit
+		return Step{Record: rec, Observation: &o, Audit: &audit}, true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("record the move of #%d to %s: %w", it.Number, s.to, err)
+	}
+	var warnings []string
+	finish := func(what string, err error) {
+		zerolog.Ctx(ctx).Warn().Err(err).Int("issue", it.Number).Msg(what + " failed; the item's walk finishes it")
+		warnings = append(warnings, what+" failed (the move stands; it is finished shortly): "+err.Error())
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, it)
+		}
+	}
+	mv := appMove{Item: it, From: it.State, To: s.to}
+	if write {
+		if err := b.SetStateIf(ctx, it, it.State, s.to); err != nil {
+			finish("writing the move", err)
+		} else if err := a.wrote(ctx, mv); err != nil {
+			zerolog.Ctx(ctx).Debug().Err(err).Int("issue", it.Number).Msg("could not record a move as written")
+		}
+	} else if a.walkSoon != nil {
+		a.walkSoon(ctx, b, it) // reports of the card's values are judged first, then it is written
+	}
+	moved := it
+	moved.State = s.to
+	if err := a.run(ctx, b, moved, cause{at: s.at, why: s.why}); err != nil {
+		finish("the automation after the move", err)
+	} else if err := a.automated(ctx, it.ID, s.to); err != nil {
+		finish("recording the automation as run", err)
+	}
+	return strings.Join(warnings, "; "), nil
+}
+
+// automated records that the automation a step into `to` owes has run.
+func (a *Automation) automated(ctx context.Context, itemID, to string) error {
+	_, err := a.items.update(ctx, itemID, func(rec Record, _ bool) (Step, bool, error) {
+		if rec.AutomateState != to || rec.LastLegalState != to {
+			return Step{}, false, nil
+		}
+		rec.AutomateState = ""
+		return Step{Record: rec}, true, nil
+	})
+	return err
+}
+
+// moveTime is when a move the app makes for its actor was made, as GitHub dates changes:
+// whole seconds.
+func moveTime(at, now time.Time) time.Time {
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	return at.Truncate(time.Second)
+}
