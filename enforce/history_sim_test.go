@@ -278,6 +278,7 @@ func (b *simBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Ite
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	return ItemsPage{}, nil
 }
+
 // SetIssueOpen reopens or closes an issue (GitHub sends no lifecycle webhook the app acts on
 // for its own: the app's undo is no one's move).
 func (b *simBoard) SetIssueOpen(_ context.Context, issueID string, open bool, _ string) error {
@@ -355,8 +356,8 @@ type simWorld struct {
 	crossAmbiguous bool
 	// ownWrites and crashes count the app's writes to the board and the faults injected.
 	ownWrites, crashes int
-	together           int    // items judged together when a sweep completed
-	ticking            bool   // the sweep ticker is armed
+	together           int  // items judged together when a sweep completed
+	ticking            bool // the sweep ticker is armed
 	// handing is set while a handoff is served: the app's writes meanwhile (heldWrites: item,
 	// before, after) are checked once the handoff is in the true history; handoffs lists the
 	// handoffs the app made.

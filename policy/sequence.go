@@ -282,7 +282,9 @@ func Sequence(in SequenceInput) Action {
 // Covers reports whether every change made up to `at` has been reported by now, for an event
 // received at `received` (covers): how a move the app makes for its actor at `at` (a close, a
 // reopen) knows that no earlier change of its item is missing.
-func (in SequenceInput) Covers(at, received time.Time) bool { return in.covers(in.History, at, received) }
+func (in SequenceInput) Covers(at, received time.Time) bool {
+	return in.covers(in.History, at, received)
+}
 
 // covers reports whether every change made up to `at` has been reported by now: a proof
 // reaches Window past it, or (with no sweeper) it is Window old, or the report has waited for

@@ -37,7 +37,7 @@ type Oracle struct {
 	// IssueClosed, when set, reports whether an item's issue ends closed; Check then compares
 	// it with the outcome's (a refused close or reopen is undone).
 	IssueClosed func(item string) bool
-	byApp     map[string]bool // the item's legal state was last set by automation
+	byApp       map[string]bool // the item's legal state was last set by automation
 }
 
 // LegalByAutomation reports whether an item's legal state was last set by the app's
