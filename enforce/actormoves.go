@@ -57,7 +57,9 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 			return errUnsettled{why: fmt.Sprintf("#%d: a change made before is still being judged", it.Number)}
 		}
 	}
-	if others == 0 && rec.known() && it.State != rec.ObservedState {
+	if others == 0 && rec.known() && (it.State != rec.ObservedState ||
+		(!rec.ObservedAt.IsZero() && it.StateUpdatedAt.After(rec.ObservedAt))) {
+		// (The same value set again since: a round trip no report has told of yet.)
 		// A change no report has told of yet (late, or lost: the sweep redelivers it).
 		if a.walkSoon != nil {
 			a.walkSoon(ctx, b, it)

@@ -168,6 +168,21 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		if parent.ItemID == "" || parent.Archived || ch.visited[parent.ItemID] {
 			return nil
 		}
+		if !ch.at.IsZero() {
+			// The children count as they were at the cause: a report from before it of any of
+			// the parent's relatives (a child's, or below it: its automation may move a child)
+			// still waiting is waited for (the walk holds until that one's walk moves on).
+			pi := relativeItem(ch.base, parent)
+			if fam.Parent != nil {
+				pi.ParentID = fam.Parent.IssueID
+			}
+			// (Strictly before its second, automation owed too: relatives of one second do not
+			// wait for each other.)
+			before := ch.at.Truncate(time.Second).Add(-time.Nanosecond)
+			if err := a.relativesUnsettledBut(ctx, ch.board, pi, before, ch.visited); err != nil {
+				return err
+			}
+		}
 		var children []policy.Member
 		for _, c := range fam.Children {
 			if c.ItemID == "" {

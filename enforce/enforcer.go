@@ -278,10 +278,10 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			}
 		}
 		if w.read && w.rec.AutomateState != "" {
-			// Automation an earlier run owes (it failed after judging the step): it comes
-			// before anything after that step.
+			// Automation an earlier run owes (it failed after judging the step, or waited for
+			// a sibling's history): it comes before anything after that step.
 			if err := e.automatePending(ctx, w, true); err != nil {
-				return Result{}, err
+				return e.holdOr(ctx, w, err)
 			}
 			continue
 		}
@@ -307,11 +307,20 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			// Automation is part of its cause: a legal step's cascade and convergence are
 			// done before the next step is judged, whose gates count them.
 			if err := e.automatePending(ctx, w, false); err != nil {
-				return Result{}, err
+				return e.holdOr(ctx, w, err)
 			}
 		}
 	}
 	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
+}
+
+// holdOr holds the walk for the group member err names (wake.go), or returns err.
+func (e *Enforcer) holdOr(ctx context.Context, w *walk, err error) (Result, error) {
+	var member groupUnsettled
+	if errors.As(err, &member) {
+		return e.holdForMember(ctx, w, member)
+	}
+	return Result{}, err
 }
 
 func (e *Enforcer) readBoard(ctx context.Context, w *walk, itemID string) error {
@@ -469,7 +478,7 @@ func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 			return Result{}, err
 		}
 		if err := e.automatePending(ctx, w, true); err != nil {
-			return Result{}, err
+			return e.holdOr(ctx, w, err)
 		}
 	}
 	if w.decided {

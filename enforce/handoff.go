@@ -195,8 +195,8 @@ func (f *Facade) baseline(ctx context.Context, cur Item) (Record, error) {
 		if found && (rec.known() || cur.State == "") {
 			return Step{}, false, nil
 		}
-		// Never seen, or known only by a claim: adopt the board's value.
-		rec.LastLegalState, rec.ObservedState = cur.State, cur.State
+		// Never seen, or known only by a claim: adopt the board's value (as of its change).
+		rec.LastLegalState, rec.ObservedState, rec.ObservedAt = cur.State, cur.State, cur.StateUpdatedAt
 		rec.ProjectID, rec.IssueNumber, rec.Repo = cur.ProjectID, cur.Number, cur.Repo
 		return Step{Record: rec}, true, nil
 	})

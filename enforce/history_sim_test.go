@@ -600,7 +600,7 @@ func (w *simWorld) handoff(i int, mv simMove) {
 	made := len(w.handoffsOf(id)) > audited
 	w.trace("handoff h%02d: %s %s → %s (%s, %s): made=%v changed=%v err=%v", i, mv.Actor, orNoState(it.State), mv.To, id, mv.Command, made, res.Changed, err)
 	if made {
-		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second)}
+		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second), Now: true}
 		w.step(id, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
 	}

@@ -37,6 +37,12 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 // relativesUnsettled returns a groupUnsettled naming a relative of it whose history before `at`
 // is still being judged, or nil.
 func (c *core) relativesUnsettled(ctx context.Context, b Board, it Item, at time.Time) error {
+	return c.relativesUnsettledBut(ctx, b, it, at, nil)
+}
+
+// relativesUnsettledBut is relativesUnsettled, not counting the items in but (a chain of
+// automation's own: the item whose step it runs, the items it moved).
+func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, at time.Time, but map[string]bool) error {
 	if at.IsZero() || it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
 		return nil
 	}
@@ -44,12 +50,14 @@ func (c *core) relativesUnsettled(ctx context.Context, b Board, it Item, at time
 	if err != nil {
 		return fmt.Errorf("load the items with reports waiting: %w", err)
 	}
-	if len(pending) == 0 {
-		return nil
-	}
 	waiting := make(map[string]bool, len(pending))
 	for _, id := range pending {
-		waiting[id] = true
+		if !but[id] {
+			waiting[id] = true
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
 	}
 	return c.eachRelative(ctx, b, it, func(r Relative) (bool, error) { return waiting[r.ItemID], nil })
 }

@@ -195,9 +195,11 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	for _, o := range covered {
-		if o.Own && !chains(h.Observed, h.ObservedAt, o) && !o.At.After(h.ObservedAt) {
-			// A write of ours from before the judged history's end that does not follow it:
-			// the record holds it already (a later change was judged since).
+		if o.Own && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
+			// A write of ours from before the judged history's end that does not follow it, or
+			// that leaves another value than the history's end and is not the write journaled:
+			// the record holds it already (a later change was judged since, or a later write of
+			// ours of the same second, whose report came first).
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {

@@ -62,6 +62,10 @@ type Move struct {
 	// issue: its actor's move to To (Done, Backlog). A refused one is undone; one to the legal
 	// state moves nothing.
 	Lifecycle string
+	// Now marks a move the app made at once for its actor (a façade handoff): its gates read
+	// the group as it stands at the move, every earlier step counted (Group otherwise leaves
+	// out the steps of the move's second, which GitHub's reports cannot order).
+	Now bool
 	// Group is the other members of the item's group as they stood just before the move's
 	// second (the convergence gate's input; moves of one second are not ordered across items
 	// by GitHub's clock); Step fills it from GroupOf.
@@ -164,7 +168,11 @@ func (o *Oracle) mergePath(c policy.Change) bool {
 func (o *Oracle) Step(item string, mv Move) {
 	if o.GroupOf != nil && !mv.App {
 		for i, other := range o.GroupOf(item) {
-			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: o.legalBefore(other, mv.At)})
+			state := o.legalBefore(other, mv.At)
+			if mv.Now {
+				state = o.Legal[other]
+			}
+			mv.Group = append(mv.Group, policy.Member{Number: i + 1, Title: other, State: state})
 		}
 	}
 	before := o.Legal[item]
