@@ -29,7 +29,6 @@ import (
 func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error {
 	a, rec := e.auto, w.rec
 	kind := a.actors.Classify(o.Actor)
-	ev := Lifecycle{DeliveryID: eventOf(o.DeliveryID), Kind: o.Lifecycle, Actor: o.Actor}
 	why := o.Reason // what the event was, recorded with it
 	if why == "" {
 		why = fmt.Sprintf("%s by %s", strings.ReplaceAll(o.Lifecycle, "_", " "), o.Actor)
@@ -62,19 +61,13 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		w.cause, w.eventTo = why, to
 		res = Result{Verdict: VerdictAllowed, Reason: why}
 	} else {
-		recovery := "ask a human"
+		// Refused: recorded first; the close or reopen is undone and explained as the
+		// explanation of the step (explainStep → undoEvent), so a crash in between leaves it to
+		// the next walk, never judged twice.
+		o.Verdict, o.Rule, o.Reason, o.Recovery = VerdictReverted, string(dec.Rule), dec.Reason, "ask a human"
 		if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
-			recovery = r.Recovery
+			o.Recovery = r.Recovery
 		}
-		undone, err := a.undoLifecycle(ctx, w.board, ev, w.it, rec.LastLegalState)
-		if err != nil {
-			return err
-		}
-		if err := a.explainLifecycle(ctx, w.board, ev, w.it, lifecycleRefusal{from: rec.LastLegalState, to: to, kind: kind,
-			reason: dec.Reason, recovery: recovery, undone: undone}); err != nil {
-			return err
-		}
-		o.Verdict, o.Rule, o.Reason, o.Recovery, o.Explained = VerdictReverted, string(dec.Rule), dec.Reason+" (ralph-gate "+undone+")", recovery, true
 		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
 		w.reverted = true // undone on the issue; the card never left the legal state
 	}
@@ -110,30 +103,57 @@ func (a *Automation) mergePath(kind string, pc policy.Change) bool {
 	return a.machine.Decide(first).Verdict == policy.Allow && a.machine.Decide(second).Verdict == policy.Allow
 }
 
-// undoLifecycle undoes a refused close or reopen (unless the issue is back as it was already:
-// a retry, or someone undid it), and says what it did.
-func (a *Automation) undoLifecycle(ctx context.Context, b Board, ev Lifecycle, cur Item, from string) (string, error) {
-	switch ev.Kind {
+// undoEvent undoes a refused lifecycle event of the item (unless the issue is back as it was
+// already: a retry, or someone undid it) and explains it on the issue, once: the explanation of
+// its refused step (explainStep).
+func (e *Enforcer) undoEvent(ctx context.Context, w *walk, o Observation) error {
+	a, cur := e.auto, w.it
+	ev := Lifecycle{DeliveryID: eventOf(o.DeliveryID), Kind: o.Lifecycle, Actor: o.Actor}
+	undone := undoneBy(o.Lifecycle)
+	later, err := e.store().LaterEvent(ctx, cur.ID, o.At, o.DeliveryID)
+	if err != nil {
+		return err
+	}
+	kind := o.Lifecycle
+	if later {
+		// Closed or reopened again since: the issue is as that left it, not as this did.
+		kind, undone = "", "left the issue as a later close or reopen left it"
+	}
+	switch kind {
 	case LifecycleIssueClosed:
 		if !cur.Open {
-			if err := b.SetIssueOpen(ctx, cur.ContentID, true, ""); err != nil {
-				return "", fmt.Errorf("reopen #%d: %w", cur.Number, err)
+			if err := w.board.SetIssueOpen(ctx, cur.ContentID, true, ""); err != nil {
+				return fmt.Errorf("reopen #%d: %w", cur.Number, err)
 			}
 		}
-		return "reopened the issue", nil
 	case LifecycleIssueReopened:
 		if cur.Open {
 			reason := "completed"
-			if from == a.opts.States.Canceled {
+			if o.LegalFrom == a.opts.States.Canceled {
 				reason = "not_planned"
 			}
-			if err := b.SetIssueOpen(ctx, cur.ContentID, false, reason); err != nil {
-				return "", fmt.Errorf("close #%d again: %w", cur.Number, err)
+			if err := w.board.SetIssueOpen(ctx, cur.ContentID, false, reason); err != nil {
+				return fmt.Errorf("close #%d again: %w", cur.Number, err)
 			}
 		}
-		return "closed the issue again", nil
 	}
-	return "did not move the card", nil
+	err = a.explainLifecycle(ctx, w.board, ev, cur, lifecycleRefusal{from: o.LegalFrom, to: o.To, kind: a.actors.Classify(o.Actor),
+		reason: o.Reason, recovery: o.Recovery, undone: undone})
+	if err != nil {
+		return err
+	}
+	return e.store().MarkExplained(ctx, o.DeliveryID)
+}
+
+// undoneBy says how a refused lifecycle event of the kind is undone.
+func undoneBy(kind string) string {
+	switch kind {
+	case LifecycleIssueClosed:
+		return "reopened the issue"
+	case LifecycleIssueReopened:
+		return "closed the issue again"
+	}
+	return "did not move the card"
 }
 
 // lifecycleRefusal is what the explanation of a refused lifecycle move says.

@@ -350,6 +350,20 @@ func (m *memStore) CommitStep(_ context.Context, st Step) (bool, error) {
 	return true, nil
 }
 
+func (m *memStore) LaterEvent(_ context.Context, id string, t time.Time, except string) (bool, error) {
+	if err := m.call("LaterEvent"); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range m.obs {
+		if o.ItemID == id && o.Lifecycle != "" && o.At.After(t) && o.DeliveryID != except {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
 	if err := m.call("LegalStateAt"); err != nil {
 		return "", false, err

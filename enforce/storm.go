@@ -47,6 +47,10 @@ func (e *explainLater) Error() string { return e.why }
 // actor's explanations are written one at a time (in this process and across replicas), so
 // that a summary never lists a step whose own comment is being written.
 func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) error {
+	if o.Lifecycle != "" {
+		// A refused close or reopen: undone, and explained on its own.
+		return e.undoEvent(ctx, w, o)
+	}
 	if unknownAuthor(o.Actor) || o.Actor == "" {
 		// Nobody to address a summary to.
 		return e.explainOne(ctx, w, o)

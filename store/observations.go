@@ -179,6 +179,17 @@ func (s *Store) PendingItemsBefore(ctx context.Context, t time.Time, except, exc
 	return out, nil
 }
 
+// LaterEvent reports whether the item has a lifecycle event reported (judged or not) made in
+// a later second than t, other than the report except.
+func (s *Store) LaterEvent(ctx context.Context, itemID string, t time.Time, except string) (bool, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND lifecycle <> '' AND at > ? AND delivery_id <> ?`,
+		itemID, s.t(nowUTC(t)), except).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: later lifecycle events of %q: %w", itemID, err)
+	}
+	return n > 0, nil
+}
+
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged
 // history: the state the first step judged at or after t left (each records the legal state it
 // was judged from), or the item's current legal state when none was. Steps of the same second

@@ -108,6 +108,33 @@ func TestLifecycleObservations(t *testing.T) {
 		if err != nil || got.To != "In Review" || got.Lifecycle != enforce.LifecyclePRMerged || got.Status != enforce.ObservationJudged {
 			t.Fatalf("judged %+v, %v", got, err)
 		}
+		// Later events: a card's report is none, nor an event of the same second; one after is.
+		card := enforce.Observation{DeliveryID: "d-10", ItemID: "PVTI_1", FromKnown: true, From: "In Review", To: "Done", Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second)}
+		if _, err := s.RecordObservation(ctx, card); err != nil {
+			t.Fatal(err)
+		}
+		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || later {
+			t.Fatalf("later event %v, %v; want none", later, err)
+		}
+		same := enforce.Observation{DeliveryID: "d-12#PVTI_1", ItemID: "PVTI_1", To: "Done", Actor: "bob", At: at(0), ReceivedAt: at(time.Second),
+			Lifecycle: enforce.LifecycleIssueClosed}
+		if _, err := s.RecordObservation(ctx, same); err != nil {
+			t.Fatal(err)
+		}
+		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || later {
+			t.Fatalf("later event %v, %v; want none of the same second", later, err)
+		}
+		reopen := enforce.Observation{DeliveryID: "d-11#PVTI_1", ItemID: "PVTI_1", To: "Backlog", Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second),
+			Lifecycle: enforce.LifecycleIssueReopened}
+		if _, err := s.RecordObservation(ctx, reopen); err != nil {
+			t.Fatal(err)
+		}
+		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || !later {
+			t.Fatalf("later event %v, %v; want the reopen", later, err)
+		}
+		if later, err := s.LaterEvent(ctx, "PVTI_1", at(time.Second), "d-11#PVTI_1"); err != nil || later {
+			t.Fatalf("later event after the reopen %v, %v; want none", later, err)
+		}
 	})
 }
 
