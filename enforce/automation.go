@@ -92,6 +92,9 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 		if c.ItemID == "" || c.Archived || ch.visited[c.ItemID] {
 			continue
 		}
+		if err := a.unreportedBefore(ctx, ch, c); err != nil {
+			return err
+		}
 		legal, rec, err := a.legalRecord(ctx, c)
 		if err != nil {
 			return err
@@ -188,6 +191,9 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			if c.ItemID == "" {
 				continue
 			}
+			if err := a.unreportedBefore(ctx, ch, c); err != nil {
+				return err
+			}
 			legal, err := a.legalAtCause(ctx, ch, c)
 			if err != nil {
 				return err
@@ -220,6 +226,35 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		}
 	}
 	return nil
+}
+
+// unreportedBefore returns a groupUnsettled when a relative's card shows a change made before
+// the chain's cause (a second earlier at least) that its history has not judged and no report
+// of it is waiting for: a change no webhook has told of yet, which comes before the cause in the
+// true history. The chain waits for the relative's walk (asked for here), which judges it once
+// a proof covers it; the relative never waits for this chain (its change is the earlier).
+func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative) error {
+	if ch.at.IsZero() || r.ItemID == "" || ch.visited[r.ItemID] || r.StateUpdatedAt.IsZero() ||
+		!r.StateUpdatedAt.Before(ch.at.Truncate(time.Second)) {
+		return nil
+	}
+	rec, found, err := a.items.load(ctx, r.ItemID)
+	if err != nil || !found || !rec.known() || rec.ObservedState == r.State || rec.RevertPending != "" {
+		return err
+	}
+	pending, err := a.store().PendingObservations(ctx, r.ItemID)
+	if err != nil {
+		return fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
+	}
+	for _, o := range pending {
+		if o.Actor != a.rec.app {
+			return nil // a report tells of it: the relatives' wait orders it
+		}
+	}
+	if a.walkSoon != nil {
+		a.walkSoon(ctx, ch.board, relativeItem(ch.base, r))
+	}
+	return groupUnsettled{member: r.ItemID, number: r.Number}
 }
 
 // legalAtCause is a child's legal state when the chain's cause was made: a step of a sibling

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -576,8 +575,8 @@ func TestCascadeBeforeTheChildsLaterMove(t *testing.T) {
 	}
 }
 
-// A change nobody reported on the child's card: the cascade is recorded, never written over
-// it; the child's walk judges the change, as an unknown author's, from the cascade's state.
+// A change nobody reported on the child's card: the cascade is never written over it; it waits
+// for the child's walk, which judges the change first (as an unknown author's), then follows.
 func TestCascadeOntoAnUnreportedChange(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
@@ -590,7 +589,7 @@ func TestCascadeOntoAnUnreportedChange(t *testing.T) {
 	h.drain()
 	rec := h.record("C")
 	es := h.audit("C")
-	if rec.LastLegalState != "In Progress" || len(es) < 2 || es[1].Verdict != VerdictAutomated {
+	if rec.LastLegalState != "In Progress" || len(es) != 3 || es[1].Actor != DriftActor || es[2].Verdict != VerdictAutomated {
 		t.Fatalf("record %+v, audit %s", rec, verdicts(es))
 	}
 	// Judged once no report of it can come: the board ends in the legal state, never the
@@ -610,16 +609,11 @@ func TestCascadeOntoAnUnreportedChange(t *testing.T) {
 	}
 }
 
-// An open case (docs/ENFORCEMENT.md, families): a change nobody reported, made on the child
-// before its parent's move, belongs before the cascade in the true history — judged first, from
-// the child's state then (Research Needed → Ready for Plan, legal), explaining nothing, and then
-// the cascade. Today the cascade is recorded first (its cause is all the parent's walk knows; a
-// family read gives no change time), so the unreported change is judged from In Progress as an
-// unknown author's and explained as a violation. RALPH_GATE_OPEN_HISTORIES=1 runs it.
-func TestOpenUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
-	if os.Getenv("RALPH_GATE_OPEN_HISTORIES") == "" {
-		t.Skip("an open case of the families issue; RALPH_GATE_OPEN_HISTORIES=1 runs it")
-	}
+// A change nobody reported, made on the child before its parent's move, belongs before the
+// cascade in the true history: the cascade waits for the child's walk (the card's change time,
+// read with the family, is before the cause), which judges it first, from the child's state then
+// (Research Needed → Ready for Plan, legal), explaining nothing; then the cascade follows.
+func TestUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
 	h := newHarness(t, p, c)

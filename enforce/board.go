@@ -61,8 +61,10 @@ type Relative struct {
 	ItemID    string
 	Archived  bool // the item is archived: automation never moves it
 	State     string
-	SubIssues int
-	Estimate  string // the Estimate field on the project ("" when unset or not read)
+	// StateUpdatedAt is when the state last changed (zero when GitHub did not say).
+	StateUpdatedAt time.Time
+	SubIssues      int
+	Estimate       string // the Estimate field on the project ("" when unset or not read)
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

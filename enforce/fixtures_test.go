@@ -62,7 +62,7 @@ func child(id, state string, number int, parent Item) Item {
 // rel is an item as the relative Family returns.
 func rel(it Item) Relative {
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, Open: it.Open,
-		ItemID: it.ID, State: it.State, SubIssues: it.SubIssues}
+		ItemID: it.ID, State: it.State, StateUpdatedAt: it.StateUpdatedAt, SubIssues: it.SubIssues}
 }
 
 // offProject is an issue that is not on the project (no item).

@@ -244,7 +244,7 @@ func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) 
 func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
-		Open: it.Open, SubIssues: it.SubIssues}
+		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues}
 }
 
 // SetStates writes up to 50 values per request (one aliased mutation).

@@ -203,7 +203,7 @@ const fakePageSize = 3
 func (b *fakeBoard) current(f Family) Family {
 	fill := func(r Relative) Relative {
 		if it, ok := b.items[r.ItemID]; ok {
-			r.State = it.State
+			r.State, r.StateUpdatedAt = it.State, it.StateUpdatedAt
 		}
 		return r
 	}

@@ -87,7 +87,7 @@ const mutationReopenIssue = `mutation RalphGateReopenIssue($id: ID!) {
 // alone, rather than taken for an issue that is not on the project.
 const familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
-  projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+  projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
     estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
 
 const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate: String!, $after: String) {

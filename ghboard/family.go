@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
@@ -30,7 +31,8 @@ type relativeData struct {
 				ID string `json:"id"`
 			} `json:"project"`
 			FieldValue *struct {
-				Name string `json:"name"`
+				Name      string    `json:"name"`
+				UpdatedAt time.Time `json:"updatedAt"`
 			} `json:"fieldValueByName"`
 			Estimate *selectValue `json:"estimate"`
 		} `json:"nodes"`
@@ -44,7 +46,7 @@ func (r relativeData) relative(projectID string) enforce.Relative {
 		if n.Project.ID == projectID {
 			rel.ItemID, rel.Archived = n.ID, n.IsArchived
 			if n.FieldValue != nil {
-				rel.State = n.FieldValue.Name
+				rel.State, rel.StateUpdatedAt = n.FieldValue.Name, n.FieldValue.UpdatedAt
 			}
 			rel.Estimate = n.Estimate.name()
 		}
