@@ -80,7 +80,7 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	if err := a.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
 		rec, found, err := a.items.load(ctx, r.ItemID)
 		return found && rec.known() && (r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
-			a.closedShort(r.Open, rec.LastLegalState)), err
+			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) || a.closedShort(r.Open, rec.LastLegalState)), err
 	}); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
 	} else if err != nil {

@@ -61,9 +61,9 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		w.cause, w.eventTo = why, to
 		res = Result{Verdict: VerdictAllowed, Reason: why}
 	} else {
-		// Refused: recorded first; the close or reopen is undone and explained as the
-		// explanation of the step (explainStep → undoEvent), so a crash in between leaves it to
-		// the next walk, never judged twice.
+		// Refused: recorded first, then the close or reopen is undone and explained (undoEvent,
+		// also the step's explanation: explainStep), so a crash in between leaves it to the
+		// next walk, never judged twice.
 		o.Verdict, o.Rule, o.Reason, o.Recovery = VerdictReverted, string(dec.Rule), dec.Reason, "ask a human"
 		if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 			o.Recovery = r.Recovery
@@ -81,6 +81,13 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	}
 	moveLine{Issue: w.it.Number, From: o.LegalFrom, To: to, Actor: o.Actor, Verdict: o.Verdict}.on(zerolog.Ctx(ctx).Info()).
 		Str("rule", o.Rule).Str("kind", o.Lifecycle).Msg("judged a lifecycle move")
+	if o.Verdict == VerdictReverted {
+		// Undone at once, while the events after it in the history are still to be judged (a
+		// crash leaves it to the walk's explanations: explainStep).
+		if err := e.undoEvent(ctx, w, o); err != nil {
+			return err
+		}
+	}
 	if o.Verdict == VerdictAutomated {
 		e.observeAutomation(CauseLifecycle)
 		a.comment(ctx, w.board, appMove{Item: w.it, From: o.LegalFrom, To: to, Kind: CauseLifecycle, Why: why})
@@ -110,7 +117,7 @@ func (e *Enforcer) undoEvent(ctx context.Context, w *walk, o Observation) error 
 	a, cur := e.auto, w.it
 	ev := Lifecycle{DeliveryID: eventOf(o.DeliveryID), Kind: o.Lifecycle, Actor: o.Actor}
 	undone := undoneBy(o.Lifecycle)
-	later, err := e.store().LaterEvent(ctx, cur.ID, o.At, o.DeliveryID)
+	later, err := e.store().LaterEvent(ctx, o)
 	if err != nil {
 		return err
 	}

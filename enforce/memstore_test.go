@@ -350,14 +350,18 @@ func (m *memStore) CommitStep(_ context.Context, st Step) (bool, error) {
 	return true, nil
 }
 
-func (m *memStore) LaterEvent(_ context.Context, id string, t time.Time, except string) (bool, error) {
+func (m *memStore) LaterEvent(_ context.Context, ev Observation) (bool, error) {
 	if err := m.call("LaterEvent"); err != nil {
 		return false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, o := range m.obs {
-		if o.ItemID == id && o.Lifecycle != "" && o.At.After(t) && o.DeliveryID != except {
+		if o.ItemID != ev.ItemID || o.Lifecycle == "" || o.DeliveryID == ev.DeliveryID {
+			continue
+		}
+		if (o.Status == ObservationPending && !o.At.Before(ev.At)) || o.At.After(ev.At) ||
+			(o.Status != ObservationPending && o.At.Equal(ev.At) && o.JudgedAt.After(ev.JudgedAt)) {
 			return true, nil
 		}
 	}

@@ -93,10 +93,11 @@ type Store interface {
 	// LegalStateAt is an item's last legal state just before t, read back from its judged
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
-	// LaterEvent reports whether the item has a lifecycle event reported (judged or not) made
-	// in a later second than t, other than the report except (events of one second are
-	// ordered by the state: policy.Sequence).
-	LaterEvent(ctx context.Context, itemID string, t time.Time, except string) (bool, error)
+	// LaterEvent reports whether the item's history has a lifecycle event after o (a refused
+	// one, about to be undone): one waiting to be judged made at o's second or later, or one
+	// judged made later, or of the same second and judged after o (events of one second are
+	// judged in the order policy.Sequence gives them).
+	LaterEvent(ctx context.Context, o Observation) (bool, error)
 	// PendingItemsBefore lists the items other than except whose history before t is not
 	// settled: a report made before t by anyone but exceptActor not judged yet, or a step made
 	// by t (its second included) whose automation has not run.

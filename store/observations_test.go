@@ -108,33 +108,38 @@ func TestLifecycleObservations(t *testing.T) {
 		if err != nil || got.To != "In Review" || got.Lifecycle != enforce.LifecyclePRMerged || got.Status != enforce.ObservationJudged {
 			t.Fatalf("judged %+v, %v", got, err)
 		}
-		// Later events: a card's report is none, nor an event of the same second; one after is.
+		// Later events after the judged merge: a card's report is none; a judged event of the
+		// same second judged before it is none; one judged after it, or one waiting of that
+		// second, or one of a later second, is.
 		card := enforce.Observation{DeliveryID: "d-10", ItemID: "PVTI_1", FromKnown: true, From: "In Review", To: "Done", Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second)}
 		if _, err := s.RecordObservation(ctx, card); err != nil {
 			t.Fatal(err)
 		}
-		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || later {
-			t.Fatalf("later event %v, %v; want none", later, err)
+		event := func(id string, sec time.Duration) enforce.Observation {
+			return enforce.Observation{DeliveryID: id, ItemID: "PVTI_1", To: "Backlog", Actor: "bob", At: at(sec), ReceivedAt: at(sec),
+				Lifecycle: enforce.LifecycleIssueReopened}
 		}
-		same := enforce.Observation{DeliveryID: "d-12#PVTI_1", ItemID: "PVTI_1", To: "Done", Actor: "bob", At: at(0), ReceivedAt: at(time.Second),
-			Lifecycle: enforce.LifecycleIssueClosed}
-		if _, err := s.RecordObservation(ctx, same); err != nil {
+		later := func(want bool) {
+			t.Helper()
+			if got, err := s.LaterEvent(ctx, judged); err != nil || got != want {
+				t.Fatalf("later event %v, %v; want %v", got, err, want)
+			}
+		}
+		judged.JudgedAt = at(3 * time.Second)
+		later(false)
+		before := event("d-11#PVTI_1", 0)
+		before.Status, before.JudgedAt = enforce.ObservationJudged, at(2*time.Second)
+		rec.Version = 1
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: rec, ExpectedVersion: 1, Observation: &before}); !ok || err != nil {
+			t.Fatalf("commit: %v, %v", ok, err)
+		}
+		later(false)
+		if _, err := s.RecordObservation(ctx, event("d-12#PVTI_1", 0)); err != nil {
 			t.Fatal(err)
 		}
-		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || later {
-			t.Fatalf("later event %v, %v; want none of the same second", later, err)
-		}
-		reopen := enforce.Observation{DeliveryID: "d-11#PVTI_1", ItemID: "PVTI_1", To: "Backlog", Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second),
-			Lifecycle: enforce.LifecycleIssueReopened}
-		if _, err := s.RecordObservation(ctx, reopen); err != nil {
-			t.Fatal(err)
-		}
-		if later, err := s.LaterEvent(ctx, "PVTI_1", at(0), "d-9#PVTI_1"); err != nil || !later {
-			t.Fatalf("later event %v, %v; want the reopen", later, err)
-		}
-		if later, err := s.LaterEvent(ctx, "PVTI_1", at(time.Second), "d-11#PVTI_1"); err != nil || later {
-			t.Fatalf("later event after the reopen %v, %v; want none", later, err)
-		}
+		later(true) // waiting, of the same second
+		judged.At = at(-time.Second)
+		later(true) // of a later second
 	})
 }
 
