@@ -162,7 +162,10 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec 
 	dec := f.machine.Decide(pc)
 	if dec.Verdict == policy.Allow {
 		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc})
-		if err != nil {
+		var member groupUnsettled
+		if errors.As(err, &member) {
+			return fmt.Sprintf("#%d, a member of its group, has a change still being judged; retry in a few seconds", member.number), dec, nil
+		} else if err != nil {
 			return "", dec, err
 		}
 		dec = f.machine.Decide(full)

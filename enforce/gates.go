@@ -105,10 +105,24 @@ func (c *core) group(ctx context.Context, q gateQuery) ([]policy.Member, error) 
 // member never recorded counts with its board value.
 func (c *core) memberState(ctx context.Context, r Relative, at time.Time) (string, error) {
 	if at.IsZero() {
-		// A move being made now (a handoff): the member's legal state now.
+		// A move being made now (a handoff): the member's legal state now, once its history
+		// up to now is judged (no report of it waiting, no change on its card unjudged, nothing
+		// of it still being written).
 		rec, found, err := c.items.load(ctx, r.ItemID)
-		if err != nil || !found {
+		if err != nil || !found || !rec.known() {
 			return r.State, err
+		}
+		pending, err := c.store().PendingObservations(ctx, r.ItemID)
+		if err != nil {
+			return "", fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
+		}
+		unsettled := r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
+			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt))
+		for _, o := range pending {
+			unsettled = unsettled || o.Actor != c.opts.AppLogin
+		}
+		if unsettled {
+			return "", groupUnsettled{member: r.ItemID, number: r.Number}
 		}
 		return rec.LastLegalState, nil
 	}

@@ -250,7 +250,15 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	pc := policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {
-		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc}); err != nil {
+		var member groupUnsettled
+		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc}); errors.As(err, &member) {
+			return HandoffResult{}, &policy.Refusal{
+				Tried:    fmt.Sprintf("Handing off #%d", cur.Number),
+				Why:      fmt.Sprintf("#%d, a member of its group, has a change still being judged", member.number),
+				Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
+				Options:  []string{},
+			}
+		} else if err != nil {
 			return HandoffResult{}, err
 		}
 		a.dec = f.machine.Decide(pc)
