@@ -171,30 +171,36 @@ func (e *Enforcer) wake(ctx context.Context, member string, progressed bool) {
 	}
 }
 
+// dependentAttempts is how often a woken or owed walk is tried (walkDependent).
+const dependentAttempts = 10
+
 func (e *Enforcer) walkDependent(ctx context.Context, item string, dep dependent) {
 	lc := zerolog.Ctx(ctx).With().Str("item", item).Str("woken_by", "a group member's history").Logger()
 	ctx = lc.WithContext(ctx)
-	// A failure is retried at once, as a job's would be (a write owed by automation may have no
-	// job of its own); past a few attempts the item is left to its jobs and the reconciler.
+	// A failure is retried, as a job's would be (a write owed by automation may have no job of
+	// its own), backing off from 100 ms to 10 s (about a minute in all); then the item is left
+	// to its jobs and the reconciler.
+	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		w := &walk{board: dep.board, installation: dep.installation, owner: dep.owner}
 		res, err := e.walkOn(ctx, w, item)
-		if err == nil && res.Verdict == VerdictWait && res.RetryAfter == walkAgain && attempt < walkAttempts {
+		if err == nil && res.Verdict == VerdictWait && res.RetryAfter == walkAgain && attempt < dependentAttempts {
 			continue // the member it waited on settled meanwhile
 		}
 		if err == nil || errors.Is(err, context.Canceled) {
 			return
 		}
-		if attempt == walkAttempts {
+		if attempt == dependentAttempts {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("walking a woken item failed; left to its jobs and the reconciler")
 			return
 		}
 		if !e.inline {
 			select {
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-time.After(backoff):
 			case <-ctx.Done():
 				return
 			}
+			backoff = min(2*backoff, 10*time.Second)
 		}
 	}
 }
