@@ -95,8 +95,9 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 // genFamilyHistory draws a history of one family: a parent with 2 to 6 sub-issues, some of
 // which have sub-issues of their own (at most 20 items over three levels), most of them in
 // Backlog so that moves of the parent cascade; moves of the parent and the children by
-// people and agents, legal more often than not — card moves, closes and reopens of their
-// issues, and agents' handoffs through the façade — with the fault rates given.
+// people and agents, legal more often than not — card moves, closes, reopens and merged pull
+// requests of their issues, agents' handoffs and advance_children through the façade — with
+// the fault rates given.
 func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup float64) simHistory {
 	rng := rand.New(rand.NewPCG(seed, 0xfa11))
 	h := simHistory{Seed: seed, Crash: 0.04, Items: []string{"Backlog"}, Parents: []int{-1}}
@@ -143,9 +144,16 @@ func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop
 			mv.Command = cmds[rng.IntN(len(cmds))]
 			direct, _ := m.DirectStates(mv.Command)
 			to = direct[rng.IntN(len(direct))]
+		case r < 0.31:
+			mv.Kind, to = simMerge, "" // its state is the legal state's next on the merge path
+		case r < 0.37 && len(h.childrenOf(item)) > 0:
+			mv.Kind, mv.Actor = simAdvance, simActors[2+rng.IntN(3)]
+			pipeline := m.Pipeline()
+			to = pipeline[rng.IntN(len(pipeline))]
 		}
 		mv.To = to
-		if m.Decide(policy.Change{From: legal[item], To: to, Actor: mv.Actor, ActorKind: actors.Classify(mv.Actor)}).Verdict == policy.Allow {
+		if mv.Kind != simAdvance && to != "" &&
+			m.Decide(policy.Change{From: legal[item], To: to, Actor: mv.Actor, ActorKind: actors.Classify(mv.Actor)}).Verdict == policy.Allow {
 			legal[item] = to
 		}
 		switch r := rng.Float64(); {

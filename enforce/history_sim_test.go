@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -41,8 +42,13 @@ type simMove struct {
 const (
 	simClose   = "close"
 	simReopen  = "reopen"
+	simMerge   = "merge" // a pull request that closes the item's issue is merged
 	simHandoff = "handoff"
+	simAdvance = "advance" // advance_children of the item to To
 )
+
+// simPR is the number of the pull request that closes issue n.
+const simPR = 1000
 
 // simHistory is a generated history: the items' first states and the moves.
 type simHistory struct {
@@ -298,8 +304,13 @@ func (b *simBoard) SetIssueOpen(_ context.Context, issueID string, open bool, _ 
 	return b.lostAnswer("set issue open")
 }
 
-func (b *simBoard) ClosingIssues(context.Context, string, string, int) ([]IssueRef, error) {
-	return nil, nil
+// ClosingIssues names the issue the pull request closes (simPR + its number; one request).
+func (b *simBoard) ClosingIssues(_ context.Context, owner, repo string, number int) ([]IssueRef, error) {
+	b.request(1)
+	if err := b.fail("read closing issues"); err != nil {
+		return nil, err
+	}
+	return []IssueRef{{Owner: owner, Repo: repo, Number: number - simPR}}, nil
 }
 
 // event is one thing that happens at a moment of virtual time.
@@ -364,6 +375,10 @@ type simWorld struct {
 	handing    bool
 	heldWrites [][3]string
 	handoffs   []oracle.ItemMove
+	// extraEvents counts the reported events a move made besides its own (a merge's close).
+	extraEvents int
+	// queued are the lifecycle deliveries whose job is queued (once per delivery).
+	queued map[string]bool
 }
 
 var simT0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
@@ -417,6 +432,7 @@ func (w *simWorld) newOracle() *oracle.Oracle {
 	or := oracle.New(w.m, w.actors)
 	st := DefaultLifecycleStates()
 	or.MergeVia = map[string]string{st.InProgress: st.InReview}
+	or.MergeTo = map[string]string{st.InProgress: st.InReview, st.InReview: st.Done}
 	or.IssueClosed = func(item string) bool {
 		w.board.mu.Lock()
 		defer w.board.mu.Unlock()
@@ -507,8 +523,14 @@ func (w *simWorld) move(i int, mv simMove) {
 	case simClose, simReopen:
 		w.lifecycle(i, mv)
 		return
+	case simMerge:
+		w.merge(i, mv)
+		return
 	case simHandoff:
 		w.handoff(i, mv)
+		return
+	case simAdvance:
+		w.advance(i, mv)
 		return
 	}
 	id := simItemID(mv.Item)
@@ -558,16 +580,90 @@ func (w *simWorld) lifecycle(i int, mv simMove) {
 	}
 	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ev: &Lifecycle{Kind: kind, Owner: "acme", Repo: "app", Number: it.Number,
 		StateReason: map[bool]string{true: "completed"}[closing], Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
-	d.ev.DeliveryID = d.id
+	om := oracle.Move{From: it.State, To: to, Actor: mv.Actor, At: d.ev.At, Lifecycle: map[bool]string{true: oracle.LifecycleClose, false: oracle.LifecycleReopen}[closing]}
+	w.sendEvent(id, d, om, mv)
+}
+
+// sendEvent records a lifecycle event in the true history and sends its webhook with the
+// move's faults.
+func (w *simWorld) sendEvent(id string, d *simDelivery, om oracle.Move, mv simMove) {
+	d.ev.DeliveryID, om.Delivery = d.id, d.id
 	w.dels = append(w.dels, d)
-	om := oracle.Move{From: it.State, To: to, Actor: mv.Actor, Delivery: d.id, At: d.ev.At, Lifecycle: map[bool]string{true: oracle.LifecycleClose, false: oracle.LifecycleReopen}[closing]}
 	w.step(id, om)
-	w.trace("move %s: %s %s the issue of %s%s", d.id, mv.Actor, kind, id, faultsOf(mv))
+	w.trace("move %s: %s %s (%s)%s", d.id, mv.Actor, d.ev.Kind, id, faultsOf(mv))
 	if !mv.Drop {
 		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
 	}
 	if mv.Dup {
 		w.at(w.now.Add(mv.Latency+mv.Latency/2+time.Millisecond), func() { w.deliver(d) })
+	}
+}
+
+// merge merges the pull request that closes the item's issue: GitHub closes the issue (the
+// merger's close, when it is open) and reports the merge; each webhook has the move's faults.
+func (w *simWorld) merge(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	w.board.mu.Lock()
+	it := w.board.items[id]
+	wasOpen := it.Open
+	it.Open = false
+	w.board.items[id] = it
+	w.board.mu.Unlock()
+	at := w.now.Truncate(time.Second)
+	merged := &simDelivery{id: fmt.Sprintf("m%02d", i), ev: &Lifecycle{Kind: LifecyclePRMerged, Owner: "acme", Repo: "app",
+		Number: simPR + it.Number, Actor: mv.Actor, At: at}}
+	w.sendEvent(id, merged, oracle.Move{From: it.State, Actor: mv.Actor, At: at, Lifecycle: oracle.LifecycleMerge}, mv)
+	if wasOpen {
+		w.extraEvents++
+		closed := &simDelivery{id: fmt.Sprintf("d%02d", i), ev: &Lifecycle{Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app",
+			Number: it.Number, StateReason: "completed", Actor: mv.Actor, At: at}}
+		w.sendEvent(id, closed, oracle.Move{From: it.State, To: w.svc.Automation.opts.States.Done, Actor: mv.Actor, At: at,
+			Lifecycle: oracle.LifecycleClose}, mv)
+	}
+}
+
+// advance is an agent's advance_children of the item to mv.To, served at once: each child the
+// app moves (its audit says so) is the agent's move of the true history at that moment, in the
+// order the call made them, and must be legal there (diverge checks it).
+func (w *simWorld) advance(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	w.board.mu.Lock()
+	parent := w.board.items[id] // the agent's read
+	before := map[string]Item{}
+	for _, c := range w.h.childrenOf(mv.Item) {
+		before[simItemID(c)] = w.board.items[simItemID(c)]
+	}
+	w.board.mu.Unlock()
+	audited := map[string]int{}
+	for c := range before {
+		audited[c] = len(w.handoffsOf(c))
+	}
+	w.handing, w.heldWrites = true, nil
+	adv, err := w.svc.Facade.AdvanceChildren(context.Background(), w.board, parent, mv.To, Handoff{Agent: mv.Actor})
+	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
+	w.handing = false
+	w.trace("advance a%02d: %s advances the children of %s to %s: %d advanced, %d skipped, %d errors, err=%v", i, mv.Actor, id, mv.To,
+		len(adv.Advanced), len(adv.Skipped), len(adv.Errors), err)
+	var order []string
+	for _, a := range adv.Advanced {
+		order = append(order, simItemID(a.Number-1))
+	}
+	for _, c := range slices.Sorted(maps.Keys(before)) {
+		if !slices.Contains(order, c) {
+			order = append(order, c) // made, though the call failed after
+		}
+	}
+	for _, c := range order {
+		if len(w.handoffsOf(c)) == audited[c] {
+			continue
+		}
+		om := oracle.Move{From: before[c].State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("a%02d-%s", i, c),
+			At: w.now.Truncate(time.Second), Now: true}
+		w.step(c, om)
+		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: c, Move: om})
+	}
+	for _, hw := range w.heldWrites {
+		w.checkWrite(hw[0], hw[1], hw[2])
 	}
 }
 
@@ -641,7 +737,15 @@ func (w *simWorld) deliver(d *simDelivery) {
 	if d.ev != nil {
 		d.delivered = true
 		w.trace("delivered %s", d.id)
+		if w.queued[d.id] {
+			return // the queue keeps one job per delivery (unique by its arguments)
+		}
+		if w.queued == nil {
+			w.queued = map[string]bool{}
+		}
+		w.queued[d.id] = true
 		w.lifecycleJob(*d.ev, 1)
+		w.armSweepTicker() // its items wait for a proof too
 		return
 	}
 	ch := d.ch
@@ -929,9 +1033,10 @@ func (w *simWorld) diverge(or *oracle.Oracle, explainedBy map[string]map[string]
 }
 
 // requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported
-// move, its item's read, a family read, the guarded revert (a read again and a write) and its
-// explanation (a lookup, then a post or an update); per write of the app's own, a family read
-// and the write; and once per crash that the retries repeat.
+// move or event (a merge reports two: the merge and its issue's close), its item's read, a
+// family read, the guarded revert (a read again and a write) and its explanation (a lookup,
+// then a post or an update); per write of the app's own, a family read and the write; and
+// once per crash that the retries repeat.
 func (w *simWorld) requestBudget() int {
-	return 8*len(w.h.Moves) + 3*w.ownWrites + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 6*w.crashes + 10
 }

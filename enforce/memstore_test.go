@@ -357,7 +357,7 @@ func (m *memStore) LaterEvent(_ context.Context, ev Observation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, o := range m.obs {
-		if o.ItemID != ev.ItemID || o.Lifecycle == "" || o.DeliveryID == ev.DeliveryID {
+		if o.ItemID != ev.ItemID || (o.Lifecycle != LifecycleIssueClosed && o.Lifecycle != LifecycleIssueReopened) || o.DeliveryID == ev.DeliveryID {
 			continue
 		}
 		if (o.Status == ObservationPending && !o.At.Before(ev.At)) || o.At.After(ev.At) ||

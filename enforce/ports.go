@@ -93,8 +93,8 @@ type Store interface {
 	// LegalStateAt is an item's last legal state just before t, read back from its judged
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
-	// LaterEvent reports whether the item's history has a lifecycle event after o (a refused
-	// one, about to be undone): one waiting to be judged made at o's second or later, or one
+	// LaterEvent reports whether the item's history has a close or a reopen after o (a refused
+	// event, about to be undone): one waiting to be judged made at o's second or later, or one
 	// judged made later, or of the same second and judged after o (events of one second are
 	// judged in the order policy.Sequence gives them).
 	LaterEvent(ctx context.Context, o Observation) (bool, error)

@@ -179,15 +179,16 @@ func (s *Store) PendingItemsBefore(ctx context.Context, t time.Time, except, exc
 	return out, nil
 }
 
-// LaterEvent reports whether the item's history has a lifecycle event after o: one waiting to
-// be judged made at o's second or later, or one judged made later, or of the same second and
+// LaterEvent reports whether the item's history has a close or a reopen after o: one waiting
+// to be judged made at o's second or later, or one judged made later, or of the same second and
 // judged after o.
 func (s *Store) LaterEvent(ctx context.Context, o enforce.Observation) (bool, error) {
 	var n int
 	at, judged := s.t(nowUTC(o.At)), s.t(nowUTC(o.JudgedAt))
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND lifecycle <> '' AND delivery_id <> ?
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND lifecycle IN (?, ?) AND delivery_id <> ?
 		AND ((status = ? AND at >= ?) OR at > ? OR (status <> ? AND at = ? AND judged_at > ?))`,
-		o.ItemID, o.DeliveryID, string(enforce.ObservationPending), at, at, string(enforce.ObservationPending), at, judged).Scan(&n); err != nil {
+		o.ItemID, enforce.LifecycleIssueClosed, enforce.LifecycleIssueReopened, o.DeliveryID,
+		string(enforce.ObservationPending), at, at, string(enforce.ObservationPending), at, judged).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: later lifecycle events of %q: %w", o.ItemID, err)
 	}
 	return n > 0, nil

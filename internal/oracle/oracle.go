@@ -34,6 +34,9 @@ type Oracle struct {
 	// MergeVia names, for a close, the state between the one it closes from and Done that a
 	// merge passes (In Progress: In Review): the close is allowed when both moves are.
 	MergeVia map[string]string
+	// MergeTo is where a merge moves an item from its legal state (In Progress: In Review, In
+	// Review: Done); from any other, nowhere.
+	MergeTo map[string]string
 	// IssueClosed, when set, reports whether an item's issue ends closed; Check then compares
 	// it with the outcome's (a refused close or reopen is undone).
 	IssueClosed func(item string) bool
@@ -76,6 +79,9 @@ type Move struct {
 const (
 	LifecycleClose  = "close"
 	LifecycleReopen = "reopen"
+	// LifecycleMerge is a merged pull request that closes the item's issue: its state is decided
+	// when judged (MergeTo); GitHub closes the issue too, a close of its own.
+	LifecycleMerge = "merge"
 )
 
 // Violation is a refused move: who, from which legal state, to what, by which rule.
@@ -123,29 +129,33 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			}
 			continue
 		}
-		closing := mv.Lifecycle == LifecycleClose
-		if mv.To == l {
+		closing, issue := mv.Lifecycle == LifecycleClose, mv.Lifecycle == LifecycleClose || mv.Lifecycle == LifecycleReopen
+		to := mv.To
+		if mv.Lifecycle == LifecycleMerge {
+			to = o.MergeTo[l] // decided from the legal state; none: nothing to move
+		}
+		if to == l || to == "" {
 			out.Allowed[mv.Delivery] = "a move back to the last legal state"
-			if mv.Lifecycle != "" {
+			if issue {
 				out.Closed = closing
 			}
 			continue
 		}
-		c := policy.Change{From: l, To: mv.To, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group}
+		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group}
 		d := o.m.Decide(c)
 		if d.Verdict != policy.Allow && !(closing && o.mergePath(c)) {
-			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: mv.To, Rule: d.Rule}
-			if mv.Lifecycle != "" {
+			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: to, Rule: d.Rule}
+			if issue {
 				out.Closed = !closing // undone
 			}
 			continue
 		}
-		if mv.Lifecycle != "" {
+		if issue {
 			out.Closed = closing
 		}
-		out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(mv.To))
-		out.Legal, out.Holder = mv.To, ""
-		if o.m.IsLock(mv.To) {
+		out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(to))
+		out.Legal, out.Holder = to, ""
+		if o.m.IsLock(to) {
 			out.Holder = mv.Actor
 		}
 	}
