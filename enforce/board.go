@@ -53,14 +53,14 @@ type ItemsPage struct {
 
 // Relative is a related issue and its item on the same project (ItemID "" when it is not on it).
 type Relative struct {
-	IssueID   string
-	Number    int
-	Title     string
-	Repo      string
-	Open      bool
-	ItemID    string
-	Archived  bool // the item is archived: automation never moves it
-	State     string
+	IssueID  string
+	Number   int
+	Title    string
+	Repo     string
+	Open     bool
+	ItemID   string
+	Archived bool // the item is archived: automation never moves it
+	State    string
 	// StateUpdatedAt is when the state last changed (zero when GitHub did not say).
 	StateUpdatedAt time.Time
 	SubIssues      int

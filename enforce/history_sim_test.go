@@ -361,10 +361,10 @@ type simWorld struct {
 	jobRuns  int
 	m        *policy.Machine
 	actors   policy.Actors
-	// moves are the history's moves in true order; crossAmbiguous is set once two items of a
-	// family have moved in one second (their order cannot be told from GitHub's reports).
+	// moves are the history's moves in true order; orderAmbiguous is set once two moves of a
+	// family are made in one second (their order cannot be told from GitHub's reports).
 	moves          []oracle.ItemMove
-	crossAmbiguous bool
+	orderAmbiguous bool
 	// ownWrites and crashes count the app's writes to the board and the faults injected.
 	ownWrites, crashes int
 	together           int  // items judged together when a sweep completed
@@ -670,10 +670,10 @@ func (w *simWorld) advance(i int, mv simMove) {
 // step records a move of the true history with the oracle.
 func (w *simWorld) step(id string, om oracle.Move) {
 	for _, g := range w.moves {
-		// (A lifecycle event sets no card value: its order in its second cannot be told even
-		// among its own item's moves, and its automation reaches the family.)
-		other := g.Item != id || g.Move.Lifecycle != "" || om.Lifecycle != ""
-		w.crossAmbiguous = w.crossAmbiguous || (other && g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
+		// In a family, moves of one second cannot be ordered from GitHub's reports — of
+		// different items, lifecycle events, or one item's moves that chain in more than one
+		// order — and automation differs with the order.
+		w.orderAmbiguous = w.orderAmbiguous || (g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
 	}
 	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
 	w.or.Step(id, om)
@@ -831,7 +831,7 @@ func (w *simWorld) appWrite(id, state string) {
 // (A legal value set by automation the app has not judged its cause of yet is no move
 // anyone made on the board: writing the older legal value over an illegal one is no harm.)
 func (w *simWorld) checkWrite(id, before, state string) {
-	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) && !w.crossAmbiguous && !w.or.LegalByAutomation(id) {
+	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) && !w.orderAmbiguous && !w.or.LegalByAutomation(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
 }
