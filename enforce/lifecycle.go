@@ -62,31 +62,79 @@ func (a *Automation) lifecycleTarget(kind, to, legal string) (string, bool) {
 
 // ProcessLifecycle takes a lifecycle event into the history of each item of the issues it
 // concerns, as a report of its actor's move at its time (lifecyclemoves.go), and walks them:
-// the event is judged in its place among the card's changes.
+// the event is judged in its place among the card's changes. The reports are recorded all at
+// once, the first time; a retry of the job (it waits for their proof) finds them in the store
+// and asks GitHub nothing more.
 func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
 	a := e.auto
 	if !a.machine.Automation().LifecycleSync {
 		return Result{Verdict: VerdictIgnored, Reason: "lifecycle sync is off"}, nil
 	}
-	issues := []IssueRef{{Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number}}
-	if ev.Kind == LifecyclePRMerged {
+	var reports []Observation
+	if ev.DeliveryID != "" {
 		var err error
-		issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number)
-		if errors.Is(err, ErrNotFound) {
-			return a.gone(ctx, ev, fmt.Sprintf("pull request %s/%s#%d", ev.Owner, ev.Repo, ev.Number)), nil
-		} else if err != nil {
-			return Result{}, err
+		if reports, err = e.store().EventReports(ctx, ev.DeliveryID); err != nil {
+			return Result{}, fmt.Errorf("load the reports of event %s: %w", ev.DeliveryID, err)
+		}
+	}
+	archived := 0
+	if len(reports) == 0 {
+		var res *Result
+		var err error
+		reports, archived, res, err = e.eventReports(ctx, b, ev)
+		if err != nil || res != nil {
+			return derefResult(res), err
+		}
+		if err := e.store().RecordEvent(ctx, reports); err != nil {
+			return Result{}, fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
 		}
 	}
 	var results []Result
-	archived := 0
+	for _, o := range reports {
+		ch := Change{DeliveryID: o.DeliveryID, InstallationID: ev.InstallationID, ItemID: o.ItemID, Owner: ev.Owner,
+			ContentType: ContentIssue, To: o.To, Actor: o.Actor, At: o.At, Lifecycle: o.Lifecycle, Cause: o.Reason}
+		ictx := zerolog.Ctx(ctx).With().Str("item", o.ItemID).Logger().WithContext(ctx)
+		if _, err := e.Observe(ictx, ch); err != nil { // on the proof's waiting list
+			return Result{}, err
+		}
+		res, err := e.ProcessChange(ictx, b, ch)
+		if err != nil {
+			return Result{}, err
+		}
+		results = append(results, res)
+	}
+	return lifecycleResult(results, archived), nil
+}
+
+func derefResult(r *Result) Result {
+	if r == nil {
+		return Result{}
+	}
+	return *r
+}
+
+// eventReports reads the items of the issues an event concerns and makes its report of each
+// enforced one; res is set when there is nothing to report (a gone pull request).
+func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (reports []Observation, archived int, res *Result, err error) {
+	a := e.auto
+	issues := []IssueRef{{Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number}}
+	if ev.Kind == LifecyclePRMerged {
+		issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number)
+		if errors.Is(err, ErrNotFound) {
+			r := a.gone(ctx, ev, fmt.Sprintf("pull request %s/%s#%d", ev.Owner, ev.Repo, ev.Number))
+			return nil, 0, &r, nil
+		} else if err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	now := e.now()
 	for _, ref := range issues {
 		items, err := b.IssueItems(ctx, ref.Owner, ref.Repo, ref.Number)
 		if errors.Is(err, ErrNotFound) {
 			a.gone(ctx, ev, fmt.Sprintf("issue %s/%s#%d", ref.Owner, ref.Repo, ref.Number))
 			continue
 		} else if err != nil {
-			return Result{}, err
+			return nil, 0, nil, err
 		}
 		for _, it := range items {
 			if !a.enforced(it) {
@@ -98,21 +146,16 @@ func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) 
 				zerolog.Ctx(ctx).Info().Str("item", it.ID).Int("issue", it.Number).Str("kind", ev.Kind).Msg("lifecycle sync skips an archived item")
 				continue
 			}
-			ch := Change{DeliveryID: eventDelivery(ev.DeliveryID, it.ID), InstallationID: ev.InstallationID, ItemID: it.ID,
-				ProjectID: it.ProjectID, ProjectNumber: it.ProjectNumber, Owner: it.Owner, ContentType: it.ContentType,
-				To: a.eventTarget(ev.Kind, ev.StateReason), Actor: ev.Actor, At: ev.At, Lifecycle: ev.Kind, Cause: ev.cause()}
-			ictx := zerolog.Ctx(ctx).With().Str("item", it.ID).Logger().WithContext(ctx)
-			if _, err := e.Observe(ictx, ch); err != nil {
-				return Result{}, err
+			at := ev.At
+			if at.IsZero() {
+				at = now
 			}
-			res, err := e.ProcessChange(ictx, b, ch)
-			if err != nil {
-				return Result{}, err
-			}
-			results = append(results, res)
+			reports = append(reports, Observation{DeliveryID: eventDelivery(ev.DeliveryID, it.ID), ItemID: it.ID,
+				To: a.eventTarget(ev.Kind, ev.StateReason), Actor: ev.Actor, At: at, ReceivedAt: now, Lifecycle: ev.Kind,
+				Reason: ev.cause()})
 		}
 	}
-	return lifecycleResult(results, archived), nil
+	return reports, archived, nil, nil
 }
 
 // cause says what the event was, in words (the audit's cause of the move it makes).

@@ -233,6 +233,32 @@ func (m *memStore) RecordObservation(_ context.Context, o Observation) (bool, er
 	return true, nil
 }
 
+func (m *memStore) RecordEvent(_ context.Context, reports []Observation) error {
+	if err := m.call("RecordEvent"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range reports {
+		if _, ok := m.obs[o.DeliveryID]; ok {
+			continue
+		}
+		o.Status = ObservationPending
+		m.obs[o.DeliveryID] = o
+		m.order = append(m.order, o.DeliveryID)
+	}
+	return nil
+}
+
+func (m *memStore) EventReports(_ context.Context, delivery string) ([]Observation, error) {
+	if err := m.call("EventReports"); err != nil {
+		return nil, err
+	}
+	out := m.list(func(o Observation) bool { return strings.HasPrefix(o.DeliveryID, delivery+"#") })
+	slices.SortFunc(out, func(a, b Observation) int { return strings.Compare(a.DeliveryID, b.DeliveryID) })
+	return out, nil
+}
+
 func (m *memStore) PendingObservations(_ context.Context, itemID string) ([]Observation, error) {
 	if err := m.call("PendingObservations"); err != nil {
 		return nil, err

@@ -75,6 +75,11 @@ type Store interface {
 	// RecordObservation records a reported change as pending, once per delivery; false when
 	// the delivery was recorded before.
 	RecordObservation(ctx context.Context, o Observation) (bool, error)
+	// RecordEvent records a lifecycle event's reports of its items (one per item, each
+	// delivery id "<event delivery>#<item id>") as pending, all or none; EventReports lists
+	// them (none when the event was not recorded).
+	RecordEvent(ctx context.Context, reports []Observation) error
+	EventReports(ctx context.Context, delivery string) ([]Observation, error)
 	// PendingObservations lists an item's reports not judged yet, in arrival order.
 	PendingObservations(ctx context.Context, itemID string) ([]Observation, error)
 	// GetObservation loads one report by delivery id.

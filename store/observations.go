@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/ralph-gate/ralph-gate/enforce"
+	"strings"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
 const observationCols = `delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status,
@@ -35,6 +37,42 @@ func (s *Store) RecordObservation(ctx context.Context, o enforce.Observation) (b
 		return false, fmt.Errorf("store: record observation %q: %w", o.DeliveryID, err)
 	}
 	return affectedOne(res, "record observation "+o.DeliveryID)
+}
+
+// RecordEvent records a lifecycle event's reports of its items as pending, in one transaction:
+// all or none (a retry of the event finds every item it concerns, or reads them again).
+func (s *Store) RecordEvent(ctx context.Context, reports []enforce.Observation) error {
+	if s.tx {
+		return s.recordEvent(ctx, reports)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: record event: begin: %w", err)
+	}
+	if err := s.inTx(tx).recordEvent(ctx, reports); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: record event: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) recordEvent(ctx context.Context, reports []enforce.Observation) error {
+	for _, o := range reports {
+		if _, err := s.RecordObservation(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventReports lists the reports a lifecycle event's delivery recorded, one per item
+// ("<delivery>#<item id>"), in delivery id order.
+func (s *Store) EventReports(ctx context.Context, delivery string) ([]enforce.Observation, error) {
+	prefix := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(delivery) + "#%"
+	return s.observations(ctx, `WHERE delivery_id LIKE ? ESCAPE '\' ORDER BY delivery_id`, prefix)
 }
 
 // PendingObservations lists an item's reports not judged yet, in the order they arrived.

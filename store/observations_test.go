@@ -143,6 +143,39 @@ func TestLifecycleObservations(t *testing.T) {
 	})
 }
 
+// A lifecycle event's reports are recorded all at once and found again by the event's delivery
+// (a delivery id's LIKE wildcards match only themselves).
+func TestEventReports(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		report := func(delivery, item string) enforce.Observation {
+			return enforce.Observation{DeliveryID: delivery + "#" + item, ItemID: item, To: "Done", Actor: "alice", At: at(0), ReceivedAt: at(0),
+				Lifecycle: enforce.LifecycleIssueClosed, Reason: "issue closed by alice"}
+		}
+		if err := s.RecordEvent(ctx, []enforce.Observation{report("d_1%", "PVTI_2"), report("d_1%", "PVTI_1")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordEvent(ctx, []enforce.Observation{report("dx1z", "PVTI_3"), report("d_1%", "PVTI_1")}); err != nil {
+			t.Fatal(err) // a retry records nothing twice
+		}
+		got, err := s.EventReports(ctx, "d_1%")
+		if err != nil || len(got) != 2 || got[0].ItemID != "PVTI_1" || got[1].ItemID != "PVTI_2" || got[0].Status != enforce.ObservationPending ||
+			got[0].Lifecycle != enforce.LifecycleIssueClosed || got[0].Reason != "issue closed by alice" {
+			t.Fatalf("reports %+v, %v", got, err)
+		}
+		if got, err := s.EventReports(ctx, "d_1"); err != nil || len(got) != 0 {
+			t.Fatalf("a prefix matched: %+v, %v", got, err)
+		}
+		if got, err := s.EventReports(ctx, "d_"); err != nil || len(got) != 0 {
+			t.Fatalf("a wildcard matched: %+v, %v", got, err)
+		}
+		if got, err := s.EventReports(ctx, "dx1z"); err != nil || len(got) != 1 {
+			t.Fatalf("reports of dx1z %+v, %v", got, err)
+		}
+	})
+}
+
 func TestLegalStateAt(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
