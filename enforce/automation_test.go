@@ -585,8 +585,7 @@ func TestCascadeOntoAnUnreportedChange(t *testing.T) {
 	h.adoptAll("P", "C")
 	driftTo(h.board, "C", "Ready for Plan", h.now.Add(time.Second)) // reported by nobody
 	h.now = h.now.Add(2 * time.Second)
-	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	h.drain()
+	h.processDone(h.board.move("P", "alice", "In Progress", h.now))
 	rec := h.record("C")
 	es := h.audit("C")
 	if rec.LastLegalState != "In Progress" || len(es) != 3 || es[1].Actor != DriftActor || es[2].Verdict != VerdictAutomated {
@@ -621,8 +620,7 @@ func TestUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
 	h.adoptAll("P", "C")
 	driftTo(h.board, "C", "Ready for Plan", h.now.Add(time.Second)) // reported by nobody
 	h.now = h.now.Add(2 * time.Second)
-	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	h.drain()
+	h.processDone(h.board.move("P", "alice", "In Progress", h.now))
 	h.now = h.now.Add(time.Hour)
 	if _, err := h.svc.Enforcer.walk(bg, h.board, "C", ""); err != nil {
 		t.Fatal(err)
