@@ -26,7 +26,7 @@ type Observation struct {
 	// Event marks a close or a reopen of the item's issue, or a merge that closes it: its
 	// actor's move, whose state is decided from the legal state when it is judged. It sets no
 	// value on the card (From and To are no card values): it takes its place in the history by
-	// its time alone, after every card report made before it.
+	// its time alone, after every card report made before it or in its second.
 	Event bool
 	// Closes: the event closes the issue (a close, a merge); else it reopens it. Events of one
 	// second are ordered so that the last leaves the issue as it is now.
@@ -190,7 +190,10 @@ func Sequence(in SequenceInput) Action {
 		switch {
 		case !in.covers(h, ev.At, ev.Received):
 			later = sortedPending(append(later, ev))
-		case !anyBefore(covered, ev.At):
+		case !anyBefore(covered, ev.At.Add(clockResolution)):
+			// (Card reports of its own second first: a move of the card and a close of one
+			// second cannot be ordered from GitHub's reports, and this order is the one a
+			// person who moves the card and then closes the issue makes.)
 			return Action{Kind: ActJudge, Obs: ev, From: h.Observed, Why: "next in the item's history: its issue's lifecycle"}
 		}
 	}
