@@ -251,7 +251,7 @@ func (a *App) routes() http.Handler {
 	dispatcher := githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{
 			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
-			&handlers.Issues{Scope: scope, Queue: a.queue},
+			&handlers.Issues{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
 			&handlers.PullRequest{Scope: scope, Queue: a.queue},
 		},
 		a.cfg.GitHub.App.WebhookSecret,

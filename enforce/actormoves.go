@@ -67,7 +67,12 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 		return errUnsettled{why: fmt.Sprintf("#%d shows %s, a change not judged yet", it.Number, orNoState(it.State))}
 	}
 	var member groupUnsettled
-	// (Reports of relatives from the move's own second count: the move is made after them.)
+	// (Reports from the move's own second count: the move is made after them.)
+	if err := a.issueEventBefore(ctx, it, at.Add(time.Second)); errors.As(err, &member) {
+		return errUnsettled{why: fmt.Sprintf("#%d: a close or reopen of it is still being judged", it.Number)}
+	} else if err != nil {
+		return err
+	}
 	if err := a.relativesUnsettled(ctx, b, it, at.Add(time.Second)); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: a change of #%d, a relative, made before is still being judged", it.Number, member.number)}
 	} else if err != nil {

@@ -735,6 +735,12 @@ func faultsOf(mv simMove) string {
 // (the app's own writes too: every report takes its place in its item's history).
 func (w *simWorld) deliver(d *simDelivery) {
 	if d.ev != nil {
+		// The intake records a close or reopen as a report of its issue before GitHub is
+		// answered (a failure: GitHub lists the delivery as failed).
+		if err := w.svc.Enforcer.ObserveEvent(context.Background(), *d.ev); err != nil {
+			w.trace("intake of %s failed: %v", d.id, err)
+			return
+		}
 		d.delivered = true
 		w.trace("delivered %s", d.id)
 		if w.queued[d.id] {

@@ -85,7 +85,7 @@ func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) 
 		if err != nil || res != nil {
 			return derefResult(res), err
 		}
-		if err := e.store().RecordEvent(ctx, reports); err != nil {
+		if err := e.store().RecordEvent(ctx, ev.DeliveryID, reports); err != nil {
 			return Result{}, fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
 		}
 	}
@@ -122,7 +122,7 @@ func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (rep
 		issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number)
 		if errors.Is(err, ErrNotFound) {
 			r := a.gone(ctx, ev, fmt.Sprintf("pull request %s/%s#%d", ev.Owner, ev.Repo, ev.Number))
-			return nil, 0, &r, nil
+			return nil, 0, &r, e.store().RecordEvent(ctx, ev.DeliveryID, nil)
 		} else if err != nil {
 			return nil, 0, nil, err
 		}
@@ -169,6 +169,32 @@ func (ev Lifecycle) cause() string {
 	}
 	return why
 }
+
+// ObserveEvent records a close or a reopen at intake, before GitHub is answered, as a report of
+// its issue (issueKey) waiting until the event's job has recorded it for each of the issue's
+// items: a step of one of them made after it waits for it (a redelivery sweep's proof says the
+// event arrived, not that its job has read the items yet). A merge's issues are known only from
+// GitHub: its job records them, and the close GitHub makes of each issue is recorded here.
+func (e *Enforcer) ObserveEvent(ctx context.Context, ev Lifecycle) error {
+	if ev.Kind == LifecyclePRMerged || ev.DeliveryID == "" {
+		return nil
+	}
+	now := e.now()
+	at := ev.At
+	if at.IsZero() {
+		at = now
+	}
+	_, err := e.store().RecordObservation(ctx, Observation{DeliveryID: ev.DeliveryID, ItemID: issueKey(ev.Owner+"/"+ev.Repo, ev.Number),
+		Actor: ev.Actor, At: at, ReceivedAt: now, Lifecycle: ev.Kind, Reason: ev.cause()})
+	if err != nil {
+		return fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
+	}
+	return nil
+}
+
+// issueKey names an issue (repo: owner/name) where the store keeps items: the reports of an
+// event not yet recorded for the issue's items are kept under it.
+func issueKey(repo string, number int) string { return fmt.Sprintf("issue:%s#%d", repo, number) }
 
 // eventDelivery names a lifecycle event's report of one item (an issue may be on several
 // projects, a merge close several issues); eventOf takes the event's delivery back.

@@ -233,12 +233,16 @@ func (m *memStore) RecordObservation(_ context.Context, o Observation) (bool, er
 	return true, nil
 }
 
-func (m *memStore) RecordEvent(_ context.Context, reports []Observation) error {
+func (m *memStore) RecordEvent(_ context.Context, delivery string, reports []Observation) error {
 	if err := m.call("RecordEvent"); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if o, ok := m.obs[delivery]; ok && o.Status == ObservationPending {
+		o.Status, o.Verdict, o.Reason = ObservationIgnored, VerdictIgnored, "recorded for its items"
+		m.obs[delivery] = o
+	}
 	for _, o := range reports {
 		if _, ok := m.obs[o.DeliveryID]; ok {
 			continue

@@ -76,9 +76,10 @@ type Store interface {
 	// the delivery was recorded before.
 	RecordObservation(ctx context.Context, o Observation) (bool, error)
 	// RecordEvent records a lifecycle event's reports of its items (one per item, each
-	// delivery id "<event delivery>#<item id>") as pending, all or none; EventReports lists
-	// them (none when the event was not recorded).
-	RecordEvent(ctx context.Context, reports []Observation) error
+	// delivery id "<event delivery>#<item id>") as pending, and settles the event's own report
+	// of its issue (delivery: recorded at intake), all or none; EventReports lists them (none
+	// when the event was not recorded).
+	RecordEvent(ctx context.Context, delivery string, reports []Observation) error
 	EventReports(ctx context.Context, delivery string) ([]Observation, error)
 	// PendingObservations lists an item's reports not judged yet, in arrival order.
 	PendingObservations(ctx context.Context, itemID string) ([]Observation, error)

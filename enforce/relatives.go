@@ -29,9 +29,31 @@ func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Actio
 }
 
 // awaitRelatives returns a groupUnsettled naming a relative whose history before `at` is still
-// being judged, or nil.
+// being judged, or the item itself while a close or reopen of its issue made before `at` is not
+// recorded for it yet (ObserveEvent; the event's job walks the item once it is), or nil.
 func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) error {
+	if err := e.issueEventBefore(ctx, w.it, at); err != nil {
+		return err
+	}
 	return e.relativesUnsettled(ctx, w.board, w.it, at)
+}
+
+// issueEventBefore returns a groupUnsettled naming the item while a close or reopen of its
+// issue made before `at` waits for its job to record it for the issue's items.
+func (c *core) issueEventBefore(ctx context.Context, it Item, at time.Time) error {
+	if at.IsZero() || it.ContentType != ContentIssue || it.Repo == "" {
+		return nil
+	}
+	events, err := c.store().PendingObservations(ctx, issueKey(it.Repo, it.Number))
+	if err != nil {
+		return fmt.Errorf("load the events of #%d waiting: %w", it.Number, err)
+	}
+	for _, o := range events {
+		if o.At.Before(at) {
+			return groupUnsettled{member: it.ID, number: it.Number}
+		}
+	}
+	return nil
 }
 
 // relativesUnsettled returns a groupUnsettled naming a relative of it whose history before `at`
@@ -59,7 +81,9 @@ func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, at t
 	if len(waiting) == 0 {
 		return nil
 	}
-	return c.eachRelative(ctx, b, it, func(r Relative) (bool, error) { return waiting[r.ItemID], nil })
+	return c.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
+		return waiting[r.ItemID] || waiting[issueKey(r.Repo, r.Number)], nil // (an event of its issue not recorded yet)
+	})
 }
 
 // eachRelative visits the item's relatives as far as automation reaches — its ancestors, then

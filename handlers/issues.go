@@ -14,6 +14,14 @@ import (
 type Issues struct {
 	Scope Scope
 	Queue Enqueuer
+	// History records the event as a report of its issue before GitHub is answered
+	// (enforce.Enforcer.ObserveEvent); nil: not recorded.
+	History EventRecorder
+}
+
+// EventRecorder records a close or a reopen at intake (enforce.Enforcer.ObserveEvent).
+type EventRecorder interface {
+	ObserveEvent(ctx context.Context, ev enforce.Lifecycle) error
 }
 
 // Handles implements githubapp.EventHandler.
@@ -45,6 +53,11 @@ func (h *Issues) Handle(ctx context.Context, _, deliveryID string, data []byte) 
 		DeliveryID: deliveryID, InstallationID: ev.InstallationID, Kind: kind,
 		Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number,
 		StateReason: ev.StateReason, Actor: ev.Sender, At: ev.At,
+	}
+	if h.History != nil {
+		if err := h.History.ObserveEvent(logger.WithContext(ctx), lc); err != nil {
+			return fmt.Errorf("record lifecycle: %w", err)
+		}
 	}
 	if err := h.Queue.EnqueueLifecycle(logger.WithContext(ctx), lc); err != nil {
 		return fmt.Errorf("enqueue lifecycle: %w", err)

@@ -39,17 +39,18 @@ func (s *Store) RecordObservation(ctx context.Context, o enforce.Observation) (b
 	return affectedOne(res, "record observation "+o.DeliveryID)
 }
 
-// RecordEvent records a lifecycle event's reports of its items as pending, in one transaction:
-// all or none (a retry of the event finds every item it concerns, or reads them again).
-func (s *Store) RecordEvent(ctx context.Context, reports []enforce.Observation) error {
+// RecordEvent records a lifecycle event's reports of its items as pending and settles the
+// event's report of its issue (recorded at intake), in one transaction: all or none (a retry of
+// the event finds every item it concerns, or reads them again).
+func (s *Store) RecordEvent(ctx context.Context, delivery string, reports []enforce.Observation) error {
 	if s.tx {
-		return s.recordEvent(ctx, reports)
+		return s.recordEvent(ctx, delivery, reports)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: record event: begin: %w", err)
 	}
-	if err := s.inTx(tx).recordEvent(ctx, reports); err != nil {
+	if err := s.inTx(tx).recordEvent(ctx, delivery, reports); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -59,11 +60,16 @@ func (s *Store) RecordEvent(ctx context.Context, reports []enforce.Observation) 
 	return nil
 }
 
-func (s *Store) recordEvent(ctx context.Context, reports []enforce.Observation) error {
+func (s *Store) recordEvent(ctx context.Context, delivery string, reports []enforce.Observation) error {
 	for _, o := range reports {
 		if _, err := s.RecordObservation(ctx, o); err != nil {
 			return err
 		}
+	}
+	if _, err := s.exec(ctx, `UPDATE observations SET status = ?, verdict = ?, reason = ? WHERE delivery_id = ? AND status = ?`,
+		string(enforce.ObservationIgnored), string(enforce.VerdictIgnored), "recorded for its items", delivery,
+		string(enforce.ObservationPending)); err != nil {
+		return fmt.Errorf("store: settle event %q: %w", delivery, err)
 	}
 	return nil
 }

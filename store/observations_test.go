@@ -153,11 +153,20 @@ func TestEventReports(t *testing.T) {
 			return enforce.Observation{DeliveryID: delivery + "#" + item, ItemID: item, To: "Done", Actor: "alice", At: at(0), ReceivedAt: at(0),
 				Lifecycle: enforce.LifecycleIssueClosed, Reason: "issue closed by alice"}
 		}
-		if err := s.RecordEvent(ctx, []enforce.Observation{report("d_1%", "PVTI_2"), report("d_1%", "PVTI_1")}); err != nil {
+		// The event's report of its issue, recorded at intake, is settled with them.
+		intake := enforce.Observation{DeliveryID: "d_1%", ItemID: "issue:acme/app#7", Actor: "alice", At: at(0), ReceivedAt: at(0),
+			Lifecycle: enforce.LifecycleIssueClosed}
+		if _, err := s.RecordObservation(ctx, intake); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.RecordEvent(ctx, []enforce.Observation{report("dx1z", "PVTI_3"), report("d_1%", "PVTI_1")}); err != nil {
+		if err := s.RecordEvent(ctx, "d_1%", []enforce.Observation{report("d_1%", "PVTI_2"), report("d_1%", "PVTI_1")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordEvent(ctx, "dx1z", []enforce.Observation{report("dx1z", "PVTI_3"), report("d_1%", "PVTI_1")}); err != nil {
 			t.Fatal(err) // a retry records nothing twice
+		}
+		if o, err := s.GetObservation(ctx, "d_1%"); err != nil || o.Status != enforce.ObservationIgnored {
+			t.Fatalf("the intake's report %+v, %v; want settled", o, err)
 		}
 		got, err := s.EventReports(ctx, "d_1%")
 		if err != nil || len(got) != 2 || got[0].ItemID != "PVTI_1" || got[1].ItemID != "PVTI_2" || got[0].Status != enforce.ObservationPending ||
