@@ -44,6 +44,17 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	if err != nil {
 		return fmt.Errorf("load reports of item %s: %w", it.ID, err)
 	}
+	if it.ContentType == ContentIssue && it.ContentID != "" {
+		// The issue open or closed otherwise than its history left it: a close or reopen no
+		// report has told of yet (its webhook late, or lost).
+		last, found, err := a.store().LastEvent(ctx, it.ID)
+		if err != nil {
+			return fmt.Errorf("load the last close or reopen of #%d: %w", it.Number, err)
+		}
+		if found && eventLeftClosed(last) == it.Open {
+			return errUnsettled{why: fmt.Sprintf("#%d is %s, and ralph-gate has not judged the change yet", it.Number, map[bool]string{true: "open", false: "closed"}[it.Open])}
+		}
+	}
 	if it.ContentType == ContentIssue && it.ContentID != "" && a.closedShort(it.Open, rec.LastLegalState) {
 		return errUnsettled{why: fmt.Sprintf("#%d is closed, and ralph-gate has not judged a close that leaves it in %s", it.Number, orNoState(rec.LastLegalState))}
 	}
@@ -93,6 +104,14 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 		return err
 	}
 	return nil
+}
+
+// eventLeftClosed reports whether a close or reopen taken into an item's history left its issue
+// closed: a close that stood (allowed, or nothing to move), or a reopen that was refused (the
+// issue closed again).
+func eventLeftClosed(o Observation) bool {
+	refused := o.Verdict == VerdictReverted
+	return (o.Lifecycle == LifecycleIssueClosed) != refused
 }
 
 // closedShort reports whether an issue is closed while its item's legal state is not where a

@@ -398,6 +398,22 @@ func (m *memStore) LaterEvent(_ context.Context, ev Observation) (bool, error) {
 	return false, nil
 }
 
+func (m *memStore) LastEvent(_ context.Context, id string) (Observation, bool, error) {
+	if err := m.call("LastEvent"); err != nil {
+		return Observation{}, false, err
+	}
+	var last Observation
+	found := false
+	for _, o := range m.list(func(o Observation) bool {
+		return o.ItemID == id && o.Status != ObservationPending && (o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecycleIssueReopened)
+	}) {
+		if !found || o.At.After(last.At) || (o.At.Equal(last.At) && o.JudgedAt.After(last.JudgedAt)) {
+			last, found = o, true
+		}
+	}
+	return last, found, nil
+}
+
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
 	if err := m.call("LegalStateAt"); err != nil {
 		return "", false, err

@@ -104,6 +104,9 @@ type Store interface {
 	// judged made later, or of the same second and judged after o (events of one second are
 	// judged in the order policy.Sequence gives them).
 	LaterEvent(ctx context.Context, o Observation) (bool, error)
+	// LastEvent is the item's last close or reopen taken into its history (judged or
+	// ignored); found is false when it has none.
+	LastEvent(ctx context.Context, itemID string) (o Observation, found bool, err error)
 	// PendingItemsBefore lists the items other than except whose history before t is not
 	// settled: a report made before t by anyone but exceptActor not judged yet, or a step made
 	// by t (its second included) whose automation has not run.

@@ -238,6 +238,21 @@ func (s *Store) LaterEvent(ctx context.Context, o enforce.Observation) (bool, er
 	return n > 0, nil
 }
 
+// LastEvent is the item's last close or reopen taken into its history (judged or ignored), by
+// time and then by when it was judged.
+func (s *Store) LastEvent(ctx context.Context, itemID string) (enforce.Observation, bool, error) {
+	o, err := scanObservation(s.queryRow(ctx, `SELECT `+observationCols+` FROM observations WHERE item_id = ? AND lifecycle IN (?, ?)
+		AND status <> ? ORDER BY at DESC, judged_at DESC, delivery_id DESC LIMIT 1`,
+		itemID, enforce.LifecycleIssueClosed, enforce.LifecycleIssueReopened, string(enforce.ObservationPending)))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return enforce.Observation{}, false, nil
+	case err != nil:
+		return enforce.Observation{}, false, fmt.Errorf("store: last lifecycle event of %q: %w", itemID, err)
+	}
+	return o, true, nil
+}
+
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged
 // history: the state the first step judged at or after t left (each records the legal state it
 // was judged from), or the item's current legal state when none was. Steps of the same second

@@ -140,6 +140,14 @@ func TestLifecycleObservations(t *testing.T) {
 		later(true) // waiting, of the same second
 		judged.At = at(-time.Second)
 		later(true) // of a later second
+		// The last close or reopen taken into the history: the judged reopen (the one waiting
+		// and the merge are not).
+		if last, found, err := s.LastEvent(ctx, "PVTI_1"); err != nil || !found || last.DeliveryID != "d-11#PVTI_1" {
+			t.Fatalf("last event %+v %v, %v; want d-11#PVTI_1", last, found, err)
+		}
+		if _, found, err := s.LastEvent(ctx, "PVTI_9"); err != nil || found {
+			t.Fatalf("an item without events has a last one: %v, %v", found, err)
+		}
 	})
 }
 
