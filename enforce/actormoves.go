@@ -17,9 +17,9 @@ import (
 // item's history like a reported one:
 //   - it is judged at once, when the history before it is: no report of the item or of a
 //     relative made before it is still waiting, neither its card nor a relative's shows a value
-//     no report has told of yet, its issue is not closed short of where a close leaves it, and
-//     no write or automation of the item is still owed (unsettledBefore); until then it is
-//     refused as busy;
+//     no report has told of yet, no issue of theirs is open or closed otherwise than its history
+//     left it, and no write or automation of the item is still owed (unsettledBefore); until then
+//     it is refused as busy;
 //   - it is recorded before it is written, journaled as a revert is, with its automation owed
 //     in the record (makeStep): a crash after the record leaves the write and the automation to
 //     the item's walk, and the move stands.
@@ -34,48 +34,11 @@ func (e errUnsettled) Error() string { return e.why }
 // (whole seconds; reports of that second count) is still being judged, or the item still owes
 // a write or automation; walkSoon is asked to finish what the item owes.
 func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec Record, at time.Time) error {
-	if rec.RevertPending != "" || rec.AutomateState != "" {
-		if a.walkSoon != nil {
-			a.walkSoon(ctx, b, it)
+	if why, err := a.itemUnsettled(ctx, b, it, rec, at); err != nil || why != "" {
+		if err == nil {
+			err = errUnsettled{why: fmt.Sprintf("#%d: %s", it.Number, why)}
 		}
-		return errUnsettled{why: fmt.Sprintf("#%d: a write or automation of its last step is still being made", it.Number)}
-	}
-	pending, err := a.store().PendingObservations(ctx, it.ID)
-	if err != nil {
-		return fmt.Errorf("load reports of item %s: %w", it.ID, err)
-	}
-	if it.ContentType == ContentIssue && it.ContentID != "" {
-		// The issue open or closed otherwise than its history left it: a close or reopen no
-		// report has told of yet (its webhook late, or lost).
-		last, found, err := a.store().LastEvent(ctx, it.ID)
-		if err != nil {
-			return fmt.Errorf("load the last close or reopen of #%d: %w", it.Number, err)
-		}
-		if found && eventLeftClosed(last) == it.Open {
-			return errUnsettled{why: fmt.Sprintf("#%d is %s, and ralph-gate has not judged the change yet", it.Number, map[bool]string{true: "open", false: "closed"}[it.Open])}
-		}
-	}
-	if it.ContentType == ContentIssue && it.ContentID != "" && a.closedShort(it.Open, rec.LastLegalState) {
-		return errUnsettled{why: fmt.Sprintf("#%d is closed, and ralph-gate has not judged a close that leaves it in %s", it.Number, orNoState(rec.LastLegalState))}
-	}
-	others := 0
-	for _, o := range pending {
-		if o.Actor == a.opts.AppLogin {
-			continue
-		}
-		others++
-		if !o.At.After(at) {
-			return errUnsettled{why: fmt.Sprintf("#%d: a change made before is still being judged", it.Number)}
-		}
-	}
-	if others == 0 && rec.known() && (it.State != rec.ObservedState ||
-		(!rec.ObservedAt.IsZero() && it.StateUpdatedAt.After(rec.ObservedAt))) {
-		// (The same value set again since: a round trip no report has told of yet.)
-		// A change no report has told of yet (late, or lost: the sweep redelivers it).
-		if a.walkSoon != nil {
-			a.walkSoon(ctx, b, it)
-		}
-		return errUnsettled{why: fmt.Sprintf("#%d shows %s, a change not judged yet", it.Number, orNoState(it.State))}
+		return err
 	}
 	var member groupUnsettled
 	// (Reports from the move's own second count: the move is made after them.)
@@ -89,15 +52,21 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	} else if err != nil {
 		return err
 	}
-	// A relative's card showing a value its history has not reached: a change no report told of
-	// yet (or a write of ours still on its way), whose automation may reach this item.
 	if it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
 		return nil
 	}
+	// A relative showing a change its history has not reached (or a write of ours still on
+	// its way), whose automation may reach this item.
 	if err := a.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
 		rec, found, err := a.items.load(ctx, r.ItemID)
-		return found && rec.known() && (r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
-			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) || a.closedShort(r.Open, rec.LastLegalState)), err
+		if err != nil || !found || !rec.known() {
+			return false, err
+		}
+		if r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
+			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) {
+			return true, nil
+		}
+		return a.issueUnjudged(ctx, r.ItemID, r.Open, rec.LastLegalState)
 	}); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
 	} else if err != nil {
@@ -106,20 +75,67 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	return nil
 }
 
+// itemUnsettled says why the item's own history before `at` is not settled ("" when it is).
+func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Record, at time.Time) (string, error) {
+	if rec.RevertPending != "" || rec.AutomateState != "" {
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, it)
+		}
+		return "a write or automation of its last step is still being made", nil
+	}
+	if it.ContentType == ContentIssue && it.ContentID != "" {
+		if unjudged, err := a.issueUnjudged(ctx, it.ID, it.Open, rec.LastLegalState); err != nil || unjudged {
+			return map[bool]string{true: "it is open", false: "it is closed"}[it.Open] + ", and ralph-gate has not judged that change yet", err
+		}
+	}
+	pending, err := a.store().PendingObservations(ctx, it.ID)
+	if err != nil {
+		return "", fmt.Errorf("load reports of item %s: %w", it.ID, err)
+	}
+	others := 0
+	for _, o := range pending {
+		if o.Actor == a.opts.AppLogin {
+			continue
+		}
+		others++
+		if !o.At.After(at) {
+			return "a change made before is still being judged", nil
+		}
+	}
+	// A change no report has told of yet (late, or lost: the sweep redelivers it): another
+	// value, or the same one set again since (a round trip).
+	if others == 0 && rec.known() && (it.State != rec.ObservedState ||
+		(!rec.ObservedAt.IsZero() && it.StateUpdatedAt.After(rec.ObservedAt))) {
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, it)
+		}
+		return fmt.Sprintf("it shows %s, a change not judged yet", orNoState(it.State)), nil
+	}
+	return "", nil
+}
+
+// issueUnjudged reports whether an item's issue is open or closed otherwise than its history
+// left it: a close or reopen no report has told of yet (its webhook late, or lost). With no
+// close or reopen in its history, a closed issue whose legal state is not where a close leaves
+// it (Done, Canceled) is one.
+func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, legal string) (bool, error) {
+	last, found, err := a.store().LastEvent(ctx, itemID)
+	if err != nil {
+		return false, fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
+	}
+	if found {
+		return eventLeftClosed(last) == open, nil
+	}
+	st := a.opts.States
+	return !open && legal != st.Done && legal != st.Canceled, nil
+}
+
 // eventLeftClosed reports whether a close or reopen taken into an item's history left its issue
 // closed: a close that stood (allowed, or nothing to move), or a reopen that was refused (the
 // issue closed again).
 func eventLeftClosed(o Observation) bool {
 	refused := o.Verdict == VerdictReverted
 	return (o.Lifecycle == LifecycleIssueClosed) != refused
-}
-
-// closedShort reports whether an issue is closed while its item's legal state is not where a
-// close leaves it (Done, Canceled): a close not judged yet (its webhook late, or lost: the sweep
-// redelivers it), or a card moved since by someone who may.
-func (a *Automation) closedShort(open bool, legal string) bool {
-	st := a.opts.States
-	return !open && legal != st.Done && legal != st.Canceled
 }
 
 // actorStep is a move the app makes for its actor, judged allowed: it becomes a step of the

@@ -3,6 +3,7 @@ package enforce
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A close or a reopen is its actor's move: an agent's close of an item in Ready for Plan (a
@@ -67,5 +68,40 @@ func TestLifecycleMovesAreJudgedAsTheirActors(t *testing.T) {
 	done := Lifecycle{DeliveryID: "close-C", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 9, StateReason: "completed", Actor: "alice"}
 	if res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, done); err != nil || res.Verdict != VerdictAllowed || h.state("C") != "Done" {
 		t.Fatalf("%+v %v: C is %q", res, err, h.state("C"))
+	}
+}
+
+// A handoff reads the item's issue against its history: closed by a close that stood and then
+// moved on the board by a person, it is served; reopened by someone whose reopen is not judged
+// yet (its webhook lost), it waits, refused as busy.
+func TestHandoffWaitsForAnUnjudgedCloseOrReopen(t *testing.T) {
+	h := newHarness(t, issueN("A", "In Review", 7))
+	h.adoptAll("A")
+	setOpen := func(open bool) {
+		it := h.board.items["A"]
+		it.Open = open
+		h.board.items["A"] = it
+	}
+	setOpen(false)
+	h.now = h.now.Add(time.Second)
+	closed := Lifecycle{DeliveryID: "close-A", Kind: LifecycleIssueClosed, Owner: "acme", Repo: "app", Number: 7, StateReason: "completed", Actor: "alice", At: h.now}
+	if res, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, closed); err != nil || res.Verdict != VerdictAllowed || h.state("A") != "Done" {
+		t.Fatalf("%+v %v: A is %q", res, err, h.state("A"))
+	}
+	h.now = h.now.Add(time.Second)
+	h.process(h.board.move("A", "alice", "Backlog", h.now)) // the issue stays closed
+	h.now = h.now.Add(time.Second)
+	ho := Handoff{Agent: "agent-1", Command: "triage", ToState: "Research Needed", Reason: "triaged"}
+	if res, err := h.handoff("A", ho); err != nil || !res.Changed {
+		t.Fatalf("a closed issue whose history explains it: %+v %v", res, err)
+	}
+	// Reopened; the webhook never came.
+	setOpen(true)
+	h.now = h.now.Add(time.Second)
+	ho.ToState = "Ready for Plan"
+	_, err := h.handoff("A", ho)
+	asRefusal(t, err, "it is open, and ralph-gate has not judged that change yet")
+	if h.state("A") != "Research Needed" {
+		t.Fatalf("a refused handoff moved A to %q", h.state("A"))
 	}
 }
