@@ -1,7 +1,9 @@
 package enforce
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -286,11 +288,11 @@ func (a *Automation) legalRecord(ctx context.Context, r Relative) (string, Recor
 }
 
 // carryOut makes automated moves, each first a step of its item's history (owe: journaled,
-// as a revert is), then written together — each only where the card still shows the value
-// the item's history ended in; the others are written by their items' own walks, once the
-// reports of the values their cards show are judged (from the new legal state).
+// as a revert is), then written, guarded as a revert is: only where the card still shows, when
+// the write's turn comes, the value it showed when the move was owed (concurrent guarded writes
+// share one read and one mutation per turn). The others are written by their items' own walks,
+// once the reports of the values their cards show are judged (from the new legal state).
 func (a *Automation) carryOut(ctx context.Context, b Board, moves []appMove) error {
-	var writes []StateWrite
 	var written []appMove
 	for _, mv := range moves {
 		now, err := a.owe(ctx, mv)
@@ -298,30 +300,66 @@ func (a *Automation) carryOut(ctx context.Context, b Board, moves []appMove) err
 			return err
 		}
 		if now {
-			writes = append(writes, StateWrite{Item: mv.Item, State: mv.To})
 			written = append(written, mv)
 		} else if a.walkSoon != nil && mv.Item.State != mv.To {
 			a.walkSoon(ctx, b, mv.Item)
 		}
 	}
-	if len(writes) > 0 {
-		if err := b.SetStates(ctx, writes); err != nil {
-			// Journaled: each item's walk writes what is left (the item's job, or the reconciler).
-			for _, mv := range written {
-				if a.walkSoon != nil {
-					a.walkSoon(ctx, b, mv.Item)
-				}
+	var failed error
+	for i, err := range a.writeGuarded(ctx, b, written) {
+		mv := written[i]
+		switch {
+		case err == nil:
+			if err := a.wrote(ctx, mv); err != nil {
+				// The write is on the board and journaled: the report of it, when its job
+				// walks the item, takes it in.
+				zerolog.Ctx(ctx).Debug().Err(err).Str("moved_item", mv.Item.ID).Msg("could not record an automated write as made")
 			}
-			return err
+			a.comment(ctx, b, mv)
+			continue
+		case errors.Is(err, ErrBoardMoved):
+			// Moved since it was owed: that move's report follows the value it left and is
+			// judged from the new legal state; the item's walk writes what the board must show.
+			zerolog.Ctx(ctx).Info().Str("moved_item", mv.Item.ID).Str("to", mv.To).
+				Msg("automated write not made: the card was moved since; judging the newer move first")
+			if err := a.notWritten(ctx, mv); err != nil {
+				failed = cmp.Or(failed, err)
+			}
+		default:
+			failed = cmp.Or(failed, err) // journaled: each item's walk writes what is left
+		}
+		if a.walkSoon != nil {
+			a.walkSoon(ctx, b, mv.Item)
 		}
 	}
-	for _, mv := range written {
-		if err := a.wrote(ctx, mv); err != nil {
-			// The write is on the board and journaled: the report of it, when its job walks
-			// the item, takes it in.
-			zerolog.Ctx(ctx).Debug().Err(err).Str("moved_item", mv.Item.ID).Msg("could not record an automated write as made")
+	return failed
+}
+
+// writeGuarded writes each move only over the value its card showed when it was owed, and
+// returns each write's outcome (ErrBoardMoved: not written).
+func (a *Automation) writeGuarded(ctx context.Context, b Board, moves []appMove) []error {
+	errs := make([]error, len(moves))
+	if len(moves) == 0 {
+		return errs
+	}
+	writes := make([]StateWrite, len(moves))
+	for i, mv := range moves {
+		writes[i] = StateWrite{Item: mv.Item, State: mv.To, From: mv.Item.State}
+	}
+	return b.SetStatesIf(ctx, writes)
+}
+
+// notWritten clears the journal of an owed write that was not made (its card moved since).
+func (a *Automation) notWritten(ctx context.Context, mv appMove) error {
+	_, err := a.items.update(ctx, mv.Item.ID, func(rec Record, found bool) (Step, bool, error) {
+		if !found || rec.RevertPending != mv.To {
+			return Step{}, false, nil
 		}
-		a.comment(ctx, b, mv)
+		rec.RevertPending = ""
+		return Step{Record: rec}, true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("record automation on %s: %w", mv.Item.ID, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -352,14 +353,18 @@ func TestCascadeFailureIsRetried(t *testing.T) {
 	h.adoptAll("P")
 	h.now = h.now.Add(time.Second)
 	ch := h.board.move("P", "alice", "In Progress", h.now)
-	h.board.breakOn(errInjected, "SetStates")
-	if _, err := h.svc.Enforcer.ProcessChange(bg, h.board, ch); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "cascade to children of #10") {
+	hb := newHookBoard(h.board)
+	hb.failSet["C"] = errInjected
+	if _, err := h.svc.Enforcer.ProcessChange(bg, hb, ch); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "cascade to children of #10") {
 		t.Fatalf("error %v", err)
 	}
 	if rec := h.record("P"); rec.AutomateState != "In Progress" || rec.LastLegalState != "In Progress" {
 		t.Fatalf("the pending automation was not kept: %+v", rec)
 	}
-	h.board.breakOn(nil, "SetStates")
+	hb.mu.Lock()
+	delete(hb.failSet, "C")
+	hb.mu.Unlock()
+	h.drain()
 	if res := h.process(ch); res.Verdict != VerdictAllowed {
 		t.Fatalf("retry %+v", res)
 	}
@@ -404,8 +409,8 @@ func TestCascadeWithNothingToMove(t *testing.T) {
 	h.adoptAll("P")
 	h.now = h.now.Add(time.Second)
 	h.process(h.board.move("P", "alice", "In Progress", h.now))
-	if h.board.calls["Family"] != 1 || h.board.calls["SetStates"] != 0 || h.hasRecord("C") {
-		t.Fatalf("%d family reads, %d batched writes", h.board.calls["Family"], h.board.calls["SetStates"])
+	if h.board.calls["Family"] != 1 || h.board.calls["SetState"] != 0 || h.hasRecord("C") {
+		t.Fatalf("%d family reads, %d writes", h.board.calls["Family"], h.board.calls["SetState"])
 	}
 }
 
@@ -630,5 +635,47 @@ func TestUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
 		es[1].Actor != DriftActor || es[1].ToState != "Ready for Plan" || es[1].Verdict != VerdictAllowed ||
 		es[2].Verdict != VerdictAutomated || es[2].ToState != "In Progress" {
 		t.Fatalf("record %+v, audit %s\nwrites %v\ncomments %q", rec, verdicts(es), h.board.sets, h.commentBodies())
+	}
+}
+
+// An owed cascade write is guarded as a revert is: a person's move of the child that lands
+// while the write waits for its turn is never written over; its report is judged from the
+// cascade's state.
+func TestCascadeWriteNeverOverwritesANewerMove(t *testing.T) {
+	p := issueN("P", "Plan in Review", 10)
+	c := issueN("C", "Backlog", 11)
+	h := newHarness(t, p, c)
+	setFamily(h.board, p, c)
+	h.adoptAll("P", "C")
+	h.now = h.now.Add(time.Second)
+	parentMove := h.board.move("P", "alice", "In Progress", h.now)
+	hb := newHookBoard(h.board)
+	var later Change
+	hb.beforeSet = func(id string) {
+		if id == "C" && later.DeliveryID == "" {
+			later = h.board.move("C", "bob", "In Review", h.now.Add(time.Second))
+			if _, err := h.svc.Enforcer.Observe(bg, later); err != nil { // its webhook's intake
+				t.Error(err)
+			}
+		}
+	}
+	h.now = h.now.Add(2 * time.Second)
+	if res, err := h.svc.Enforcer.ProcessChange(bg, hb, parentMove); err != nil || res.Verdict != VerdictAllowed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	h.drain()
+	if h.state("C") != "In Review" || slices.Contains(h.board.sets, "C=In Progress") {
+		t.Fatalf("the cascade wrote over bob's move: C is %q, writes %v", h.state("C"), h.board.sets)
+	}
+	// The cascade is the child's step, and bob's move (its report recorded at intake, judged by
+	// the child's walk) follows it: In Progress → In Review, allowed, and it stands.
+	es := h.audit("C")
+	if rec := h.record("C"); rec.LastLegalState != "In Review" || rec.RevertPending != "" || len(es) != 3 ||
+		es[1].Verdict != VerdictAutomated || es[1].ToState != "In Progress" ||
+		es[2].Actor != "bob" || es[2].FromState != "In Progress" || es[2].Verdict != VerdictAllowed {
+		t.Fatalf("record %+v, audit %s", rec, verdicts(es))
+	}
+	if res := h.processDone(later); res.Verdict != VerdictAllowed || h.state("C") != "In Review" {
+		t.Fatalf("bob's job: %+v, C is %q", res, h.state("C"))
 	}
 }

@@ -80,6 +80,8 @@ type Family struct {
 type StateWrite struct {
 	Item  Item
 	State string
+	// From is the value the card must still show for a guarded write (SetStatesIf).
+	From string
 }
 
 // IsDraft reports whether the item is a draft issue (reverted but never commented on).

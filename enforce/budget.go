@@ -86,9 +86,9 @@ func (c *countingBoard) SetStateIf(ctx context.Context, it Item, from, to string
 	return c.Board.SetStateIf(ctx, it, from, to)
 }
 
-func (c *countingBoard) SetStates(ctx context.Context, ws []StateWrite) error {
+func (c *countingBoard) SetStatesIf(ctx context.Context, writes []StateWrite) []error {
 	c.n.Add(1)
-	return c.Board.SetStates(ctx, ws)
+	return c.Board.SetStatesIf(ctx, writes)
 }
 
 func (c *countingBoard) AddComment(ctx context.Context, subject, body string) (Comment, error) {

@@ -22,11 +22,8 @@ type Enforcer struct {
 	settledJobs settledJobs   // reports whose jobs have nothing left (settledjobs.go)
 	explainers  chan struct{} // explanations written beside JudgeWaiting's walks
 	explaining  drain.Group
-	// inline writes them in the walk's goroutine instead, and retries a walk without a pause
-	// (tests in virtual time, one event at a time).
-	inline bool
-	seen   seenItems  // the items as last read, for explanations only (batch.go)
-	deps   dependents // items waiting on other items' histories (wake.go)
+	seen        seenItems  // the items as last read, for explanations only (batch.go)
+	deps        dependents // items waiting on other items' histories (wake.go)
 }
 
 // DriftActor names the unknown author of a change no webhook reported.

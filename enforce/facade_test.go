@@ -678,9 +678,12 @@ func TestHandoffFailures(t *testing.T) {
 	t.Run("comment and automation fail after the move", func(t *testing.T) {
 		h := newHarness(t, parent, k)
 		setFamily(h.board, parent, k)
-		h.board.breakOn(errInjected, "AddComment", "SetStates")
+		hb := newHookBoard(h.board)
+		hb.failSet["K"] = errInjected // the cascade's write
+		h.board.breakOn(errInjected, "AddComment")
 		h.st.breakOn(errInjected, "AppendAudit")
-		res, err := h.handoff("P", ho)
+		it, _ := h.board.Item(bg, "P")
+		res, err := h.svc.Facade.Handoff(bg, hb, it, ho)
 		if err != nil || !res.Changed || h.state("P") != "Ready for Plan" || len(res.Warnings) != 2 ||
 			!strings.Contains(res.Warnings[0], "the automation after the move failed (the move stands") ||
 			!strings.Contains(res.Warnings[1], "the audit comment could not be posted") {
@@ -690,7 +693,9 @@ func TestHandoffFailures(t *testing.T) {
 			t.Errorf("the move was not recorded, its automation owed: %+v", rec)
 		}
 		// The item's walk runs the automation owed once the board lets it.
-		h.board.breakOn(nil, "SetStates")
+		hb.mu.Lock()
+		delete(hb.failSet, "K")
+		hb.mu.Unlock()
 		h.drain()
 		if h.state("K") != "Ready for Plan" || h.record("P").AutomateState != "" {
 			t.Errorf("the cascade owed was not run: K is %s, record %+v", h.state("K"), h.record("P"))

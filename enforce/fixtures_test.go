@@ -296,13 +296,8 @@ func (b *hookBoard) SetStateIf(ctx context.Context, it Item, from, to string) er
 	return b.fakeBoard.SetStateIf(ctx, it, from, to)
 }
 
-func (b *hookBoard) SetStates(ctx context.Context, ws []StateWrite) error {
-	for _, w := range ws {
-		if err := b.SetState(ctx, w.Item, w.State); err != nil {
-			return err
-		}
-	}
-	return nil
+func (b *hookBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
+	return setEach(ctx, b, ws)
 }
 
 func (b *hookBoard) Family(ctx context.Context, issueID, projectID string) (Family, error) {

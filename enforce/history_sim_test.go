@@ -253,15 +253,22 @@ func (b *simBoard) relative(i int) Relative {
 		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues}
 }
 
-// SetStates writes up to 50 values per request (one aliased mutation).
-func (b *simBoard) SetStates(_ context.Context, ws []StateWrite) error {
-	b.request((len(ws) + 49) / 50)
-	for _, w := range ws {
-		if err := b.setState(w.Item, w.State); err != nil {
-			return err
+// SetStatesIf reads up to 100 items per request and writes up to 50 per request, each only
+// where the card shows its From.
+func (b *simBoard) SetStatesIf(_ context.Context, ws []StateWrite) []error {
+	b.request((len(ws)+99)/100 + (len(ws)+49)/50)
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		b.mu.Lock()
+		cur := b.items[w.Item.ID].State
+		b.mu.Unlock()
+		if cur != w.From {
+			errs[i] = fmt.Errorf("item %s shows %q, not %q: %w", w.Item.ID, cur, w.From, ErrBoardMoved)
+			continue
 		}
+		errs[i] = b.setState(w.Item, w.State)
 	}
-	return nil
+	return errs
 }
 
 func (b *simBoard) RateLimit() (RateLimit, bool) { return RateLimit{}, false }

@@ -22,10 +22,12 @@ type Board interface {
 	// SetStateIf writes the Workflow State of an item only if the board still shows from when
 	// the write's turn comes (writes are paced, so a value read before may be seconds old);
 	// otherwise it writes nothing and returns an error wrapping ErrBoardMoved. GitHub has no
-	// conditional write: the read and the write are as close as one request apart.
+	// conditional write: the read and the write are as close as one request apart. Concurrent
+	// calls share their turn: one read of all their items and one batched write.
 	SetStateIf(ctx context.Context, it Item, from, to string) error
-	// SetStates writes several states, batched into as few requests as GitHub allows.
-	SetStates(ctx context.Context, writes []StateWrite) error
+	// SetStatesIf is SetStateIf for several writes at once (each guarded by its From), in as few
+	// turns as GitHub allows; it returns each write's outcome.
+	SetStatesIf(ctx context.Context, writes []StateWrite) []error
 	// AddComment comments on an issue or pull request (by node id).
 	AddComment(ctx context.Context, subjectID, body string) (Comment, error)
 	// UpdateComment replaces the body of a comment the app wrote.

@@ -183,7 +183,7 @@ func (b *familyBoard) SetStateIf(ctx context.Context, it Item, from, to string) 
 	return b.Board.SetStateIf(ctx, it, from, to)
 }
 
-func (b *familyBoard) SetStates(ctx context.Context, writes []StateWrite) error {
+func (b *familyBoard) SetStatesIf(ctx context.Context, writes []StateWrite) []error {
 	clear(b.fams)
-	return b.Board.SetStates(ctx, writes)
+	return b.Board.SetStatesIf(ctx, writes)
 }

@@ -84,6 +84,10 @@ type core struct {
 	items   *items
 	rec     recorder
 	storms  keyedMutex // one summary writer per actor in this process
+	// inline does in the caller's goroutine what is otherwise done beside it (explanations,
+	// woken walks, automation's guarded writes), and retries a walk without a pause (tests in
+	// virtual time, one event at a time).
+	inline bool
 }
 
 // New builds the use cases over one store.

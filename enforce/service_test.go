@@ -116,6 +116,19 @@ func (b *fakeBoard) SetStateIf(ctx context.Context, it Item, from, to string) er
 	return b.SetState(ctx, it, to)
 }
 
+func (b *fakeBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
+	return setEach(ctx, b, ws)
+}
+
+// setEach is SetStatesIf as one guarded write after another.
+func setEach(ctx context.Context, b Board, ws []StateWrite) []error {
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		errs[i] = b.SetStateIf(ctx, w.Item, w.From, w.State)
+	}
+	return errs
+}
+
 func (b *fakeBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -154,21 +167,6 @@ func (b *fakeBoard) Family(_ context.Context, issueID, _ string) (Family, error)
 		}
 	}
 	return Family{}, nil
-}
-
-func (b *fakeBoard) SetStates(ctx context.Context, ws []StateWrite) error {
-	b.mu.Lock()
-	err := b.call("SetStates")
-	b.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	for _, w := range ws {
-		if err := b.SetState(ctx, w.Item, w.State); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ProjectItems pages through the items in id order, pageSize a page.

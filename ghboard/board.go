@@ -224,5 +224,26 @@ func (b *Board) SetStateIf(ctx context.Context, it enforce.Item, from, to string
 	return b.guarded.write(ctx, b, guardedWrite{it: it, from: from, to: to})
 }
 
+// SetStatesIf writes each state only where the card still shows its From when the write's turn
+// comes: queued together, they share turns (one read of up to 50 items and one aliased mutation
+// each). Clearing a value is not batched.
+func (b *Board) SetStatesIf(ctx context.Context, writes []enforce.StateWrite) []error {
+	errs := make([]error, len(writes))
+	var guarded []guardedWrite
+	var at []int
+	for i, w := range writes {
+		if w.State == "" {
+			errs[i] = b.SetStateIf(ctx, w.Item, w.From, "")
+			continue
+		}
+		guarded = append(guarded, guardedWrite{it: w.Item, from: w.From, to: w.State})
+		at = append(at, i)
+	}
+	for k, err := range b.guarded.writeAll(ctx, b, guarded) {
+		errs[at[k]] = err
+	}
+	return errs
+}
+
 // RateLimit is GitHub's GraphQL budget for this installation as last reported.
 func (b *Board) RateLimit() (enforce.RateLimit, bool) { return b.gql.RateLimit() }

@@ -61,6 +61,37 @@ func (g *guardBatcher) write(ctx context.Context, b *Board, w guardedWrite) erro
 	}
 }
 
+// writeAll queues every write at once (so that they share as few turns as can be) and waits
+// for each one's result.
+func (g *guardBatcher) writeAll(ctx context.Context, b *Board, ws []guardedWrite) []error {
+	if len(ws) == 0 {
+		return nil
+	}
+	ps := make([]*guardedWrite, len(ws))
+	g.mu.Lock()
+	for i := range ws {
+		p := &ws[i]
+		p.done = make(chan struct{})
+		ps[i] = p
+		g.queue = append(g.queue, p)
+	}
+	if !g.flushing {
+		g.flushing = true
+		go g.flush(context.WithoutCancel(ctx), b)
+	}
+	g.mu.Unlock()
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		select {
+		case <-p.done:
+			errs[i] = p.err
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("write %s: %w", p.it.ID, ctx.Err()) // it may still be written: the caller journaled it
+		}
+	}
+	return errs
+}
+
 // flush takes the write turn while writes wait, each time for every write queued by then.
 func (g *guardBatcher) flush(ctx context.Context, b *Board) {
 	for {

@@ -68,19 +68,21 @@ func (b *board) SetState(_ context.Context, it enforce.Item, state string) error
 }
 
 func (b *board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
-	if cur := b.items[it.ID]; cur.State != from {
+	b.mu.Lock()
+	cur := b.items[it.ID]
+	b.mu.Unlock()
+	if cur.State != from {
 		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
 	}
 	return b.SetState(ctx, it, to)
 }
 
-func (b *board) SetStates(ctx context.Context, ws []enforce.StateWrite) error {
-	for _, w := range ws {
-		if err := b.SetState(ctx, w.Item, w.State); err != nil {
-			return err
-		}
+func (b *board) SetStatesIf(ctx context.Context, ws []enforce.StateWrite) []error {
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		errs[i] = b.SetStateIf(ctx, w.Item, w.From, w.State)
 	}
-	return nil
+	return errs
 }
 
 func (b *board) AddComment(_ context.Context, subject, body string) (enforce.Comment, error) {
