@@ -117,6 +117,52 @@ func TestGuardedWritesShareTheirTurn(t *testing.T) {
 	t.Logf("%d guarded writes: %d turns, %d requests", n, turns, requests)
 }
 
+// SetStatesIf queues its writes together: 60 of them take two turns (50, then 10), each one
+// read of its cards and one mutation, and a card moved meanwhile is left as it is.
+func TestSetStatesIfSharesTurns(t *testing.T) {
+	const n = 60
+	srv := startSimWith(t, columnSeed(n))
+	ctx := context.Background()
+	url := srv.URL() + "/api/graphql"
+	app := ghboard.New(ghboard.NewClient(&http.Client{Transport: bearer("alice-token")}, url, ghboard.Unpaced()),
+		"Workflow State", ghboard.NewFieldCache())
+	writes := make([]enforce.StateWrite, n)
+	for i := range writes {
+		its, err := app.IssueItems(ctx, "acme", "app", i+1)
+		if err != nil || len(its) != 1 {
+			t.Fatalf("issue %d: %+v %v", i+1, its, err)
+		}
+		writes[i] = enforce.StateWrite{Item: its[0], From: "Done", State: "In Progress"}
+	}
+	if err := app.SetState(ctx, writes[6].Item, "Backlog"); err != nil { // moved meanwhile
+		t.Fatal(err)
+	}
+	before := srv.Requests().Total
+	errs := app.SetStatesIf(ctx, writes)
+	requests := srv.Requests().Total - before
+	for i, err := range errs {
+		got, rerr := app.Item(ctx, writes[i].Item.ID)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		want := "In Progress"
+		if i == 6 {
+			want = "Backlog"
+			if !errors.Is(err, enforce.ErrBoardMoved) {
+				t.Errorf("#7: %v, want ErrBoardMoved", err)
+			}
+		} else if err != nil {
+			t.Errorf("#%d: %v", i+1, err)
+		}
+		if got.State != want {
+			t.Errorf("#%d shows %q, want %q", i+1, got.State, want)
+		}
+	}
+	if turns, carried := app.GuardedTurns(); turns != 2 || carried != n || int64(requests) > 2*turns {
+		t.Fatalf("%d writes: %d turns, %d requests; want 2 turns of a read and a write", carried, turns, requests)
+	}
+}
+
 // A waiting board write goes before a waiting comment, whatever their order of arrival.
 func TestBoardWritesGoBeforeComments(t *testing.T) {
 	srv := startSimWith(t, columnSeed(3))
