@@ -29,8 +29,8 @@ func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Actio
 }
 
 // awaitRelatives returns a groupUnsettled naming a relative whose history before `at` is still
-// being judged, or the item itself while a close or reopen of its issue made before `at` is not
-// recorded for it yet (ObserveEvent; the event's job walks the item once it is), or nil.
+// being judged, or the item's issue while a close or reopen of it made before `at` is not
+// recorded for its items yet (ObserveEvent; the event's job walks the item once it is), or nil.
 func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) error {
 	if err := e.issueEventBefore(ctx, w.it, at); err != nil {
 		return err
@@ -38,8 +38,10 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 	return e.relativesUnsettled(ctx, w.board, w.it, at)
 }
 
-// issueEventBefore returns a groupUnsettled naming the item while a close or reopen of its
-// issue made before `at` waits for its job to record it for the issue's items.
+// issueEventBefore returns a groupUnsettled naming the item's issue while a close or reopen of
+// it made before `at` waits for its job to record it for the issue's items. (Nothing wakes a
+// wait on it: the event's job walks the item itself once it has recorded the event; the wait
+// only backs off.)
 func (c *core) issueEventBefore(ctx context.Context, it Item, at time.Time) error {
 	if at.IsZero() || it.ContentType != ContentIssue || it.Repo == "" {
 		return nil
@@ -50,7 +52,7 @@ func (c *core) issueEventBefore(ctx context.Context, it Item, at time.Time) erro
 	}
 	for _, o := range events {
 		if o.At.Before(at) {
-			return groupUnsettled{member: it.ID, number: it.Number}
+			return groupUnsettled{member: issueKey(it.Repo, it.Number), number: it.Number}
 		}
 	}
 	return nil
