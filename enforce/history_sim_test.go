@@ -977,7 +977,10 @@ func (w *simWorld) check() {
 	// tell from it.
 	diverged := w.diverge(w.or, explainedBy)
 	if len(diverged) > 0 && len(w.h.Parents) > 0 {
-		for _, order := range oracle.Interleavings(w.moves, maxOrders)[1:] {
+		// The order the app's sequencer takes first (events after the card's moves of their
+		// second), then the others.
+		orders := append([][]oracle.ItemMove{oracle.EventsLast(w.moves)}, oracle.Interleavings(w.moves, maxOrders)[1:]...)
+		for _, order := range orders {
 			or := w.newOracle()
 			for _, g := range order {
 				or.Step(g.Item, g.Move)

@@ -548,6 +548,32 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 	return out
 }
 
+// EventsLast is the order of moves (given in true order) in which, within each second, the
+// lifecycle events come after the card moves, each kind in its true order: the order
+// ralph-gate's sequencer gives an item's reports of one second (and one of the orders
+// Interleavings may reach only late, when a second holds many moves).
+func EventsLast(moves []ItemMove) []ItemMove {
+	out := make([]ItemMove, 0, len(moves))
+	for i := 0; i < len(moves); {
+		j := i + 1
+		for j < len(moves) && moves[j].Move.At.Equal(moves[i].Move.At) {
+			j++
+		}
+		for _, im := range moves[i:j] {
+			if im.Move.Lifecycle == "" {
+				out = append(out, im)
+			}
+		}
+		for _, im := range moves[i:j] {
+			if im.Move.Lifecycle != "" {
+				out = append(out, im)
+			}
+		}
+		i = j
+	}
+	return out
+}
+
 // key names an order by its deliveries.
 func key(order []ItemMove) string {
 	var b strings.Builder

@@ -84,3 +84,15 @@ func TestOracleRunsAutomation(t *testing.T) {
 		t.Fatalf("automated %v", o.Automated)
 	}
 }
+
+func TestEventsLast(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	mv := func(delivery, lifecycle string, sec int) ItemMove {
+		return ItemMove{Item: "A", Move: Move{Delivery: delivery, Lifecycle: lifecycle, At: t0.Add(time.Duration(sec) * time.Second)}}
+	}
+	got := key(EventsLast([]ItemMove{mv("c1", LifecycleClose, 1), mv("a", "", 1), mv("r1", LifecycleReopen, 1), mv("b", "", 1),
+		mv("c2", LifecycleClose, 2), mv("d", "", 3)}))
+	if want := "a,b,c1,r1,c2,d,"; got != want {
+		t.Errorf("EventsLast = %s, want %s", got, want)
+	}
+}
