@@ -35,6 +35,7 @@ type AdvanceError struct {
 // (its children cascade, its parent converges). An archived child is skipped: the app never
 // moves an archived item.
 func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, target string, by Handoff) (Advance, error) {
+	b = withFamilies(b) // the children's checks, gates and automation share their reads until a write
 	cur, err := b.Item(ctx, parent.ID)
 	if err != nil {
 		return Advance{}, fmt.Errorf("read item %s: %w", parent.ID, err)

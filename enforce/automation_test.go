@@ -361,9 +361,7 @@ func TestCascadeFailureIsRetried(t *testing.T) {
 	if rec := h.record("P"); rec.AutomateState != "In Progress" || rec.LastLegalState != "In Progress" {
 		t.Fatalf("the pending automation was not kept: %+v", rec)
 	}
-	hb.mu.Lock()
-	delete(hb.failSet, "C")
-	hb.mu.Unlock()
+	hb.unfail("C")
 	h.drain()
 	if res := h.process(ch); res.Verdict != VerdictAllowed {
 		t.Fatalf("retry %+v", res)
@@ -522,8 +520,8 @@ func (s *casLoser) CommitStep(ctx context.Context, st Step) (bool, error) {
 }
 
 // A move the app makes for an agent whose record another worker changed meanwhile is recorded
-// again from a fresh load; after maxUpdateAttempts lost races, the failure is returned and
-// nothing is written.
+// again from a fresh load (audited once); after maxUpdateAttempts lost races, the failure is
+// returned and nothing is written or audited.
 func TestActorStepRetriesConcurrentUpdates(t *testing.T) {
 	ho := Handoff{Agent: "agent-1", Command: "research", Intent: "complete"}
 	for _, n := range []int{1, maxUpdateAttempts + 1} {
@@ -534,12 +532,14 @@ func TestActorStepRetriesConcurrentUpdates(t *testing.T) {
 			h.useStore(st)
 			res, err := h.handoff("A", ho)
 			if n <= maxUpdateAttempts {
-				if err != nil || !res.Changed || st.lost != n || h.record("A").LastLegalState != "Ready for Plan" || h.state("A") != "Ready for Plan" {
+				if err != nil || !res.Changed || st.lost != n || h.record("A").LastLegalState != "Ready for Plan" || h.state("A") != "Ready for Plan" ||
+					len(h.handoffs("A")) != 1 {
 					t.Fatalf("%+v %v (%d lost), record %+v", res, err, st.lost, h.record("A"))
 				}
 				return
 			}
-			if !errors.Is(err, ErrConcurrentUpdate) || !strings.Contains(err.Error(), "record the move of #7") || len(h.board.sets) != 0 {
+			if !errors.Is(err, ErrConcurrentUpdate) || !strings.Contains(err.Error(), "record the move of #7") || len(h.board.sets) != 0 ||
+				len(h.handoffs("A")) != 0 {
 				t.Fatalf("%v (%d lost), writes %v", err, st.lost, h.board.sets)
 			}
 		})
@@ -580,43 +580,11 @@ func TestCascadeBeforeTheChildsLaterMove(t *testing.T) {
 	}
 }
 
-// A change nobody reported on the child's card: the cascade is never written over it; it waits
-// for the child's walk, which judges the change first (as an unknown author's), then follows.
-func TestCascadeOntoAnUnreportedChange(t *testing.T) {
-	p := issueN("P", "Plan in Review", 10)
-	c := issueN("C", "Research Needed", 11)
-	h := newHarness(t, p, c)
-	setFamily(h.board, p, c)
-	h.adoptAll("P", "C")
-	driftTo(h.board, "C", "Ready for Plan", h.now.Add(time.Second)) // reported by nobody
-	h.now = h.now.Add(2 * time.Second)
-	h.processDone(h.board.move("P", "alice", "In Progress", h.now))
-	rec := h.record("C")
-	es := h.audit("C")
-	if rec.LastLegalState != "In Progress" || len(es) != 3 || es[1].Actor != DriftActor || es[2].Verdict != VerdictAutomated {
-		t.Fatalf("record %+v, audit %s", rec, verdicts(es))
-	}
-	// Judged once no report of it can come: the board ends in the legal state, never the
-	// app's own cascade reverted as an unknown author's drift.
-	h.now = h.now.Add(time.Hour)
-	if _, err := h.svc.Enforcer.walk(bg, h.board, "C", ""); err != nil {
-		t.Fatal(err)
-	}
-	rec, es = h.record("C"), h.audit("C")
-	if rec.LastLegalState != "In Progress" || h.state("C") != "In Progress" {
-		t.Fatalf("board %s, record %+v, audit %s", h.state("C"), rec, verdicts(es))
-	}
-	for _, e := range es {
-		if e.Actor == DriftActor && e.ToState == "In Progress" {
-			t.Fatalf("the app's cascade was judged as an unknown author's: %s", verdicts(es))
-		}
-	}
-}
-
 // A change nobody reported, made on the child before its parent's move, belongs before the
 // cascade in the true history: the cascade waits for the child's walk (the card's change time,
 // read with the family, is before the cause), which judges it first, from the child's state then
-// (Research Needed → Ready for Plan, legal), explaining nothing; then the cascade follows.
+// (Research Needed → Ready for Plan, legal), explaining nothing; then the cascade follows, and
+// is never written over the change.
 func TestUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
 	p := issueN("P", "Plan in Review", 10)
 	c := issueN("C", "Research Needed", 11)
@@ -626,16 +594,23 @@ func TestUnreportedEarlierChangeComesBeforeTheCascade(t *testing.T) {
 	driftTo(h.board, "C", "Ready for Plan", h.now.Add(time.Second)) // reported by nobody
 	h.now = h.now.Add(2 * time.Second)
 	h.processDone(h.board.move("P", "alice", "In Progress", h.now))
+	check := func(when string) {
+		t.Helper()
+		rec, es := h.record("C"), h.audit("C")
+		if rec.LastLegalState != "In Progress" || h.state("C") != "In Progress" || h.board.adds != 0 || len(es) != 3 ||
+			es[1].Actor != DriftActor || es[1].ToState != "Ready for Plan" || es[1].Verdict != VerdictAllowed ||
+			es[2].Verdict != VerdictAutomated || es[2].ToState != "In Progress" {
+			t.Fatalf("%s: record %+v, audit %s\nwrites %v\ncomments %q", when, rec, verdicts(es), h.board.sets, h.commentBodies())
+		}
+	}
+	check("after the parent's move")
+	// Walked again once no report can come: the cascade is never judged as an unknown author's
+	// drift, nor reverted.
 	h.now = h.now.Add(time.Hour)
 	if _, err := h.svc.Enforcer.walk(bg, h.board, "C", ""); err != nil {
 		t.Fatal(err)
 	}
-	rec, es := h.record("C"), h.audit("C")
-	if rec.LastLegalState != "In Progress" || h.state("C") != "In Progress" || h.board.adds != 0 || len(es) != 3 ||
-		es[1].Actor != DriftActor || es[1].ToState != "Ready for Plan" || es[1].Verdict != VerdictAllowed ||
-		es[2].Verdict != VerdictAutomated || es[2].ToState != "In Progress" {
-		t.Fatalf("record %+v, audit %s\nwrites %v\ncomments %q", rec, verdicts(es), h.board.sets, h.commentBodies())
-	}
+	check("walked again")
 }
 
 // An owed cascade write is guarded as a revert is: a person's move of the child that lands

@@ -693,9 +693,7 @@ func TestHandoffFailures(t *testing.T) {
 			t.Errorf("the move was not recorded, its automation owed: %+v", rec)
 		}
 		// The item's walk runs the automation owed once the board lets it.
-		hb.mu.Lock()
-		delete(hb.failSet, "K")
-		hb.mu.Unlock()
+		hb.unfail("K")
 		h.drain()
 		if h.state("K") != "Ready for Plan" || h.record("P").AutomateState != "" {
 			t.Errorf("the cascade owed was not run: K is %s, record %+v", h.state("K"), h.record("P"))
@@ -873,9 +871,7 @@ func TestAdvanceChildren(t *testing.T) {
 	if obs.count(CauseCascade) != 1 {
 		t.Errorf("the grandchild's cascade was not observed: %v", obs.causes)
 	}
-	hb.mu.Lock()
-	delete(hb.failSet, "C4")
-	hb.mu.Unlock()
+	hb.unfail("C4")
 	h.drain()
 	if h.state("C4") != "Ready for Plan" {
 		t.Errorf("C4's move was not written once the board let it: %s", h.state("C4"))

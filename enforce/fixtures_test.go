@@ -139,6 +139,18 @@ func (h *harness) audit(id string) []AuditEntry {
 	return es
 }
 
+// handoffs are the item's audit entries of handoffs made.
+func (h *harness) handoffs(id string) []AuditEntry {
+	return slices.DeleteFunc(h.audit(id), func(e AuditEntry) bool { return e.Verdict != VerdictHandoff })
+}
+
+// unfail lets an item's writes through again.
+func (b *hookBoard) unfail(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.failSet, id)
+}
+
 // put stores a record as a webhook's judged history would have left it.
 func (h *harness) put(rec Record) {
 	h.t.Helper()

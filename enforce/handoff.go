@@ -215,6 +215,7 @@ type handoffAttempt struct {
 
 // handoffLocked is a handoff of a.cur (freshly read) to a.to, under the item's locks.
 func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) (HandoffResult, error) {
+	b = withFamilies(b) // the relatives' check, the gates and the automation share their reads
 	a.cmd, _ = f.CanonicalCommand(a.h.Command)
 	var err error
 	if a.rec, err = f.baseline(ctx, a.cur); err != nil {

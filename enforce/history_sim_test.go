@@ -558,6 +558,12 @@ func (w *simWorld) move(i int, mv simMove) {
 	w.dels = append(w.dels, d)
 	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
+	w.send(d, mv)
+}
+
+// send delivers a webhook with the move's faults: dropped (GitHub lists it as failed),
+// duplicated, late.
+func (w *simWorld) send(d *simDelivery, mv simMove) {
 	if !mv.Drop {
 		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
 	}
@@ -598,12 +604,7 @@ func (w *simWorld) sendEvent(id string, d *simDelivery, om oracle.Move, mv simMo
 	w.dels = append(w.dels, d)
 	w.step(id, om)
 	w.trace("move %s: %s %s (%s)%s", d.id, mv.Actor, d.ev.Kind, id, faultsOf(mv))
-	if !mv.Drop {
-		w.at(w.now.Add(mv.Latency), func() { w.deliver(d) })
-	}
-	if mv.Dup {
-		w.at(w.now.Add(mv.Latency+mv.Latency/2+time.Millisecond), func() { w.deliver(d) })
-	}
+	w.send(d, mv)
 }
 
 // merge merges the pull request that closes the item's issue: GitHub closes the issue (the

@@ -79,11 +79,11 @@ func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) 
 	}
 	archived := 0
 	if len(reports) == 0 {
-		var res *Result
+		var gone Result
 		var err error
-		reports, archived, res, err = e.eventReports(ctx, b, ev)
-		if err != nil || res != nil {
-			return derefResult(res), err
+		reports, archived, gone, err = e.eventReports(ctx, b, ev)
+		if err != nil || gone.Verdict != "" {
+			return gone, err
 		}
 		if err := e.store().RecordEvent(ctx, ev.DeliveryID, reports); err != nil {
 			return Result{}, fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
@@ -106,25 +106,19 @@ func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) 
 	return lifecycleResult(results, archived), nil
 }
 
-func derefResult(r *Result) Result {
-	if r == nil {
-		return Result{}
-	}
-	return *r
-}
-
 // eventReports reads the items of the issues an event concerns and makes its report of each
-// enforced one; res is set when there is nothing to report (a gone pull request).
-func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (reports []Observation, archived int, res *Result, err error) {
+// enforced one; gone is the result when there is nothing to report, ever (a pull request that
+// no longer exists).
+func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (reports []Observation, archived int, gone Result, err error) {
 	a := e.auto
 	issues := []IssueRef{{Owner: ev.Owner, Repo: ev.Repo, Number: ev.Number}}
 	if ev.Kind == LifecyclePRMerged {
 		issues, err = b.ClosingIssues(ctx, ev.Owner, ev.Repo, ev.Number)
 		if errors.Is(err, ErrNotFound) {
 			r := a.gone(ctx, ev, fmt.Sprintf("pull request %s/%s#%d", ev.Owner, ev.Repo, ev.Number))
-			return nil, 0, &r, e.store().RecordEvent(ctx, ev.DeliveryID, nil)
+			return nil, 0, r, e.store().RecordEvent(ctx, ev.DeliveryID, nil)
 		} else if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, Result{}, err
 		}
 	}
 	now := e.now()
@@ -134,7 +128,7 @@ func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (rep
 			a.gone(ctx, ev, fmt.Sprintf("issue %s/%s#%d", ref.Owner, ref.Repo, ref.Number))
 			continue
 		} else if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, Result{}, err
 		}
 		for _, it := range items {
 			if !a.enforced(it) {
@@ -155,7 +149,7 @@ func (e *Enforcer) eventReports(ctx context.Context, b Board, ev Lifecycle) (rep
 				Reason: ev.cause()})
 		}
 	}
-	return reports, archived, nil, nil
+	return reports, archived, Result{}, nil
 }
 
 // cause says what the event was, in words (the audit's cause of the move it makes).
