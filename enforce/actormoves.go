@@ -66,7 +66,8 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) {
 			return true, nil
 		}
-		return a.issueUnjudged(ctx, r.ItemID, r.Open, rec.LastLegalState)
+		why, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, rec.LastLegalState)
+		return why != "", err
 	}); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
 	} else if err != nil {
@@ -84,8 +85,8 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 		return "a write or automation of its last step is still being made", nil
 	}
 	if it.ContentType == ContentIssue && it.ContentID != "" {
-		if unjudged, err := a.issueUnjudged(ctx, it.ID, it.Open, rec.LastLegalState); err != nil || unjudged {
-			return map[bool]string{true: "it is open", false: "it is closed"}[it.Open] + ", and ralph-gate has not judged that change yet", err
+		if why, err := a.issueUnjudged(ctx, it.ID, it.Open, it.IssueEvents, rec.LastLegalState); err != nil || why != "" {
+			return why, err
 		}
 	}
 	pending, err := a.store().PendingObservations(ctx, it.ID)
@@ -114,20 +115,63 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 	return "", nil
 }
 
-// issueUnjudged reports whether an item's issue is open or closed otherwise than its history
-// left it: a close or reopen no report has told of yet (its webhook late, or lost). With no
-// close or reopen in its history, a closed issue whose legal state is not where a close leaves
-// it (Done, Canceled) is one.
-func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, legal string) (bool, error) {
+// issueUnjudged reports whether an item's issue shows a close or reopen its history has not
+// taken in yet (its webhook late, or lost: the sweep redelivers it): the issue is open or
+// closed otherwise than its history's last close or reopen left it (with none, closed short of
+// where a close leaves it: Done, Canceled); or its timeline has a close or reopen, not the
+// app's, dated after that last one, whose report may still come (no proof covers its second
+// yet) — a close and a reopen both unreported leave the issue as it was, but not its timeline.
+// An event a proof covers and the history does not hold never reached the app (before the
+// item's history, or not its to judge), and counts for nothing.
+func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, events []IssueEvent, legal string) (string, error) {
+	if !a.machine.Automation().LifecycleSync {
+		return "", nil // closes and reopens are no part of the history
+	}
 	last, found, err := a.store().LastEvent(ctx, itemID)
 	if err != nil {
-		return false, fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
-	}
-	if found {
-		return eventLeftClosed(last) == open, nil
+		return "", fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
 	}
 	st := a.opts.States
-	return !open && legal != st.Done && legal != st.Canceled, nil
+	if (found && eventLeftClosed(last) == open) || (!found && !open && legal != st.Done && legal != st.Canceled) {
+		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", nil
+	}
+	ev, ok := a.lastIssueEvent(events)
+	if !ok || (found && !ev.At.Truncate(time.Second).After(last.At)) {
+		return "", nil
+	}
+	if maybe, err := a.mayBeReported(ctx, ev.At); err != nil || !maybe {
+		return "", err
+	}
+	return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
+		map[bool]string{true: "closed", false: "reopened"}[ev.Closed], ev.At.UTC().Format(time.RFC3339)), nil
+}
+
+// lastIssueEvent is the newest of an issue's closes and reopens made by someone other than the
+// app (its own undo is no one's move). GraphQL names a bot by its slug, without the "[bot]"
+// webhooks add, so both forms are the app.
+func (a *Automation) lastIssueEvent(events []IssueEvent) (IssueEvent, bool) {
+	app := strings.TrimSuffix(a.opts.AppLogin, "[bot]")
+	for i := len(events) - 1; i >= 0; i-- {
+		if ev := events[i]; app == "" || !strings.EqualFold(strings.TrimSuffix(ev.Actor, "[bot]"), app) {
+			return ev, true
+		}
+	}
+	return IssueEvent{}, false
+}
+
+// mayBeReported reports whether a change made at `at` may still be reported: no redelivery
+// sweep's proof reaches reorder_window past its second yet (with no sweeper, it is not that
+// old yet).
+func (a *Automation) mayBeReported(ctx context.Context, at time.Time) (bool, error) {
+	in := policy.SequenceInput{Now: a.now(), Window: a.opts.ReorderWindow}
+	if a.opts.Redeliveries != nil {
+		proof, err := a.opts.Redeliveries.SweepProof(ctx)
+		if err != nil {
+			return false, fmt.Errorf("read the redelivery sweep's proof: %w", err)
+		}
+		in.Sweep = proof
+	}
+	return !in.Covers(at.Truncate(time.Second), time.Time{}), nil
 }
 
 // eventLeftClosed reports whether a close or reopen taken into an item's history left its issue

@@ -104,7 +104,9 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 		if ch.movedOnSince(rec) {
 			continue // its later judged move stands: the cascade is not recorded over it
 		}
-		if ch.owedBefore(rec, parent.State) {
+		if owed, err := a.owedBefore(ctx, ch, c.ItemID, rec, parent.State); err != nil {
+			return err
+		} else if owed {
 			ch.visited[c.ItemID] = true
 			again = append(again, appMove{Item: relativeItem(ch.base, c), To: legal})
 			if legal != c.State && a.walkSoon != nil {
@@ -151,12 +153,21 @@ func (ch *chain) movedOnSince(rec Record) bool {
 	return !ch.at.IsZero() && rec.known() && rec.LegalAt.After(ch.at)
 }
 
-// owedBefore reports whether an item's record shows it moved to state by this chain's cause
+// owedBefore reports whether an item's history shows it moved to state by this chain's cause
 // in an earlier run of the chain (one that failed after recording it): the job's retry runs
 // the whole chain again, and must follow that move as if it made it (one chain never moves an
-// item twice, and goes on below and above it).
-func (ch *chain) owedBefore(rec Record, state string) bool {
-	return ch.again && !ch.at.IsZero() && rec.known() && rec.LastLegalState == state && rec.LegalAt.Equal(ch.at)
+// item twice, and goes on below and above it). The move must be the app's automated one at the
+// cause's time: a person's move to the same state in the same second is no move of the
+// chain's, and the chain does not go on through it.
+func (a *Automation) owedBefore(ctx context.Context, ch *chain, itemID string, rec Record, state string) (bool, error) {
+	if !ch.again || ch.at.IsZero() || !rec.known() || rec.LastLegalState != state || !rec.LegalAt.Equal(ch.at) {
+		return false, nil
+	}
+	owed, err := a.store().AutomatedStep(ctx, itemID, state, ch.at)
+	if err != nil {
+		return false, fmt.Errorf("load the automated moves of item %s: %w", itemID, err)
+	}
+	return owed, nil
 }
 
 // convergeUp advances each ancestor whose children have all reached a parent gate. An archived
@@ -210,13 +221,17 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			return nil // the parent's later judged move stands
 		}
 		ch.visited[parent.ItemID] = true
+		owed, err := a.owedBefore(ctx, ch, parent.ItemID, rec, from)
+		if err != nil {
+			return err
+		}
 		if target, ok := a.machine.ConvergenceTarget(from, children); ok {
 			mv := appMove{Item: relativeItem(ch.base, parent), From: from, To: target, Kind: CauseConvergence, At: ch.at,
 				Why: fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)}
 			if err := a.carryOut(ctx, ch.board, []appMove{mv}); err != nil {
 				return err
 			}
-		} else if !ch.owedBefore(rec, from) || !slices.Contains(a.machine.ParentGates(), from) {
+		} else if !owed || !slices.Contains(a.machine.ParentGates(), from) {
 			return nil
 		} else if from != parent.State && a.walkSoon != nil {
 			// Converged by an earlier run of this chain: go on above it.

@@ -41,6 +41,17 @@ type Item struct {
 	// StateUpdatedAt is when the Workflow State value last changed (read when paging through
 	// a project; zero when unknown). The reconciler leaves very recent changes to their webhooks.
 	StateUpdatedAt time.Time
+	// IssueEvents are the issue's latest closes and reopens (up to three, oldest first), read
+	// with the item from its timeline: a close and a reopen no report has told of yet leave the
+	// issue as it was, but show here.
+	IssueEvents []IssueEvent
+}
+
+// IssueEvent is a close or a reopen of an issue as its timeline dates it (whole seconds).
+type IssueEvent struct {
+	Closed bool // a close; else a reopen
+	Actor  string
+	At     time.Time
 }
 
 // ItemsPage is one page of a project's items.
@@ -64,7 +75,8 @@ type Relative struct {
 	// StateUpdatedAt is when the state last changed (zero when GitHub did not say).
 	StateUpdatedAt time.Time
 	SubIssues      int
-	Estimate       string // the Estimate field on the project ("" when unset or not read)
+	Estimate       string       // the Estimate field on the project ("" when unset or not read)
+	IssueEvents    []IssueEvent // as Item's
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

@@ -250,7 +250,14 @@ func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) 
 func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
-		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues}
+		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents}
+}
+
+// timeline adds a close or reopen to an issue's latest ones, as the app reads them (the last
+// three).
+func timeline(evs []IssueEvent, ev IssueEvent) []IssueEvent {
+	evs = append(slices.Clone(evs), ev)
+	return evs[max(0, len(evs)-3):]
 }
 
 // SetStatesIf reads up to 100 items per request and writes up to 50 per request, each only
@@ -301,8 +308,11 @@ func (b *simBoard) SetIssueOpen(_ context.Context, issueID string, open bool, _ 
 	}
 	b.mu.Lock()
 	for id, it := range b.items {
-		if it.ContentID == issueID {
+		if it.ContentID == issueID && it.Open != open {
 			it.Open = open
+			// (GraphQL names a bot by its slug, without "[bot]".)
+			it.IssueEvents = timeline(it.IssueEvents, IssueEvent{Closed: !open,
+				Actor: strings.TrimSuffix(b.w.svc.Automation.opts.AppLogin, "[bot]"), At: b.w.now.Truncate(time.Second)})
 			b.items[id] = it
 		}
 	}
@@ -585,6 +595,7 @@ func (w *simWorld) lifecycle(i int, mv simMove) {
 		return
 	}
 	it.Open = !closing
+	it.IssueEvents = timeline(it.IssueEvents, IssueEvent{Closed: closing, Actor: mv.Actor, At: w.now.Truncate(time.Second)})
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	kind, to := LifecycleIssueReopened, w.svc.Automation.opts.States.Reopened
@@ -615,6 +626,9 @@ func (w *simWorld) merge(i int, mv simMove) {
 	it := w.board.items[id]
 	wasOpen := it.Open
 	it.Open = false
+	if wasOpen {
+		it.IssueEvents = timeline(it.IssueEvents, IssueEvent{Closed: true, Actor: mv.Actor, At: w.now.Truncate(time.Second)})
+	}
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	at := w.now.Truncate(time.Second)
@@ -978,9 +992,15 @@ func (w *simWorld) check() {
 	// tell from it.
 	diverged := w.diverge(w.or, explainedBy)
 	if len(diverged) > 0 && len(w.h.Parents) > 0 {
-		// The order the app's sequencer takes first (events after the card's moves of their
-		// second), then the others.
-		orders := append([][]oracle.ItemMove{oracle.EventsLast(w.moves)}, oracle.Interleavings(w.moves, maxOrders)[1:]...)
+		// The order the app judged them in first (when it is one of those orders), then the
+		// order its sequencer takes (events after the card's moves of their second), then the
+		// others.
+		var orders [][]oracle.ItemMove
+		if taken, ok := oracle.Reordered(w.moves, w.judgedRank()); ok {
+			orders = append(orders, taken)
+		}
+		orders = append(orders, oracle.EventsLast(w.moves))
+		orders = append(orders, oracle.Interleavings(w.moves, maxOrders)[1:]...)
 		for _, order := range orders {
 			or := w.newOracle()
 			for _, g := range order {
@@ -1047,6 +1067,29 @@ func (w *simWorld) diverge(or *oracle.Oracle, explainedBy map[string]map[string]
 		}
 	}
 	return diffs
+}
+
+// judgedRank ranks the true history's moves by the order the app judged them in: the place of
+// their first audit entry (an event's report of an item names its delivery, then the item); a
+// move with none (a handoff) keeps its place after the move before it.
+func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
+	audit, _ := w.st.entries("")
+	first := map[string]int{}
+	for i, e := range audit {
+		if d := eventOf(e.DeliveryID); d != "" {
+			if _, seen := first[d]; !seen {
+				first[d] = i
+			}
+		}
+	}
+	rank, prev := map[string]int{}, -1
+	for _, m := range w.moves {
+		if r, ok := first[m.Move.Delivery]; ok {
+			prev = r
+		}
+		rank[m.Move.Delivery] = prev
+	}
+	return func(m oracle.ItemMove) int { return rank[m.Move.Delivery] }
 }
 
 // requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // A close or a reopen is its actor's move: an agent's close of an item in Ready for Plan (a
@@ -103,5 +105,65 @@ func TestHandoffWaitsForAnUnjudgedCloseOrReopen(t *testing.T) {
 	asRefusal(t, err, "it is open, and ralph-gate has not judged that change yet")
 	if h.state("A") != "Research Needed" {
 		t.Fatalf("a refused handoff moved A to %q", h.state("A"))
+	}
+}
+
+// A close and a reopen both unreported leave the issue open, as its history left it; its
+// timeline shows them, and a handoff waits until their reports can no longer be missing (a
+// proof reaches past their second). The app's own close or reopen (named by its slug, as
+// GraphQL names a bot) is no one's move.
+func TestHandoffWaitsForAnUnreportedCloseAndReopen(t *testing.T) {
+	h := newHarness(t, issueN("A", "Backlog", 7))
+	h.adoptAll("A")
+	h.unproven()
+	h.now = h.now.Add(time.Second)
+	at := h.now.Truncate(time.Second)
+	it := h.board.items["A"]
+	it.IssueEvents = []IssueEvent{{Closed: true, Actor: "alice", At: at}, {Actor: "alice", At: at}}
+	h.board.items["A"] = it
+	ho := Handoff{Agent: "agent-1", Command: "triage", ToState: "Research Needed", Reason: "triaged"}
+	_, err := h.handoff("A", ho)
+	asRefusal(t, err, "it was reopened at "+at.UTC().Format(time.RFC3339)+", and ralph-gate has not judged that change yet")
+	if h.state("A") != "Backlog" || len(h.handoffs("A")) != 0 {
+		t.Fatalf("a refused handoff moved A to %q", h.state("A"))
+	}
+
+	// Reported and judged: the handoff waits no more, nor for the app's own undo after.
+	h.proven()
+	for i, ev := range []Lifecycle{
+		{DeliveryID: "close-A", Kind: LifecycleIssueClosed, StateReason: "completed", Actor: "alice", At: at},
+		{DeliveryID: "reopen-A", Kind: LifecycleIssueReopened, Actor: "alice", At: at},
+	} {
+		ev.Owner, ev.Repo, ev.Number = "acme", "app", 7
+		h.now = h.now.Add(time.Duration(i+1) * 10 * time.Second) // past the proof's reach
+		if _, err := h.svc.Enforcer.ProcessLifecycle(bg, h.board, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it = h.board.items["A"]
+	it.IssueEvents = append(it.IssueEvents, IssueEvent{Closed: true, Actor: "ralph-gate", At: h.now.Truncate(time.Second)})
+	h.board.items["A"] = it
+	if h.state("A") != "Backlog" {
+		t.Fatalf("closed and reopened by alice: A in %q, want Backlog", h.state("A"))
+	}
+	h.unproven() // (the app's undo may not be reported yet: it never is)
+	if res, err := h.handoff("A", ho); err != nil || !res.Changed {
+		t.Fatalf("after the close and the reopen were judged: %+v %v", res, err)
+	}
+}
+
+// A close or reopen no report has told of, once a proof reaches past its second, never reached
+// the app: it is before the item's history, or not the app's to judge, and keeps no handoff
+// waiting.
+func TestOldUnreportedCloseKeepsNoHandoffWaiting(t *testing.T) {
+	h := newHarness(t, issueN("A", "Backlog", 7))
+	h.adoptAll("A")
+	h.proof = policy.SweepProof{Available: true, Full: true, Until: h.now}
+	it := h.board.items["A"]
+	it.IssueEvents = []IssueEvent{{Closed: true, Actor: "alice", At: h.now.Add(-time.Hour)}, {Actor: "alice", At: h.now.Add(-time.Hour)}}
+	h.board.items["A"] = it
+	ho := Handoff{Agent: "agent-1", Command: "triage", ToState: "Research Needed", Reason: "triaged"}
+	if res, err := h.handoff("A", ho); err != nil || !res.Changed {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

@@ -414,6 +414,15 @@ func (m *memStore) LastEvent(_ context.Context, id string) (Observation, bool, e
 	return last, found, nil
 }
 
+func (m *memStore) AutomatedStep(_ context.Context, id, to string, at time.Time) (bool, error) {
+	if err := m.call("AutomatedStep"); err != nil {
+		return false, err
+	}
+	return len(m.list(func(o Observation) bool {
+		return o.ItemID == id && o.Status == ObservationJudged && o.Verdict == VerdictAutomated && o.To == to && o.At.Equal(at)
+	})) > 0, nil
+}
+
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
 	if err := m.call("LegalStateAt"); err != nil {
 		return "", false, err

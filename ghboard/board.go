@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
@@ -98,6 +99,34 @@ type contentData struct {
 	Dependencies struct {
 		BlockedBy int `json:"blockedBy"`
 	} `json:"issueDependenciesSummary"`
+	Lifecycle eventsData `json:"lifecycle"`
+}
+
+// eventsData is an issue's latest closes and reopens as issueEvents selects them.
+type eventsData struct {
+	Nodes []*struct {
+		Typename  string    `json:"__typename"`
+		CreatedAt time.Time `json:"createdAt"`
+		Actor     *struct {
+			Login string `json:"login"`
+		} `json:"actor"`
+	} `json:"nodes"`
+}
+
+// events lists them oldest first (a deleted actor is "").
+func (e eventsData) events() []enforce.IssueEvent {
+	var out []enforce.IssueEvent
+	for _, n := range e.Nodes {
+		if n == nil || (n.Typename != "ClosedEvent" && n.Typename != "ReopenedEvent") {
+			continue
+		}
+		ev := enforce.IssueEvent{Closed: n.Typename == "ClosedEvent", At: n.CreatedAt}
+		if n.Actor != nil {
+			ev.Actor = n.Actor.Login
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // fill copies the content's fields into it.
@@ -112,6 +141,7 @@ func (c *contentData) fill(it *enforce.Item) {
 		it.ParentID, it.ParentNumber = c.Parent.ID, c.Parent.Number
 	}
 	it.SubIssues, it.OpenBlockers = c.SubIssuesSummary.Total, c.Dependencies.BlockedBy
+	it.IssueEvents = c.Lifecycle.events()
 }
 
 // readItem reads one item with its Workflow State in one request (Item combines reads).

@@ -3,6 +3,12 @@ package ghboard
 // Every GraphQL document the adapter sends. The simulator's schema test validates each one
 // against GitHub's published schema (see Documents).
 
+// issueEvents selects an issue's latest closes and reopens (decoded by eventsData): a close and
+// a reopen no report has told of yet leave the issue open as it was, but not its timeline.
+const issueEvents = `lifecycle: timelineItems(last: 3, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {
+      nodes { __typename ... on ClosedEvent { createdAt actor { login } } ... on ReopenedEvent { createdAt actor { login } } }
+    }`
+
 // itemContent is what every read selects of an item's content (decoded by contentData): enough
 // to comment, to know the relatives exist, and to skip a second read for a leaf.
 const itemContent = `__typename
@@ -11,6 +17,7 @@ const itemContent = `__typename
     parent { id number }
     subIssuesSummary { total }
     issueDependenciesSummary { blockedBy }
+    ` + issueEvents + `
   }
   ... on PullRequest { id number title prState: state repository { nameWithOwner } }
   ... on DraftIssue { id title }`
@@ -87,6 +94,7 @@ const mutationReopenIssue = `mutation RalphGateReopenIssue($id: ID!) {
 // alone, rather than taken for an issue that is not on the project.
 const familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
+  ` + issueEvents + `
   projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
     estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
 

@@ -23,6 +23,7 @@ type relativeData struct {
 	SubIssuesSummary struct {
 		Total int `json:"total"`
 	} `json:"subIssuesSummary"`
+	Lifecycle    eventsData `json:"lifecycle"`
 	ProjectItems struct {
 		Nodes []struct {
 			ID         string `json:"id"`
@@ -41,7 +42,7 @@ type relativeData struct {
 
 func (r relativeData) relative(projectID string) enforce.Relative {
 	rel := enforce.Relative{IssueID: r.ID, Number: r.Number, Title: r.Title, Repo: r.Repository.NameWithOwner,
-		Open: strings.EqualFold(r.State, "OPEN"), SubIssues: r.SubIssuesSummary.Total}
+		Open: strings.EqualFold(r.State, "OPEN"), SubIssues: r.SubIssuesSummary.Total, IssueEvents: r.Lifecycle.events()}
 	for _, n := range r.ProjectItems.Nodes {
 		if n.Project.ID == projectID {
 			rel.ItemID, rel.Archived = n.ID, n.IsArchived

@@ -51,6 +51,7 @@ func issueResolvers(rs resolverSet) {
 		"projectItems": func(_ *execCtx, is *issue, a args) (any, error) {
 			return projectItemsOf(is.items, a)
 		},
+		"timelineItems": func(_ *execCtx, is *issue, a args) (any, error) { return timelineItems(is, a) },
 		"subIssuesSummary": func(_ *execCtx, is *issue, _ args) (any, error) {
 			total, done := subIssueCounts(is)
 			return valueObject{"total": total, "completed": done, "percentCompleted": percent(done, total)}, nil
@@ -126,4 +127,48 @@ func issueResolvers(rs resolverSet) {
 			return ec.w.htmlURL("/%s/%s/issues/%d#issuecomment-%d", ec.w.org.login, c.issue.repo.name, c.issue.number, c.id), nil
 		},
 	})
+}
+
+// timelineItems pages through an issue's timeline, which ghsim keeps for closes and reopens
+// only: asked for other kinds (or for every kind, without itemTypes), it says so rather than
+// answer with a timeline that would look complete.
+func timelineItems(is *issue, a args) (any, error) {
+	kinds, ok := a["itemTypes"].([]any)
+	if !ok || len(kinds) == 0 {
+		return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED", msg: "ghsim keeps only closes and reopens: give timelineItems itemTypes [CLOSED_EVENT, REOPENED_EVENT]"}
+	}
+	want := map[string]bool{}
+	for _, k := range kinds {
+		s, _ := k.(string)
+		if s != "CLOSED_EVENT" && s != "REOPENED_EVENT" {
+			return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED", msg: fmt.Sprintf("ghsim keeps no %s timeline items", s)}
+		}
+		want[s] = true
+	}
+	if _, since := a["since"]; since {
+		return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED", msg: "ghsim does not implement argument Issue.timelineItems(since)"}
+	}
+	var out []any
+	for _, ev := range is.timeline {
+		if want[ev.kind] {
+			out = append(out, ev)
+		}
+	}
+	return paginate("timelineItems", out, a)
+}
+
+func issueEventResolvers(rs resolverSet) {
+	for _, typ := range []string{"ClosedEvent", "ReopenedEvent"} {
+		fieldsOf(rs, typ, map[string]func(*execCtx, *issueEvent, args) (any, error){
+			"id":        func(_ *execCtx, e *issueEvent, _ args) (any, error) { return e.nodeID, nil },
+			"createdAt": func(_ *execCtx, e *issueEvent, _ args) (any, error) { return ts(e.createdAt), nil },
+			"actor":     func(_ *execCtx, e *issueEvent, _ args) (any, error) { return e.actor, nil },
+			"stateReason": func(_ *execCtx, e *issueEvent, _ args) (any, error) {
+				if e.reason == "" {
+					return nil, nil
+				}
+				return strings.ToUpper(e.reason), nil
+			},
+		})
+	}
 }

@@ -16,6 +16,7 @@ func newResolvers() resolverSet {
 	ownerResolvers(rs)
 	projectResolvers(rs)
 	issueResolvers(rs)
+	issueEventResolvers(rs)
 	mutationResolvers(rs)
 	return rs
 }

@@ -22,6 +22,7 @@ var idBases = map[string]int64{
 	"item":     3_000_001,
 	"comment":  4_300_000_001, // past 2^32, as GitHub's comment ids are past 2^31: IssueComment.databaseId (Int) cannot hold them
 	"draft":    7_000_001,
+	"event":    8_000_000_001,
 	"delivery": 10_000_000_001,
 }
 

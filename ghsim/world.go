@@ -213,9 +213,27 @@ type issue struct {
 	createdAt   time.Time
 	updatedAt   time.Time
 	closedAt    *time.Time
+	timeline    []*issueEvent // closes and reopens, oldest first
 }
 
 func (i *issue) gqlType() string { return "Issue" }
+
+// issueEvent is an entry of an issue's timeline: a close or a reopen (the only kinds ghsim
+// keeps; timelineItems asks for them by itemTypes).
+type issueEvent struct {
+	nodeID    string
+	kind      string // CLOSED_EVENT or REOPENED_EVENT (IssueTimelineItemsItemType)
+	actor     *actor
+	createdAt time.Time
+	reason    string // the state reason set
+}
+
+func (e *issueEvent) gqlType() string {
+	if e.kind == "CLOSED_EVENT" {
+		return "ClosedEvent"
+	}
+	return "ReopenedEvent"
+}
 
 type pullRequest struct {
 	id        int64

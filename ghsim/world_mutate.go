@@ -3,6 +3,7 @@ package ghsim
 import (
 	"encoding/json"
 	"slices"
+	"time"
 )
 
 // Mutations change the world as GitHub would and queue the webhooks GitHub would send. Callers
@@ -267,8 +268,15 @@ func (w *world) closeIssue(by *actor, is *issue, reason string) error {
 	}
 	t := w.clock()
 	is.state, is.stateReason, is.closedAt, is.updatedAt = "closed", reason, &t, t
+	w.addIssueEvent(is, "CLOSED_EVENT", by, t, reason)
 	w.emit("issues", "closed", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
 	return nil
+}
+
+// addIssueEvent adds a close or reopen to the issue's timeline.
+func (w *world) addIssueEvent(is *issue, kind string, by *actor, at time.Time, reason string) {
+	prefix := map[bool]string{true: "CE", false: "REE"}[kind == "CLOSED_EVENT"]
+	is.timeline = append(is.timeline, &issueEvent{nodeID: nodeID(prefix, w.ids.take("event")), kind: kind, actor: by, createdAt: at, reason: reason})
 }
 
 func (w *world) reopenIssue(by *actor, is *issue) error {
@@ -277,6 +285,7 @@ func (w *world) reopenIssue(by *actor, is *issue) error {
 	}
 	t := w.clock()
 	is.state, is.stateReason, is.closedAt, is.updatedAt = "open", "reopened", nil, t
+	w.addIssueEvent(is, "REOPENED_EVENT", by, t, "reopened")
 	w.emit("issues", "reopened", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
 	return nil
 }

@@ -253,6 +253,17 @@ func (s *Store) LastEvent(ctx context.Context, itemID string) (enforce.Observati
 	return o, true, nil
 }
 
+// AutomatedStep reports whether the item's history holds an automated move of the app's into
+// `to` dated `at` (the time of its cause).
+func (s *Store) AutomatedStep(ctx context.Context, itemID, to string, at time.Time) (bool, error) {
+	var n int
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND verdict = ? AND to_state = ? AND at = ?`,
+		itemID, string(enforce.ObservationJudged), string(enforce.VerdictAutomated), to, s.t(nowUTC(at))).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
+	}
+	return n > 0, nil
+}
+
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged
 // history: the state the first step judged at or after t left (each records the legal state it
 // was judged from), or the item's current legal state when none was. Steps of the same second

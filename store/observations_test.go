@@ -82,7 +82,6 @@ func TestObservations(t *testing.T) {
 	})
 }
 
-// What an item's legal state was at a time is read back from its judged history.
 // A lifecycle event is a report of its item's history: its kind and what it was are kept
 // until it is judged, and its judged state (a merge's is decided then) replaces the one given.
 func TestLifecycleObservations(t *testing.T) {
@@ -148,6 +147,46 @@ func TestLifecycleObservations(t *testing.T) {
 		if _, found, err := s.LastEvent(ctx, "PVTI_9"); err != nil || found {
 			t.Fatalf("an item without events has a last one: %v, %v", found, err)
 		}
+	})
+}
+
+// An item's automated moves are found by their state and their cause's time: a person's move,
+// a refused one or a report still waiting is none.
+func TestAutomatedStep(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		version := int64(0)
+		commit := func(id string, v enforce.Verdict, to string, sec time.Duration) {
+			t.Helper()
+			o := enforce.Observation{DeliveryID: id, ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: to, Actor: "bob",
+				At: at(sec), ReceivedAt: at(sec), Status: enforce.ObservationJudged, JudgedAt: at(sec), Verdict: v}
+			rec := enforce.Record{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: to, Version: version}
+			if ok, err := s.CommitStep(ctx, enforce.Step{Record: rec, ExpectedVersion: version, Observation: &o}); !ok || err != nil {
+				t.Fatalf("commit %s: %v, %v", id, ok, err)
+			}
+			version++
+		}
+		has := func(item, to string, sec time.Duration, want bool) {
+			t.Helper()
+			if got, err := s.AutomatedStep(ctx, item, to, at(sec)); err != nil || got != want {
+				t.Fatalf("automated step of %s into %s at %v: %v, %v; want %v", item, to, sec, got, err, want)
+			}
+		}
+		commit("d-1", enforce.VerdictAllowed, "Ready for Plan", time.Second)
+		commit("d-2", enforce.VerdictReverted, "Done", time.Second)
+		if _, err := s.RecordObservation(ctx, enforce.Observation{DeliveryID: "d-3", ItemID: "PVTI_1", To: "Research Needed",
+			Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		has("PVTI_1", "Ready for Plan", time.Second, false)
+		has("PVTI_1", "Done", time.Second, false)
+		has("PVTI_1", "Research Needed", time.Second, false)
+		commit("app:1", enforce.VerdictAutomated, "Plan in Progress", time.Second)
+		has("PVTI_1", "Plan in Progress", time.Second, true)
+		has("PVTI_1", "Plan in Progress", 2*time.Second, false)
+		has("PVTI_1", "Ready for Plan", time.Second, false)
+		has("PVTI_9", "Plan in Progress", time.Second, false)
 	})
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestSnapshot(t *testing.T) {
 		for i := range want {
 			want[i].ProjectID = "P1"
 		}
-		if err != nil || !slices.Equal(got, want) {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("snapshot of P1 = %+v, %v\nwant %+v", got, err, want)
 		}
 
@@ -61,7 +62,7 @@ func TestSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.ProjectID = "P1"
-		if got, err := snapshotItems(t, s, "P1"); err != nil || !slices.Equal(got, []enforce.Item{a}) {
+		if got, err := snapshotItems(t, s, "P1"); err != nil || !reflect.DeepEqual(got, []enforce.Item{a}) {
 			t.Fatalf("after the second read and the prune: %+v, %v", got, err)
 		}
 		if got, err := snapshotItems(t, s, "P2"); err != nil || len(got) != 1 || got[0].ID != "I_o" {

@@ -5,6 +5,7 @@ package oracle
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -572,6 +573,41 @@ func EventsLast(moves []ItemMove) []ItemMove {
 		i = j
 	}
 	return out
+}
+
+// Reordered is moves (given in true order) with each second's moves sorted stably by rank,
+// and whether that is an order Interleavings allows (one GitHub's reports cannot tell from the
+// true one: each item's card moves chain; a lifecycle event anywhere in its second). It lets a
+// check try first the order an implementation took, which Interleavings may reach only late
+// when a second holds many moves.
+func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
+	out := make([]ItemMove, 0, len(moves))
+	for i := 0; i < len(moves); {
+		j := i + 1
+		for j < len(moves) && moves[j].Move.At.Equal(moves[i].Move.At) {
+			j++
+		}
+		grp := append([]ItemMove{}, moves[i:j]...)
+		cur := map[string]string{} // each item's value so far in the second
+		for k := len(grp) - 1; k >= 0; k-- {
+			if grp[k].Move.Lifecycle == "" {
+				cur[grp[k].Item] = grp[k].Move.From
+			}
+		}
+		sort.SliceStable(grp, func(a, b int) bool { return rank(grp[a]) < rank(grp[b]) })
+		for _, im := range grp {
+			if im.Move.Lifecycle != "" {
+				continue
+			}
+			if im.Move.From != cur[im.Item] {
+				return nil, false
+			}
+			cur[im.Item] = im.Move.To
+		}
+		out = append(out, grp...)
+		i = j
+	}
+	return out, true
 }
 
 // key names an order by its deliveries.

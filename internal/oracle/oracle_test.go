@@ -52,6 +52,46 @@ func TestInterleavings(t *testing.T) {
 	}
 }
 
+// Reordered sorts each second by rank and says whether the result is an order Interleavings
+// allows.
+func TestReordered(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	mv := func(item, delivery, from, to, lifecycle string, sec int) ItemMove {
+		return ItemMove{Item: item, Move: Move{From: from, To: to, Delivery: delivery, Lifecycle: lifecycle, At: t0.Add(time.Duration(sec) * time.Second)}}
+	}
+	tests := []struct {
+		name  string
+		moves []ItemMove
+		ranks map[string]int
+		want  string // "" when not allowed
+	}{
+		{"items of one second in any order", []ItemMove{mv("A", "a1", "Backlog", "Done", "", 1), mv("B", "b1", "Backlog", "Done", "", 1)},
+			map[string]int{"a1": 2, "b1": 1}, "b1,a1,"},
+		{"an event anywhere in its second", []ItemMove{mv("A", "a1", "Backlog", "Done", "", 1), mv("A", "e1", "", "Done", LifecycleClose, 1)},
+			map[string]int{"a1": 2, "e1": 1}, "e1,a1,"},
+		{"never across seconds", []ItemMove{mv("A", "a1", "Backlog", "Done", "", 1), mv("B", "b1", "Backlog", "Done", "", 2)},
+			map[string]int{"a1": 2, "b1": 1}, "a1,b1,"},
+		{"an item's moves must chain", []ItemMove{mv("A", "a1", "Backlog", "Ready for Plan", "", 1), mv("A", "a2", "Ready for Plan", "Done", "", 1)},
+			map[string]int{"a1": 2, "a2": 1}, ""},
+		{"equal ranks keep the true order", []ItemMove{mv("A", "a1", "Backlog", "Done", "", 1), mv("B", "b1", "Backlog", "Done", "", 1)},
+			map[string]int{}, "a1,b1,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Reordered(tt.moves, func(m ItemMove) int { return tt.ranks[m.Move.Delivery] })
+			if tt.want == "" {
+				if ok {
+					t.Fatalf("allowed %s", key(got))
+				}
+				return
+			}
+			if !ok || key(got) != tt.want {
+				t.Fatalf("got %s (%v), want %s", key(got), ok, tt.want)
+			}
+		})
+	}
+}
+
 // Automation runs in the true history at its cause's time: a parent's legal move cascades its
 // children along, and a child's move that brings every child to a gate converges the parent.
 func TestOracleRunsAutomation(t *testing.T) {
