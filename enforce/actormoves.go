@@ -59,14 +59,20 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	// its way), whose automation may reach this item.
 	if err := a.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
 		rec, found, err := a.items.load(ctx, r.ItemID)
-		if err != nil || !found || !rec.known() {
+		if err != nil {
 			return false, err
+		}
+		if !found || !rec.known() {
+			// Never judged: its card's value is its legal state (first sight), and its issue
+			// still tells of a close or reopen not taken in.
+			why, _, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, r.State)
+			return why != "", err
 		}
 		if r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
 			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) {
 			return true, nil
 		}
-		why, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, rec.LastLegalState)
+		why, _, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, rec.LastLegalState)
 		return why != "", err
 	}); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
@@ -85,7 +91,7 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 		return "a write or automation of its last step is still being made", nil
 	}
 	if it.ContentType == ContentIssue && it.ContentID != "" {
-		if why, err := a.issueUnjudged(ctx, it.ID, it.Open, it.IssueEvents, rec.LastLegalState); err != nil || why != "" {
+		if why, _, err := a.issueUnjudged(ctx, it.ID, it.Open, it.IssueEvents, rec.LastLegalState); err != nil || why != "" {
 			return why, err
 		}
 	}
@@ -115,35 +121,37 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 	return "", nil
 }
 
-// issueUnjudged reports whether an item's issue shows a close or reopen its history has not
-// taken in yet (its webhook late, or lost: the sweep redelivers it): the issue is open or
-// closed otherwise than its history's last close or reopen left it (with none, closed short of
-// where a close leaves it: Done, Canceled); or its timeline has a close or reopen, not the
-// app's, dated after that last one, whose report may still come (no proof covers its second
-// yet) — a close and a reopen both unreported leave the issue as it was, but not its timeline.
-// An event a proof covers and the history does not hold never reached the app (before the
-// item's history, or not its to judge), and counts for nothing.
-func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, events []IssueEvent, legal string) (string, error) {
+// issueUnjudged says why an item's issue shows a close or reopen its history has not taken in
+// yet (its webhook late, or lost: the sweep redelivers it), and when it was made when its
+// timeline dates it ("" when there is none). The timeline's newest close or reopen not made by
+// the app, dated after the last its history holds (or with none held), is one while its report
+// may still come (no proof covers its second yet) — a close and a reopen both unreported leave
+// the issue as it was, but not its timeline; once a proof covers it, it never reached the app
+// (before the item's history, or not the app's to judge) and counts for nothing. Otherwise the
+// issue open or closed otherwise than its history's last close or reopen left it is one; with
+// neither in its history nor in its timeline, an issue closed short of where a close leaves it
+// (Done, Canceled).
+func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, events []IssueEvent, legal string) (why string, at time.Time, err error) {
 	if !a.machine.Automation().LifecycleSync {
-		return "", nil // closes and reopens are no part of the history
+		return "", time.Time{}, nil // closes and reopens are no part of the history
 	}
 	last, found, err := a.store().LastEvent(ctx, itemID)
 	if err != nil {
-		return "", fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
+		return "", time.Time{}, fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
 	}
+	ev, dated := a.lastIssueEvent(events)
 	st := a.opts.States
-	if (found && eventLeftClosed(last) == open) || (!found && !open && legal != st.Done && legal != st.Canceled) {
-		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", nil
+	switch {
+	case dated && (!found || ev.At.Truncate(time.Second).After(last.At)):
+		if maybe, err := a.mayBeReported(ctx, ev.At); err != nil || !maybe {
+			return "", time.Time{}, err
+		}
+		return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
+			map[bool]string{true: "closed", false: "reopened"}[ev.Closed], ev.At.UTC().Format(time.RFC3339)), ev.At, nil
+	case found && eventLeftClosed(last) == open, !found && !dated && !open && legal != st.Done && legal != st.Canceled:
+		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", time.Time{}, nil
 	}
-	ev, ok := a.lastIssueEvent(events)
-	if !ok || (found && !ev.At.Truncate(time.Second).After(last.At)) {
-		return "", nil
-	}
-	if maybe, err := a.mayBeReported(ctx, ev.At); err != nil || !maybe {
-		return "", err
-	}
-	return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
-		map[bool]string{true: "closed", false: "reopened"}[ev.Closed], ev.At.UTC().Format(time.RFC3339)), nil
+	return "", time.Time{}, nil
 }
 
 // lastIssueEvent is the newest of an issue's closes and reopens made by someone other than the

@@ -247,25 +247,43 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 
 // unreportedBefore returns a groupUnsettled when a relative's card shows a change made before
 // the chain's cause (a second earlier at least) that its history has not judged and no report
-// of it is waiting for: a change no webhook has told of yet, which comes before the cause in the
+// of it is waiting for, or its issue a close or reopen not taken in (made a second earlier at
+// least, or undated): a change no webhook has told of yet, which comes before the cause in the
 // true history. The chain waits for the relative's walk (asked for here), which judges it once
-// a proof covers it; the relative never waits for this chain (its change is the earlier).
+// a proof covers it (a close or reopen, once the sweep redelivers it); the relative never waits
+// for this chain (its change is the earlier).
 func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative) error {
-	if ch.at.IsZero() || r.ItemID == "" || ch.visited[r.ItemID] || r.StateUpdatedAt.IsZero() ||
-		!r.StateUpdatedAt.Before(ch.at.Truncate(time.Second)) {
+	if ch.at.IsZero() || r.ItemID == "" || ch.visited[r.ItemID] {
 		return nil
 	}
+	cause := ch.at.Truncate(time.Second)
 	rec, found, err := a.items.load(ctx, r.ItemID)
-	if err != nil || !found || !rec.known() || rec.ObservedState == r.State || rec.RevertPending != "" {
+	if err != nil {
 		return err
 	}
-	pending, err := a.store().PendingObservations(ctx, r.ItemID)
-	if err != nil {
-		return fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
+	known := found && rec.known()
+	legal := r.State
+	if known {
+		legal = rec.LastLegalState
 	}
-	for _, o := range pending {
-		if o.Actor != a.rec.app {
-			return nil // a report tells of it: the relatives' wait orders it
+	why, at, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, legal)
+	if err != nil {
+		return err
+	}
+	issue := why != "" && (at.IsZero() || at.Truncate(time.Second).Before(cause))
+	card := known && !r.StateUpdatedAt.IsZero() && r.StateUpdatedAt.Before(cause) && rec.ObservedState != r.State && rec.RevertPending == ""
+	if !issue && !card {
+		return nil
+	}
+	if card {
+		pending, err := a.store().PendingObservations(ctx, r.ItemID)
+		if err != nil {
+			return fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
+		}
+		for _, o := range pending {
+			if o.Actor != a.rec.app && !issue {
+				return nil // a report tells of it: the relatives' wait orders it
+			}
 		}
 	}
 	if a.walkSoon != nil {

@@ -953,6 +953,7 @@ func (w *simWorld) periodicSweep(t time.Time) {
 // second chain in more than one order) what one of the orders GitHub's reports cannot tell
 // from it gives.
 func (w *simWorld) check() {
+
 	// A violation comment explains moves of its own issue; a storm's summary explains moves
 	// of the issues it names, wherever it is posted: each marker counts for its move's item.
 	itemOf := map[string]string{}
@@ -977,14 +978,18 @@ func (w *simWorld) check() {
 				if m.Verdict == string(VerdictHandoff) {
 					continue // a handoff's record, no explanation
 				}
-				owner := id
-				if strings.HasPrefix(body, SummaryMarker) && itemOf[m.Delivery] != "" {
-					owner = itemOf[m.Delivery]
+				owner, delivery := id, m.Delivery
+				if strings.HasPrefix(body, SummaryMarker) {
+					if itemOf[delivery] != "" {
+						owner = itemOf[delivery]
+					} else if ev, item, ok := strings.Cut(delivery, "#"); ok {
+						owner, delivery = item, ev // a close or reopen's report of its item
+					}
 				}
 				if explainedBy[owner] == nil {
 					explainedBy[owner] = map[string]int{}
 				}
-				explainedBy[owner][m.Delivery]++
+				explainedBy[owner][delivery]++
 			}
 		}
 	}

@@ -407,7 +407,16 @@ func (m *memStore) LastEvent(_ context.Context, id string) (Observation, bool, e
 	for _, o := range m.list(func(o Observation) bool {
 		return o.ItemID == id && o.Status != ObservationPending && (o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecycleIssueReopened)
 	}) {
-		if !found || o.At.After(last.At) || (o.At.Equal(last.At) && o.JudgedAt.After(last.JudgedAt)) {
+		later := o.At.Compare(last.At)
+		if later == 0 {
+			later = o.JudgedAt.Compare(last.JudgedAt)
+		}
+		if later == 0 {
+			m.mu.Lock()
+			later = m.judged[o.DeliveryID] - m.judged[last.DeliveryID] // judged after (virtual time stands still)
+			m.mu.Unlock()
+		}
+		if !found || later > 0 {
 			last, found = o, true
 		}
 	}
