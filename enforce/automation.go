@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -104,7 +105,7 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 		if ch.movedOnSince(rec) {
 			continue // its later judged move stands: the cascade is not recorded over it
 		}
-		if owed, err := a.owedBefore(ctx, ch, c.ItemID, rec, parent.State); err != nil {
+		if owed, err := a.owedBefore(ctx, ch, rec, appMove{Item: Item{ID: c.ItemID}, To: parent.State, Why: cascadeWhy(parent)}); err != nil {
 			return err
 		} else if owed {
 			ch.visited[c.ItemID] = true
@@ -118,7 +119,7 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 		members = append(members, policy.Member{Number: c.Number, Title: c.Title, State: legal})
 	}
 	moves, _ := a.machine.PlanCascade(parent.State, members)
-	why := fmt.Sprintf("cascade: parent #%d moved to %s", parent.Number, parent.State)
+	why := cascadeWhy(parent)
 	if ch.why != "" {
 		why += " (" + ch.why + ")"
 	}
@@ -153,21 +154,37 @@ func (ch *chain) movedOnSince(rec Record) bool {
 	return !ch.at.IsZero() && rec.known() && rec.LegalAt.After(ch.at)
 }
 
-// owedBefore reports whether an item's history shows it moved to state by this chain's cause
-// in an earlier run of the chain (one that failed after recording it): the job's retry runs
-// the whole chain again, and must follow that move as if it made it (one chain never moves an
-// item twice, and goes on below and above it). The move must be the app's automated one at the
-// cause's time: a person's move to the same state in the same second is no move of the
-// chain's, and the chain does not go on through it.
-func (a *Automation) owedBefore(ctx context.Context, ch *chain, itemID string, rec Record, state string) (bool, error) {
-	if !ch.again || ch.at.IsZero() || !rec.known() || rec.LastLegalState != state || !rec.LegalAt.Equal(ch.at) {
+// owedBefore reports whether an item's history shows it moved to mv.To by this chain in an
+// earlier run (one that failed after recording it): the job's retry runs the whole chain again,
+// and must follow that move as if it made it (one chain never moves an item twice, and goes on
+// below and above it). The move must be the app's automated one at the cause's time, for the
+// same reason (mv.Why: a cascade from this parent, a convergence of this parent): a person's
+// move to the same state in the same second, or another chain's of that second, is no move of
+// this chain's, and the chain does not go on through it.
+func (a *Automation) owedBefore(ctx context.Context, ch *chain, rec Record, mv appMove) (bool, error) {
+	if !ch.again || ch.at.IsZero() || !rec.known() || rec.LastLegalState != mv.To || !rec.LegalAt.Equal(ch.at) {
 		return false, nil
 	}
-	owed, err := a.store().AutomatedStep(ctx, itemID, state, ch.at)
+	causes, err := a.store().AutomatedCauses(ctx, mv.Item.ID, mv.To, ch.at)
 	if err != nil {
-		return false, fmt.Errorf("load the automated moves of item %s: %w", itemID, err)
+		return false, fmt.Errorf("load the automated moves of item %s: %w", mv.Item.ID, err)
 	}
-	return owed, nil
+	for _, c := range causes {
+		if c == mv.Why || strings.HasPrefix(c, mv.Why+" (") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// cascadeWhy is the cause of a cascade from parent (followed by the chain's own cause, in
+// parentheses); convergenceWhy the cause of a convergence of parent to target.
+func cascadeWhy(parent Relative) string {
+	return fmt.Sprintf("cascade: parent #%d moved to %s", parent.Number, parent.State)
+}
+
+func convergenceWhy(parent Relative, target string) string {
+	return fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)
 }
 
 // convergeUp advances each ancestor whose children have all reached a parent gate. An archived
@@ -221,13 +238,13 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			return nil // the parent's later judged move stands
 		}
 		ch.visited[parent.ItemID] = true
-		owed, err := a.owedBefore(ctx, ch, parent.ItemID, rec, from)
+		owed, err := a.owedBefore(ctx, ch, rec, appMove{Item: Item{ID: parent.ItemID}, To: from, Why: convergenceWhy(parent, from)})
 		if err != nil {
 			return err
 		}
 		if target, ok := a.machine.ConvergenceTarget(from, children); ok {
 			mv := appMove{Item: relativeItem(ch.base, parent), From: from, To: target, Kind: CauseConvergence, At: ch.at,
-				Why: fmt.Sprintf("convergence: every child of #%d is at %s or later", parent.Number, target)}
+				Why: convergenceWhy(parent, target)}
 			if err := a.carryOut(ctx, ch.board, []appMove{mv}); err != nil {
 				return err
 			}

@@ -423,13 +423,17 @@ func (m *memStore) LastEvent(_ context.Context, id string) (Observation, bool, e
 	return last, found, nil
 }
 
-func (m *memStore) AutomatedStep(_ context.Context, id, to string, at time.Time) (bool, error) {
-	if err := m.call("AutomatedStep"); err != nil {
-		return false, err
+func (m *memStore) AutomatedCauses(_ context.Context, id, to string, at time.Time) ([]string, error) {
+	if err := m.call("AutomatedCauses"); err != nil {
+		return nil, err
 	}
-	return len(m.list(func(o Observation) bool {
+	var causes []string
+	for _, o := range m.list(func(o Observation) bool {
 		return o.ItemID == id && o.Status == ObservationJudged && o.Verdict == VerdictAutomated && o.To == to && o.At.Equal(at)
-	})) > 0, nil
+	}) {
+		causes = append(causes, o.Reason)
+	}
+	return causes, nil
 }
 
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {

@@ -109,9 +109,9 @@ type Store interface {
 	// LastEvent is the item's last close or reopen taken into its history (judged or
 	// ignored); found is false when it has none.
 	LastEvent(ctx context.Context, itemID string) (o Observation, found bool, err error)
-	// AutomatedStep reports whether the item's history holds an automated move of the app's
-	// into `to` dated `at` (the time of its cause).
-	AutomatedStep(ctx context.Context, itemID, to string, at time.Time) (bool, error)
+	// AutomatedCauses lists the causes (reasons) of the item's automated moves of the app's
+	// into `to` dated `at` (the time of their cause).
+	AutomatedCauses(ctx context.Context, itemID, to string, at time.Time) ([]string, error)
 	// PendingItemsBefore lists the items other than except whose history before t is not
 	// settled: a report made before t by anyone but exceptActor not judged yet, or a step made
 	// by t (its second included) whose automation has not run.

@@ -253,15 +253,27 @@ func (s *Store) LastEvent(ctx context.Context, itemID string) (enforce.Observati
 	return o, true, nil
 }
 
-// AutomatedStep reports whether the item's history holds an automated move of the app's into
-// `to` dated `at` (the time of its cause).
-func (s *Store) AutomatedStep(ctx context.Context, itemID, to string, at time.Time) (bool, error) {
-	var n int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND verdict = ? AND to_state = ? AND at = ?`,
-		itemID, string(enforce.ObservationJudged), string(enforce.VerdictAutomated), to, s.t(nowUTC(at))).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
+// AutomatedCauses lists the causes (reasons) of the item's automated moves of the app's into
+// `to` dated `at` (the time of their cause).
+func (s *Store) AutomatedCauses(ctx context.Context, itemID, to string, at time.Time) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT reason FROM observations WHERE item_id = ? AND status = ? AND verdict = ? AND to_state = ? AND at = ?`,
+		itemID, string(enforce.ObservationJudged), string(enforce.VerdictAutomated), to, s.t(nowUTC(at)))
+	if err != nil {
+		return nil, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
 	}
-	return n > 0, nil
+	defer rows.Close()
+	var causes []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
+		}
+		causes = append(causes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
+	}
+	return causes, nil
 }
 
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -150,43 +151,43 @@ func TestLifecycleObservations(t *testing.T) {
 	})
 }
 
-// An item's automated moves are found by their state and their cause's time: a person's move,
-// a refused one or a report still waiting is none.
-func TestAutomatedStep(t *testing.T) {
+// An item's automated moves are found by their state and their cause's time, with their causes:
+// a person's move, a refused one or a report still waiting is none.
+func TestAutomatedCauses(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
 		s := tg.open(t)
 		version := int64(0)
-		commit := func(id string, v enforce.Verdict, to string, sec time.Duration) {
+		commit := func(id string, v enforce.Verdict, to, reason string, sec time.Duration) {
 			t.Helper()
 			o := enforce.Observation{DeliveryID: id, ItemID: "PVTI_1", FromKnown: true, From: "Backlog", To: to, Actor: "bob",
-				At: at(sec), ReceivedAt: at(sec), Status: enforce.ObservationJudged, JudgedAt: at(sec), Verdict: v}
+				At: at(sec), ReceivedAt: at(sec), Status: enforce.ObservationJudged, JudgedAt: at(sec), Verdict: v, Reason: reason}
 			rec := enforce.Record{ItemID: "PVTI_1", ProjectID: "PVT_1", LastLegalState: to, Version: version}
 			if ok, err := s.CommitStep(ctx, enforce.Step{Record: rec, ExpectedVersion: version, Observation: &o}); !ok || err != nil {
 				t.Fatalf("commit %s: %v, %v", id, ok, err)
 			}
 			version++
 		}
-		has := func(item, to string, sec time.Duration, want bool) {
+		causes := func(item, to string, sec time.Duration, want ...string) {
 			t.Helper()
-			if got, err := s.AutomatedStep(ctx, item, to, at(sec)); err != nil || got != want {
-				t.Fatalf("automated step of %s into %s at %v: %v, %v; want %v", item, to, sec, got, err, want)
+			got, err := s.AutomatedCauses(ctx, item, to, at(sec))
+			if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Fatalf("causes of %s's automated moves into %s at %v: %q, %v; want %q", item, to, sec, got, err, want)
 			}
 		}
-		commit("d-1", enforce.VerdictAllowed, "Ready for Plan", time.Second)
-		commit("d-2", enforce.VerdictReverted, "Done", time.Second)
+		commit("d-1", enforce.VerdictAllowed, "Ready for Plan", "allowed", time.Second)
+		commit("d-2", enforce.VerdictReverted, "Done", "refused", time.Second)
 		if _, err := s.RecordObservation(ctx, enforce.Observation{DeliveryID: "d-3", ItemID: "PVTI_1", To: "Research Needed",
 			Actor: "bob", At: at(time.Second), ReceivedAt: at(time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		has("PVTI_1", "Ready for Plan", time.Second, false)
-		has("PVTI_1", "Done", time.Second, false)
-		has("PVTI_1", "Research Needed", time.Second, false)
-		commit("app:1", enforce.VerdictAutomated, "Plan in Progress", time.Second)
-		has("PVTI_1", "Plan in Progress", time.Second, true)
-		has("PVTI_1", "Plan in Progress", 2*time.Second, false)
-		has("PVTI_1", "Ready for Plan", time.Second, false)
-		has("PVTI_9", "Plan in Progress", time.Second, false)
+		causes("PVTI_1", "Ready for Plan", time.Second)
+		causes("PVTI_1", "Done", time.Second)
+		causes("PVTI_1", "Research Needed", time.Second)
+		commit("app:1", enforce.VerdictAutomated, "Plan in Progress", "cascade: parent #3 moved to Plan in Progress", time.Second)
+		causes("PVTI_1", "Plan in Progress", time.Second, "cascade: parent #3 moved to Plan in Progress")
+		causes("PVTI_1", "Plan in Progress", 2*time.Second)
+		causes("PVTI_9", "Plan in Progress", time.Second)
 	})
 }
 
