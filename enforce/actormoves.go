@@ -154,6 +154,24 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 	return "", time.Time{}, nil
 }
 
+// issueEventAt is when the item's issue was last closed or reopened by someone other than the
+// app (its timeline, read with the item), when that is later than the last close or reopen its
+// history holds; zero when not (policy.BoardValue.IssueEventAt).
+func (a *Automation) issueEventAt(ctx context.Context, it Item) (time.Time, error) {
+	ev, ok := a.lastIssueEvent(it.IssueEvents)
+	if !ok || it.ContentType != ContentIssue || !a.machine.Automation().LifecycleSync {
+		return time.Time{}, nil
+	}
+	last, found, err := a.store().LastEvent(ctx, it.ID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("load the last close or reopen of item %s: %w", it.ID, err)
+	}
+	if at := ev.At.Truncate(time.Second); !found || at.After(last.At) {
+		return at, nil
+	}
+	return time.Time{}, nil
+}
+
 // lastIssueEvent is the newest of an issue's closes and reopens made by someone other than the
 // app (its own undo is no one's move). GraphQL names a bot by its slug, without the "[bot]"
 // webhooks add, so both forms are the app.

@@ -68,14 +68,14 @@ func (a *Automation) run(ctx context.Context, b Board, it Item, c cause) error {
 // relativeOf is an item as a relative (its issue and state).
 func relativeOf(it Item) Relative {
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, Open: it.Open,
-		ItemID: it.ID, Archived: it.Archived, State: it.State, SubIssues: it.SubIssues}
+		ItemID: it.ID, Archived: it.Archived, State: it.State, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents}
 }
 
 // relativeItem is a related issue's item on the same project as base.
 func relativeItem(base Item, r Relative) Item {
 	return Item{ID: r.ItemID, ProjectID: base.ProjectID, ProjectNumber: base.ProjectNumber, Owner: base.Owner,
 		ContentType: ContentIssue, ContentID: r.IssueID, Number: r.Number, Repo: r.Repo, Title: r.Title,
-		Open: r.Open, Archived: r.Archived, State: r.State, SubIssues: r.SubIssues}
+		Open: r.Open, Archived: r.Archived, State: r.State, SubIssues: r.SubIssues, IssueEvents: r.IssueEvents}
 }
 
 // cascade moves the children of parent (now in parent.State) that are earlier on the
@@ -417,12 +417,23 @@ func (a *Automation) notWritten(ctx context.Context, mv appMove) error {
 // owe records an automated move as a step of its item's history, dated at its cause: the
 // item's legal state becomes mv.To (what the board must show), audited `automated` with its
 // cause. now reports whether the chain may write it at once: the card shows the value the
-// item's history ended in and nobody else's report of the item is waiting; then the write is
+// item's history ended in, nobody else's report of the item is waiting, and no close or reopen
+// of its issue since may still be reported; then the write is
 // journaled (RevertPending) in the same step, so a crash between the two is resolved as a
 // revert's is. Otherwise the item's own walk judges those reports from the new legal state
 // and writes what the board must show, guarded, as a revert.
 func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) {
 	it := mv.Item
+	// A close or reopen of its issue since, not reported yet, may change what the board must
+	// show: the item's walk writes it once that is judged (or proven never to come).
+	issueChanged := false
+	if at, err := a.issueEventAt(ctx, it); err != nil {
+		return false, err
+	} else if !at.IsZero() {
+		if issueChanged, err = a.mayBeReported(ctx, at); err != nil {
+			return false, err
+		}
+	}
 	_, err = a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
 		now = false
 		observed := rec.ObservedState
@@ -450,7 +461,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		if !a.machine.IsLock(mv.To) {
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}
-		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" {
+		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" && !issueChanged {
 			rec.RevertPending, now = mv.To, true
 		}
 		mv.From = legalFrom

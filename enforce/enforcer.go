@@ -241,6 +241,12 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 	}
 	for step := 0; step < maxStepsPerRun; step++ {
 		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
+		if w.read && w.rec.ObservedState != w.rec.LastLegalState {
+			// A write is due: a close or reopen of the issue since may change it.
+			if board.IssueEventAt, err = e.auto.issueEventAt(ctx, w.it); err != nil {
+				return Result{}, err
+			}
+		}
 		a := policy.Sequence(policy.SequenceInput{
 			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,

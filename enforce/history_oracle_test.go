@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,9 +151,28 @@ func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop
 			mv.Kind, mv.Actor = simAdvance, simActors[2+rng.IntN(3)]
 			pipeline := m.Pipeline()
 			to = pipeline[rng.IntN(len(pipeline))]
+			if rng.Float64() < 0.7 {
+				to = legal[item] // as far as the parent (children never get ahead of it)
+			}
+		case r < 0.42:
+			// A claim of the best issue in some item's state (candidates exist), mostly with a
+			// command whose lock state an agent may enter from there.
+			mv.Kind, mv.Actor = simClaim, simActors[2+rng.IntN(3)]
+			to = legal[rng.IntN(len(h.Items))]
+			cmds := m.Commands()
+			var lockers []string
+			for _, c := range cmds {
+				if st, err := m.ResolveIntent(c, "lock"); err == nil && slices.Contains(m.AllowedNext(to, policy.ActorAgent), st) {
+					lockers = append(lockers, c)
+				}
+			}
+			mv.Command = cmds[rng.IntN(len(cmds))]
+			if len(lockers) > 0 && rng.Float64() < 0.8 {
+				mv.Command = lockers[rng.IntN(len(lockers))]
+			}
 		}
 		mv.To = to
-		if mv.Kind != simAdvance && to != "" &&
+		if mv.Kind != simAdvance && mv.Kind != simClaim && to != "" &&
 			m.Decide(policy.Change{From: legal[item], To: to, Actor: mv.Actor, ActorKind: actors.Classify(mv.Actor)}).Verdict == policy.Allow {
 			legal[item] = to
 		}
@@ -242,6 +262,7 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 	m, actors := simMachine(t)
 	seed := historySeed(t)
 	failed, together, settledJobs, requests, moves := 0, 0, 0, 0, 0
+	made, families := map[string]int{}, false
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		h := gen(seed + uint64(i))
@@ -262,6 +283,10 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 		settledJobs += w.svc.Enforcer.settledJobs.ended
 		requests += w.board.requests
 		moves += len(h.Moves)
+		for k, v := range w.made {
+			made[k] += v
+		}
+		families = families || len(h.Parents) > 0
 		if (i+1)%1000 == 0 {
 			t.Logf("%d histories, %d diverged (%s)", i+1, failed, time.Since(start).Round(time.Millisecond))
 		}
@@ -272,7 +297,15 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 	if n > 1 && settledJobs == 0 {
 		t.Error("no job ever ended on its walk together's decision: the histories do not try that path")
 	}
+	for _, kind := range []string{simHandoff, simAdvance, simClaim} {
+		if n >= 1000 && families && made[kind] == 0 {
+			t.Errorf("the app never made a %s of the histories' agents: the histories do not try that path", kind)
+		}
+	}
 	t.Logf("%d items judged together when a sweep completed; %d jobs ended on that decision", together, settledJobs)
+	if families {
+		t.Logf("moves made for agents: %d handoffs, %d children advanced, %d claims", made[simHandoff], made[simAdvance], made[simClaim])
+	}
 	t.Logf("%d GitHub requests for %d moves (%.2f a move)", requests, moves, float64(requests)/float64(max(moves, 1)))
 	if failed > 0 {
 		t.Errorf("%d of %d histories diverged from the oracle", failed, n)

@@ -33,7 +33,8 @@ type simMove struct {
 	Latency time.Duration `json:"latency"` // from the change to its delivery
 	// Kind is what the actor does: move the card (""), close or reopen the item's issue
 	// (its webhook has the move's faults), or hand the item off through the façade
-	// (handoff_ticket with Command and To as to_state).
+	// (handoff_ticket with Command and To as to_state), advance the item's children, or claim
+	// the best issue in state To (pick_actionable_issue).
 	Kind    string `json:"kind,omitempty"`
 	Command string `json:"command,omitempty"`
 }
@@ -45,6 +46,7 @@ const (
 	simMerge   = "merge" // a pull request that closes the item's issue is merged
 	simHandoff = "handoff"
 	simAdvance = "advance" // advance_children of the item to To
+	simClaim   = "claim"   // pick_actionable_issue with claim: true, in state To, for Command
 )
 
 // simPR is the number of the pull request that closes issue n.
@@ -295,8 +297,19 @@ func (b *simBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Ite
 	}
 	return nil, nil
 }
+// ProjectItems lists the project's items: the family's, on one page (one request).
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
-	return ItemsPage{}, nil
+	b.request(1)
+	if err := b.fail("read project items"); err != nil {
+		return ItemsPage{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	page := ItemsPage{Total: len(b.w.h.Items)}
+	for i := range b.w.h.Items {
+		page.Items = append(page.Items, b.items[simItemID(i)])
+	}
+	return page, nil
 }
 
 // SetIssueOpen reopens or closes an issue (GitHub sends no lifecycle webhook the app acts on
@@ -392,6 +405,7 @@ type simWorld struct {
 	handing    bool
 	heldWrites [][3]string
 	handoffs   []oracle.ItemMove
+	made       map[string]int // façade moves the app made, by kind (simHandoff, simAdvance, simClaim)
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -549,6 +563,9 @@ func (w *simWorld) move(i int, mv simMove) {
 	case simAdvance:
 		w.advance(i, mv)
 		return
+	case simClaim:
+		w.claim(i, mv)
+		return
 	}
 	id := simItemID(mv.Item)
 	w.board.mu.Lock()
@@ -683,6 +700,7 @@ func (w *simWorld) advance(i int, mv simMove) {
 			At: w.now.Truncate(time.Second), Now: true}
 		w.step(c, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: c, Move: om})
+		w.madeOne(simAdvance)
 	}
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
@@ -721,10 +739,55 @@ func (w *simWorld) handoff(i int, mv simMove) {
 		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second), Now: true}
 		w.step(id, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
+		w.madeOne(simHandoff)
 	}
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
+}
+
+// claim is an agent's pick_actionable_issue with claim: true, served at once: the item the app
+// claims (its audit says so, even if the call failed after) is moved by the agent in the true
+// history at that moment, and must be legal there (diverge checks it).
+func (w *simWorld) claim(i int, mv simMove) {
+	w.board.mu.Lock()
+	before := maps.Clone(w.board.items) // as the app ranks them
+	w.board.mu.Unlock()
+	audited := map[string]int{}
+	for id := range before {
+		audited[id] = len(w.handoffsOf(id))
+	}
+	w.handing, w.heldWrites = true, nil
+	res, err := w.svc.Facade.Pick(context.Background(), w.board, PickRequest{Projects: []ProjectRef{{Owner: "acme", Number: 1}},
+		State: mv.To, Claim: true, Handoff: Handoff{Agent: mv.Actor, Command: mv.Command}})
+	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
+	w.handing = false
+	for _, id := range slices.Sorted(maps.Keys(before)) {
+		hs := w.handoffsOf(id)
+		if len(hs) == audited[id] {
+			continue
+		}
+		to := hs[len(hs)-1].ToState
+		w.trace("claim c%02d: %s claims %s in %s (%s): %s → %s, err=%v", i, mv.Actor, id, mv.To, mv.Command, orNoState(before[id].State), to, err)
+		om := oracle.Move{From: before[id].State, To: to, Actor: mv.Actor, Delivery: fmt.Sprintf("c%02d", i), At: w.now.Truncate(time.Second), Now: true}
+		w.step(id, om)
+		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
+		w.madeOne(simClaim)
+	}
+	if res.Claimed == nil {
+		w.trace("claim c%02d: %s claims nothing in %s (%s): err=%v", i, mv.Actor, mv.To, mv.Command, err)
+	}
+	for _, hw := range w.heldWrites {
+		w.checkWrite(hw[0], hw[1], hw[2])
+	}
+}
+
+// madeOne counts a façade move the app made.
+func (w *simWorld) madeOne(kind string) {
+	if w.made == nil {
+		w.made = map[string]int{}
+	}
+	w.made[kind]++
 }
 
 // handoffsOf lists the item's handoffs in the audit.

@@ -55,6 +55,10 @@ type BoardValue struct {
 	UpdatedAt time.Time // when the value last changed; zero when GitHub did not say
 	// Closed: the item's issue is closed now (it orders a close and a reopen of one second).
 	Closed bool
+	// IssueEventAt is when the item's issue was last closed or reopened by someone other than
+	// the app, when that is later than the last close or reopen its history holds (zero when
+	// not): a change whose report may still come.
+	IssueEventAt time.Time
 }
 
 // SweepProof is what the redelivery sweeps have proven, cumulatively: every delivery GitHub
@@ -253,6 +257,11 @@ func Sequence(in SequenceInput) Action {
 	// over an interrupted revert) is a change of its own: wait for its report.
 	if in.Board.State == h.Observed && !(h.Observed != h.Legal && changedSince) {
 		if h.Observed != h.Legal {
+			if at := in.Board.IssueEventAt; !at.IsZero() && !in.covers(h, at, time.Time{}) {
+				// What the board must show may change with it: a close or reopen's card move
+				// is not written, nor a refused move set back, over a later one.
+				return in.wait(h, at, "the item's issue was closed or reopened since, and no report of it has come yet")
+			}
 			return Action{Kind: ActRevert, To: h.Legal, Why: "the board still shows the refused value"}
 		}
 		return Action{Kind: ActDone, Why: "in sync"}
