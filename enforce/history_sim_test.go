@@ -297,6 +297,7 @@ func (b *simBoard) IssueItems(_ context.Context, _, _ string, number int) ([]Ite
 	}
 	return nil, nil
 }
+
 // ProjectItems lists the project's items: the family's, on one page (one request).
 func (b *simBoard) ProjectItems(context.Context, string, int, string) (ItemsPage, error) {
 	b.request(1)
