@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/marker"
 	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
 )
@@ -429,4 +430,35 @@ func TestMCPGroupTools(t *testing.T) {
 func jsonOf(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+// A close and a reopen whose webhooks failed leave #2 open, as its history left it; the issue's
+// timeline (read with the item over GraphQL, the App's own events told apart) tells of them, and
+// agent-1's handoff of #2 is refused as busy until the sweep has redelivered them and they are
+// judged; then it is made.
+func TestHandoffWaitsForAnUnreportedCloseAndReopenEndToEnd(t *testing.T) {
+	e := start(t, "sqlite", []byte(mcpSeed), configureMCP)
+	cs := e.agentClient(agent1Token)
+	mustCall[toolspec.StateOutput](t, cs, toolspec.GetWorkflowState, map[string]any{"number": 2}) // known before
+	e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}}) // failed: GitHub lists them
+	e.patchIssue("alice", 2, `{"state":"closed"}`)
+	e.patchIssue("alice", 2, `{"state":"open"}`)
+	e.delivered()
+	e.faults(ghsim.Faults{})
+	args := map[string]any{"number": 2, "command": "triage", "to_state": "Research Needed", "reason": "triaged"}
+	if _, refused := call[toolspec.HandoffOutput](t, cs, toolspec.HandoffTicket, args); !strings.Contains(refused, "#2: it was reopened at ") ||
+		!strings.Contains(refused, "wait a few seconds and retry") {
+		t.Fatalf("handoff over an unreported close and reopen: %q", refused)
+	}
+	e.wantState(2, "Backlog")
+	if rep, err := e.sb.App.SweepNow(context.Background()); err != nil || rep.Redelivered != 2 {
+		t.Fatalf("sweep: %+v %v; want both deliveries redelivered", rep, err)
+	}
+	e.settle()
+	out := mustCall[toolspec.HandoffOutput](t, cs, toolspec.HandoffTicket, args)
+	if out.PreviousState != "Backlog" || out.NewState != "Research Needed" || !out.Changed {
+		t.Fatalf("handoff after the close and the reopen were judged: %+v", out)
+	}
+	e.settle()
+	e.wantState(2, "Research Needed")
 }
