@@ -440,7 +440,7 @@ func TestHandoffWaitsForAnUnreportedCloseAndReopenEndToEnd(t *testing.T) {
 	e := start(t, "sqlite", []byte(mcpSeed), configureMCP)
 	cs := e.agentClient(agent1Token)
 	mustCall[toolspec.StateOutput](t, cs, toolspec.GetWorkflowState, map[string]any{"number": 2}) // known before
-	e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}}) // failed: GitHub lists them
+	e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})                             // failed: GitHub lists them
 	e.patchIssue("alice", 2, `{"state":"closed"}`)
 	e.patchIssue("alice", 2, `{"state":"open"}`)
 	e.delivered()
