@@ -128,7 +128,8 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 // may still come (no proof covers its second yet) — a close and a reopen both unreported leave
 // the issue as it was, but not its timeline; once a proof covers it, it never reached the app
 // (before the item's history, or not the app's to judge) and counts for nothing. Otherwise the
-// issue open or closed otherwise than its history's last close or reopen left it is one; with
+// issue open or closed otherwise than its history's last close or reopen left it is one (unless
+// that one was refused and the app still owes its undo); with
 // neither in its history nor in its timeline, an issue closed short of where a close leaves it
 // (Done, Canceled).
 func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, events []IssueEvent, legal string) (why string, at time.Time, err error) {
@@ -148,7 +149,7 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 		}
 		return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
 			map[bool]string{true: "closed", false: "reopened"}[ev.Closed], ev.At.UTC().Format(time.RFC3339)), ev.At, nil
-	case found && eventLeftClosed(last) == open, !found && !dated && !open && legal != st.Done && legal != st.Canceled:
+	case found && eventLeftClosed(last) == open && !undoOwed(last), !found && !dated && !open && legal != st.Done && legal != st.Canceled:
 		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", time.Time{}, nil
 	}
 	return "", time.Time{}, nil
@@ -199,6 +200,11 @@ func (a *Automation) mayBeReported(ctx context.Context, at time.Time) (bool, err
 	}
 	return !in.Covers(at.Truncate(time.Second), time.Time{}), nil
 }
+
+// undoOwed reports whether a close or reopen taken into an item's history was refused and its
+// undo (with its explanation) is not made yet: the issue shows what the app still owes, not a
+// change of someone's.
+func undoOwed(o Observation) bool { return o.Verdict == VerdictReverted && !o.Explained }
 
 // eventLeftClosed reports whether a close or reopen taken into an item's history left its issue
 // closed: a close that stood (allowed, or nothing to move), or a reopen that was refused (the
