@@ -390,8 +390,10 @@ func (m *memStore) LaterEvent(_ context.Context, ev Observation) (bool, error) {
 		if o.ItemID != ev.ItemID || (o.Lifecycle != LifecycleIssueClosed && o.Lifecycle != LifecycleIssueReopened) || o.DeliveryID == ev.DeliveryID {
 			continue
 		}
+		// (Judged at one instant, as virtual time stands still: the later committed is later.)
+		judgedAfter := o.JudgedAt.After(ev.JudgedAt) || (o.JudgedAt.Equal(ev.JudgedAt) && m.judged[o.DeliveryID] > m.judged[ev.DeliveryID])
 		if (o.Status == ObservationPending && !o.At.Before(ev.At)) || o.At.After(ev.At) ||
-			(o.Status != ObservationPending && o.At.Equal(ev.At) && o.JudgedAt.After(ev.JudgedAt)) {
+			(o.Status != ObservationPending && o.At.Equal(ev.At) && judgedAfter) {
 			return true, nil
 		}
 	}
@@ -413,7 +415,7 @@ func (m *memStore) LastEvent(_ context.Context, id string) (Observation, bool, e
 		}
 		if later == 0 {
 			m.mu.Lock()
-			later = m.judged[o.DeliveryID] - m.judged[last.DeliveryID] // judged after (virtual time stands still)
+			later = m.judged[o.DeliveryID] - m.judged[last.DeliveryID] // committed after (virtual time stands still)
 			m.mu.Unlock()
 		}
 		if !found || later > 0 {
