@@ -136,20 +136,19 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 	if !a.machine.Automation().LifecycleSync {
 		return "", time.Time{}, nil // closes and reopens are no part of the history
 	}
-	last, found, err := a.store().LastEvent(ctx, itemID)
+	h, err := a.issueHistory(ctx, itemID, events)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
+		return "", time.Time{}, err
 	}
-	ev, dated := a.lastIssueEvent(events)
 	st := a.opts.States
 	switch {
-	case dated && (!found || ev.At.Truncate(time.Second).After(last.At)):
-		if maybe, err := a.mayBeReported(ctx, ev.At); err != nil || !maybe {
+	case h.later():
+		if maybe, err := a.mayBeReported(ctx, h.ev.At); err != nil || !maybe {
 			return "", time.Time{}, err
 		}
 		return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
-			map[bool]string{true: "closed", false: "reopened"}[ev.Closed], ev.At.UTC().Format(time.RFC3339)), ev.At, nil
-	case found && eventLeftClosed(last) == open && !undoOwed(last), !found && !dated && !open && legal != st.Done && legal != st.Canceled:
+			map[bool]string{true: "closed", false: "reopened"}[h.ev.Closed], h.ev.At.UTC().Format(time.RFC3339)), h.ev.At, nil
+	case h.found && eventLeftClosed(h.last) == open && !undoOwed(h.last), !h.found && !h.dated && !open && legal != st.Done && legal != st.Canceled:
 		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", time.Time{}, nil
 	}
 	return "", time.Time{}, nil
@@ -159,18 +158,41 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 // app (its timeline, read with the item), when that is later than the last close or reopen its
 // history holds; zero when not (policy.BoardValue.IssueEventAt).
 func (a *Automation) issueEventAt(ctx context.Context, it Item) (time.Time, error) {
-	ev, ok := a.lastIssueEvent(it.IssueEvents)
-	if !ok || it.ContentType != ContentIssue || !a.machine.Automation().LifecycleSync {
-		return time.Time{}, nil
+	if _, dated := a.lastIssueEvent(it.IssueEvents); !dated || it.ContentType != ContentIssue || !a.machine.Automation().LifecycleSync {
+		return time.Time{}, nil // (no store read: most issues were never closed)
 	}
-	last, found, err := a.store().LastEvent(ctx, it.ID)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("load the last close or reopen of item %s: %w", it.ID, err)
+	h, err := a.issueHistory(ctx, it.ID, it.IssueEvents)
+	if err != nil || !h.later() {
+		return time.Time{}, err
 	}
-	if at := ev.At.Truncate(time.Second); !found || at.After(last.At) {
-		return at, nil
+	return h.ev.At.Truncate(time.Second), nil
+}
+
+// issueEvents is what an item's history and its issue's timeline say of the issue's closes and
+// reopens: the last its history holds (found), and the timeline's newest not made by the app
+// (dated).
+type issueEvents struct {
+	last  Observation
+	found bool
+	ev    IssueEvent
+	dated bool
+}
+
+// later reports whether the timeline's newest is later than the history's last (or the history
+// holds none).
+func (h issueEvents) later() bool {
+	return h.dated && (!h.found || h.ev.At.Truncate(time.Second).After(h.last.At))
+}
+
+// issueHistory reads them.
+func (a *Automation) issueHistory(ctx context.Context, itemID string, events []IssueEvent) (issueEvents, error) {
+	var h issueEvents
+	h.ev, h.dated = a.lastIssueEvent(events)
+	var err error
+	if h.last, h.found, err = a.store().LastEvent(ctx, itemID); err != nil {
+		return issueEvents{}, fmt.Errorf("load the last close or reopen of item %s: %w", itemID, err)
 	}
-	return time.Time{}, nil
+	return h, nil
 }
 
 // lastIssueEvent is the newest of an issue's closes and reopens made by someone other than the
