@@ -266,7 +266,8 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 // the chain's cause (a second earlier at least) that its history has not judged and no report
 // of it is waiting for, or its issue a close or reopen not taken in (made a second earlier at
 // least, or undated): a change no webhook has told of yet, which comes before the cause in the
-// true history. The chain waits for the relative's walk (asked for here), which judges it once
+// true history. So does a relative whose waiting reports none follows its history from: a
+// change before them went unreported, when is not known. The chain waits for the relative's walk (asked for here), which judges it once
 // a proof covers it (a close or reopen, once the sweep redelivers it); the relative never waits
 // for this chain (its change is the earlier).
 func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative) error {
@@ -289,19 +290,28 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 	}
 	issue := why != "" && (at.IsZero() || at.Truncate(time.Second).Before(cause))
 	card := known && !r.StateUpdatedAt.IsZero() && r.StateUpdatedAt.Before(cause) && rec.ObservedState != r.State && rec.RevertPending == ""
-	if !issue && !card {
-		return nil
-	}
-	if card {
+	gap := false
+	if known && !issue {
 		pending, err := a.store().PendingObservations(ctx, r.ItemID)
 		if err != nil {
 			return fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
 		}
+		// Reports waiting that none follows the history from: a change before them no report
+		// has told of, made when is unknown (its card shows only the newest change time).
+		reports, follows := 0, false
 		for _, o := range pending {
-			if o.Actor != a.rec.app && !issue {
-				return nil // a report tells of it: the relatives' wait orders it
+			if o.Actor != a.rec.app && o.Lifecycle == "" {
+				reports++
+				follows = follows || !o.FromKnown || o.From == rec.ObservedState
 			}
 		}
+		gap = reports > 0 && !follows
+		if !gap && card && reports > 0 {
+			return nil // a report tells of it: the relatives' wait orders it
+		}
+	}
+	if !issue && !card && !gap {
+		return nil
 	}
 	if a.walkSoon != nil {
 		a.walkSoon(ctx, ch.board, relativeItem(ch.base, r))

@@ -374,7 +374,7 @@ func TestCascadeFailureIsRetried(t *testing.T) {
 	h2 := newHarness(t, p, c)
 	setFamily(h2.board, p, c)
 	h2.adoptAll("P", "C")
-	h2.useStore(&failPendingFor{memStore: h2.st, id: "C"})
+	h2.useStore(&failPendingFor{memStore: h2.st, id: "C", after: 1}) // (the cascade's look at C's reports passes)
 	h2.now = h2.now.Add(time.Second)
 	ch = h2.board.move("P", "alice", "In Progress", h2.now)
 	if _, err := h2.svc.Enforcer.ProcessChange(bg, h2.board, ch); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "record automation on C: load reports of item C") {
@@ -385,15 +385,19 @@ func TestCascadeFailureIsRetried(t *testing.T) {
 	}
 }
 
-// failPendingFor fails PendingObservations for one item.
+// failPendingFor fails PendingObservations for one item, after its first `after` calls.
 type failPendingFor struct {
 	*memStore
-	id string
+	id    string
+	after int
 }
 
 func (s *failPendingFor) PendingObservations(ctx context.Context, itemID string) ([]Observation, error) {
 	if itemID == s.id {
-		return nil, errInjected
+		if s.after <= 0 {
+			return nil, errInjected
+		}
+		s.after--
 	}
 	return s.memStore.PendingObservations(ctx, itemID)
 }
