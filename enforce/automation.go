@@ -75,7 +75,7 @@ func relativeOf(it Item) Relative {
 func relativeItem(base Item, r Relative) Item {
 	return Item{ID: r.ItemID, ProjectID: base.ProjectID, ProjectNumber: base.ProjectNumber, Owner: base.Owner,
 		ContentType: ContentIssue, ContentID: r.IssueID, Number: r.Number, Repo: r.Repo, Title: r.Title,
-		Open: r.Open, Archived: r.Archived, State: r.State, SubIssues: r.SubIssues, IssueEvents: r.IssueEvents}
+		Open: r.Open, Archived: r.Archived, State: r.State, StateUpdatedAt: r.StateUpdatedAt, SubIssues: r.SubIssues, IssueEvents: r.IssueEvents}
 }
 
 // cascade moves the children of parent (now in parent.State) that are earlier on the
@@ -263,8 +263,8 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 }
 
 // unreportedBefore returns a groupUnsettled when a relative's card shows a change made before
-// the chain's cause (a second earlier at least) that its history has not judged and no report
-// of it is waiting for, or its issue a close or reopen not taken in (made a second earlier at
+// the chain's cause or in its second that its history has not judged and no report of it is
+// waiting for, or its issue a close or reopen not taken in (made a second earlier at
 // least, or undated): a change no webhook has told of yet, which comes before the cause in the
 // true history. So does a relative whose waiting reports none follows its history from: a
 // change before them went unreported, when is not known. The chain waits for the relative's walk (asked for here), which judges it once
@@ -289,7 +289,9 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 		return err
 	}
 	issue := why != "" && (at.IsZero() || at.Truncate(time.Second).Before(cause))
-	card := known && !r.StateUpdatedAt.IsZero() && r.StateUpdatedAt.Before(cause) && rec.ObservedState != r.State && rec.RevertPending == ""
+	// (A change of the cause's second too: the card shows only its newest change time, and an
+	// earlier one may hide behind it until its report tells where it came from.)
+	card := known && !r.StateUpdatedAt.IsZero() && r.StateUpdatedAt.Before(cause.Add(time.Second)) && rec.ObservedState != r.State && rec.RevertPending == ""
 	gap := false
 	if known && !issue {
 		pending, err := a.store().PendingObservations(ctx, r.ItemID)
@@ -471,7 +473,10 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		if !a.machine.IsLock(mv.To) {
 			rec.LockHolder, rec.LockSince = "", time.Time{}
 		}
-		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" && !issueChanged {
+		// (A card changed since the history's last judged change shows the same value set
+		// again: a round trip no report has told of yet, judged first by the item's walk.)
+		changedSince := found && !rec.ObservedAt.IsZero() && it.StateUpdatedAt.After(rec.ObservedAt)
+		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" && !issueChanged && !changedSince {
 			rec.RevertPending, now = mv.To, true
 		}
 		mv.From = legalFrom

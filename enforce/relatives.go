@@ -21,6 +21,13 @@ import (
 func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Action) error {
 	switch a.Kind {
 	case policy.ActJudge:
+		if a.Obs.Event {
+			// Closes and reopens of one second are ordered among themselves (by the issue's
+			// state now): one of its second not recorded for the item yet comes in first.
+			if err := e.issueEventBefore(ctx, w.it, a.Obs.At.Add(time.Second)); err != nil {
+				return err
+			}
+		}
 		return e.awaitRelatives(ctx, w, a.Obs.At)
 	case policy.ActJudgeUnobserved:
 		return e.awaitRelatives(ctx, w, a.At)
