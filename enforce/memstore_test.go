@@ -286,7 +286,7 @@ func (m *memStore) UnexplainedBy(_ context.Context, actor string, limit int) ([]
 		return nil, err
 	}
 	obs := m.list(func(o Observation) bool {
-		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained && o.Lifecycle == ""
 	})
 	slices.SortStableFunc(obs, func(a, b Observation) int { return a.JudgedAt.Compare(b.JudgedAt) })
 	if limit > 0 && len(obs) > limit {

@@ -89,8 +89,9 @@ type Store interface {
 	GetObservation(ctx context.Context, deliveryID string) (Observation, error)
 	// Unexplained lists an item's refused steps whose explanation is not on GitHub yet.
 	Unexplained(ctx context.Context, itemID string) ([]Observation, error)
-	// UnexplainedBy lists one actor's refused steps whose explanation is not on GitHub yet, on
-	// every item, oldest first, at most limit, each with its item's issue.
+	// UnexplainedBy lists one actor's refused moves of a card whose explanation is not on
+	// GitHub yet, on every item, oldest first, at most limit, each with its item's issue (a
+	// refused close or reopen is undone and explained on its own, never in a summary).
 	UnexplainedBy(ctx context.Context, actor string, limit int) ([]RefusedStep, error)
 	// CountRefusedBy counts one actor's refused steps judged at or after since, on every item.
 	CountRefusedBy(ctx context.Context, actor string, since time.Time) (int, error)

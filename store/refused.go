@@ -9,14 +9,15 @@ import (
 	"github.com/ralph-gate/ralph-gate/enforce"
 )
 
-// UnexplainedBy lists one actor's refused steps whose explanation is not on GitHub yet, on
-// every item, oldest judged first, at most limit (0: all), each with its item's issue and last
-// legal state. A storm of one actor's refused moves is explained from it in one summary.
+// UnexplainedBy lists one actor's refused moves of a card whose explanation is not on GitHub
+// yet, on every item, oldest judged first, at most limit (0: all), each with its item's issue
+// and last legal state. A storm of one actor's refused moves is explained from it in one
+// summary; a refused close or reopen is undone and explained on its own.
 func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]enforce.RefusedStep, error) {
 	cols := "o." + strings.ReplaceAll(strings.Join(strings.Fields(observationCols), " "), ", ", ", o.")
 	q := `SELECT ` + cols + `, COALESCE(i.repo, ''), COALESCE(i.issue_number, 0), COALESCE(i.last_legal_state, '')
 		FROM observations o LEFT JOIN items i ON i.item_id = o.item_id
-		WHERE o.actor = ? AND o.explained = ? AND o.verdict = ? AND o.status = ?
+		WHERE o.actor = ? AND o.explained = ? AND o.verdict = ? AND o.status = ? AND o.lifecycle = ''
 		ORDER BY o.judged_at, o.delivery_id`
 	args := []any{actor, false, string(enforce.VerdictReverted), string(enforce.ObservationJudged)}
 	if limit > 0 {

@@ -40,6 +40,11 @@ func TestUnexplainedBy(t *testing.T) {
 		add("d2", "PVTI_a", "bob", enforce.VerdictReverted, base.Add(2*time.Second), true)
 		add("d4", "PVTI_a", "eve", enforce.VerdictReverted, base.Add(4*time.Second), false)
 		add("d5", "PVTI_b", "bob", enforce.VerdictAllowed, base.Add(5*time.Second), false)
+		// A refused close is undone and explained on its own: never in a summary.
+		add("d6#PVTI_b", "PVTI_b", "bob", enforce.VerdictReverted, base.Add(6*time.Second), false)
+		if _, err := s.exec(ctx, `UPDATE observations SET lifecycle = ? WHERE delivery_id = ?`, enforce.LifecycleIssueClosed, "d6#PVTI_b"); err != nil {
+			t.Fatal(err)
+		}
 		got, err := s.UnexplainedBy(ctx, "bob", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +57,7 @@ func TestUnexplainedBy(t *testing.T) {
 			t.Fatalf("with limit 1: %+v %v", got, err)
 		}
 		// Counting a storm: every refused step of the actor since a time, explained or not.
-		for since, want := range map[time.Duration]int{0: 3, 2 * time.Second: 2, 4 * time.Second: 0} {
+		for since, want := range map[time.Duration]int{0: 4, 2 * time.Second: 3, 4 * time.Second: 1, 7 * time.Second: 0} {
 			if n, err := s.CountRefusedBy(ctx, "bob", base.Add(since)); err != nil || n != want {
 				t.Errorf("CountRefusedBy(bob, +%s) = %d, %v; want %d", since, n, err, want)
 			}
