@@ -230,9 +230,6 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			}
 			children = append(children, policy.Member{Number: c.Number, Title: c.Title, State: legal})
 		}
-		if err := a.laterStepsAgain(ctx, ch, fam.Children); err != nil {
-			return err
-		}
 		from, rec, err := a.legalRecord(ctx, parent)
 		if err != nil {
 			return err
@@ -260,38 +257,6 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		parentIssueID = ""
 		if fam.Parent != nil {
 			parentIssueID = fam.Parent.IssueID
-		}
-	}
-	return nil
-}
-
-// laterStepsAgain owes again the automation of the children's steps made after the chain's
-// cause but judged before it (their reports, or the moves made for an agent, came first): it was
-// run without this chain's moves, which come before them in the true history (a sibling's change
-// whose webhook was lost converges their parent first). Each such child's walk runs it again, as
-// after a failure: what it made is followed, not made again.
-func (a *Automation) laterStepsAgain(ctx context.Context, ch *chain, children []Relative) error {
-	if ch.at.IsZero() {
-		return nil
-	}
-	for _, c := range children {
-		if c.ItemID == "" || ch.visited[c.ItemID] {
-			continue
-		}
-		again := false
-		_, err := a.items.update(ctx, c.ItemID, func(rec Record, found bool) (Step, bool, error) {
-			again = found && rec.known() && rec.AutomateState == "" && rec.LastLegalState != "" && rec.LegalAt.After(ch.at)
-			if !again {
-				return Step{}, false, nil
-			}
-			rec.AutomateState = rec.LastLegalState
-			return Step{Record: rec}, true, nil
-		})
-		if err != nil {
-			return fmt.Errorf("owe again the automation of #%d: %w", c.Number, err)
-		}
-		if again && a.walkSoon != nil {
-			a.walkSoon(ctx, ch.board, relativeItem(ch.base, c))
 		}
 	}
 	return nil
