@@ -210,9 +210,9 @@ func (a *Automation) lastIssueEvent(events []IssueEvent) (IssueEvent, bool) {
 
 // mayBeReported reports whether a change made at `at` may still be reported: no redelivery
 // sweep's proof reaches reorder_window past its second yet (with no sweeper, it is not that
-// old yet).
+// old yet), and it is not gap_hold old (a report waits no longer).
 func (a *Automation) mayBeReported(ctx context.Context, at time.Time) (bool, error) {
-	in := policy.SequenceInput{Now: a.now(), Window: a.opts.ReorderWindow}
+	in := policy.SequenceInput{Now: a.now(), Window: a.opts.ReorderWindow, Hold: a.opts.GapHold}
 	if a.opts.Redeliveries != nil {
 		proof, err := a.opts.Redeliveries.SweepProof(ctx)
 		if err != nil {
@@ -220,7 +220,7 @@ func (a *Automation) mayBeReported(ctx context.Context, at time.Time) (bool, err
 		}
 		in.Sweep = proof
 	}
-	return !in.Covers(at.Truncate(time.Second), time.Time{}), nil
+	return !in.Covers(at.Truncate(time.Second), at), nil // (no longer than gap_hold past it)
 }
 
 // undoOwed reports whether a close or reopen taken into an item's history was refused and its

@@ -274,11 +274,6 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 	if ch.at.IsZero() || r.ItemID == "" || ch.visited[r.ItemID] {
 		return nil
 	}
-	return a.unreportedOne(ctx, ch, r)
-}
-
-// unreportedOne is unreportedBefore's look at one item.
-func (a *Automation) unreportedOne(ctx context.Context, ch *chain, r Relative) error {
 	cause := ch.at.Truncate(time.Second)
 	rec, found, err := a.items.load(ctx, r.ItemID)
 	if err != nil {

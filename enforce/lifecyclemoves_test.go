@@ -166,4 +166,15 @@ func TestOldUnreportedCloseKeepsNoHandoffWaiting(t *testing.T) {
 	if res, err := h.handoff("A", ho); err != nil || !res.Changed {
 		t.Fatalf("%+v %v", res, err)
 	}
+	// With no proof at all (sweeps failing), one is waited for no longer than gap_hold, as a
+	// report is.
+	h2 := newHarness(t, issueN("B", "Backlog", 8))
+	h2.adoptAll("B")
+	h2.unproven()
+	it = h2.board.items["B"]
+	it.IssueEvents = []IssueEvent{{Closed: true, Actor: "alice", At: h2.now.Add(-3 * time.Minute)}, {Actor: "alice", At: h2.now.Add(-3 * time.Minute)}}
+	h2.board.items["B"] = it
+	if res, err := h2.handoff("B", ho); err != nil || !res.Changed {
+		t.Fatalf("past gap_hold: %+v %v", res, err)
+	}
 }

@@ -257,9 +257,10 @@ func Sequence(in SequenceInput) Action {
 	// over an interrupted revert) is a change of its own: wait for its report.
 	if in.Board.State == h.Observed && !(h.Observed != h.Legal && changedSince) {
 		if h.Observed != h.Legal {
-			if at := in.Board.IssueEventAt; !at.IsZero() && !in.covers(h, at, time.Time{}) {
+			if at := in.Board.IssueEventAt; !at.IsZero() && !in.covers(h, at, at) {
 				// What the board must show may change with it: a close or reopen's card move
-				// is not written, nor a refused move set back, over a later one.
+				// is not written, nor a refused move set back, over a later one (no longer
+				// than Hold past it, as a report waits).
 				return in.wait(h, at, "the item's issue was closed or reopened since, and no report of it has come yet")
 			}
 			return Action{Kind: ActRevert, To: h.Legal, Why: "the board still shows the refused value"}

@@ -180,6 +180,9 @@ func TestSequence(t *testing.T) {
 		{"… once no report of it can be missing, the write is made", in(known("Backlog", "In Progress", 5), nil,
 			BoardValue{State: "In Progress", UpdatedAt: sec(5), IssueEventAt: sec(8)}, proven(13), 14),
 			ActRevert, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
+		{"… and with no proof, once it is older than the hold", in(known("Backlog", "In Progress", 5), nil,
+			BoardValue{State: "In Progress", UpdatedAt: sec(5), IssueEventAt: sec(8)}, proven(10), 8+121),
+			ActRevert, func(t *testing.T, a Action) { want(t, a.To, "Backlog") }},
 		{"in sync", in(known("Backlog", "Backlog", 5), nil, BoardValue{State: "Backlog"}, proven(10), 11), ActDone, nil},
 		{"in sync whatever the issue's timeline says", in(known("Backlog", "Backlog", 5), nil, BoardValue{State: "Backlog", IssueEventAt: sec(8)}, proven(10), 11), ActDone, nil},
 		{"the board shows the value of an interrupted revert: the report of the change tells whose it was", in(
