@@ -196,15 +196,19 @@ func coalesce(prevBody string, v violation, count int) string {
 	return renderViolations(vs, count)
 }
 
-// parseViolations recovers the violations listed in a comment the app wrote.
+// parseViolations recovers the violations listed in a comment the app wrote. Markers are read
+// from the lines that are not list lines only: a list line is text, whatever it holds (a line
+// edited to carry a marker would otherwise count twice once rendered again).
 func parseViolations(body string) []violation {
-	markers, _ := marker.ParseTransitions(body)
-	var lines []string
+	var lines, rest []string
 	for _, l := range strings.Split(body, "\n") {
 		if strings.HasPrefix(l, "- ") {
 			lines = append(lines, strings.TrimPrefix(l, "- "))
+		} else {
+			rest = append(rest, l)
 		}
 	}
+	markers, _ := marker.ParseTransitions(strings.Join(rest, "\n"))
 	if len(lines) != len(markers) {
 		return nil // edited by hand: start the list afresh rather than mismatch lines
 	}
