@@ -221,7 +221,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			if c.ItemID == "" {
 				continue
 			}
-			if err := a.unreportedBefore(ctx, ch, c); err != nil {
+			if err := a.unreportedAtOrBelow(ctx, ch, c, a.machine.Automation().MaxCascadeDepth); err != nil {
 				return err
 			}
 			legal, err := a.legalAtCause(ctx, ch, c)
@@ -319,6 +319,35 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 		a.walkSoon(ctx, ch.board, relativeItem(ch.base, r))
 	}
 	return groupUnsettled{member: r.ItemID, number: r.Number}
+}
+
+// unreportedAtOrBelow is unreportedBefore for a child of a parent the chain converges and, while
+// a change made before the cause may still be reported (a move made for an agent: judged at
+// once, before any proof), for its descendants `levels` deep (as far as convergence reaches up
+// to the child): an unreported change of a grandchild may have converged the child before the
+// cause.
+func (a *Automation) unreportedAtOrBelow(ctx context.Context, ch *chain, c Relative, levels int) error {
+	if err := a.unreportedBefore(ctx, ch, c); err != nil {
+		return err
+	}
+	if c.SubIssues == 0 || ch.visited[c.ItemID] || levels <= 0 {
+		return nil
+	}
+	if unreported, err := a.mayBeReported(ctx, ch.at); err != nil || !unreported {
+		return err // a proof covers the cause: its reports are waiting, and the relatives' wait orders them
+	}
+	fam, err := ch.board.Family(ctx, c.IssueID, ch.base.ProjectID)
+	if err != nil {
+		return fmt.Errorf("read the children of #%d: %w", c.Number, err)
+	}
+	for _, g := range fam.Children {
+		if g.ItemID != "" {
+			if err := a.unreportedAtOrBelow(ctx, ch, g, levels-1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // legalAtCause is a child's legal state when the chain's cause was made: a step of a sibling
