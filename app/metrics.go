@@ -54,6 +54,10 @@ func (c automationCounter) AutomationMoved(cause enforce.Cause) {
 	c.metrics.AutomationMoved(string(cause))
 }
 
+func (c automationCounter) ProvisionalReverted(confirmed bool) {
+	c.metrics.ProvisionalReverted(confirmed)
+}
+
 func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {
 	start := time.Now()
 	logger := zerolog.Ctx(ctx).With().

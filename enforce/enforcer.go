@@ -290,8 +290,14 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		}
 		switch a.Kind {
 		case policy.ActWait:
+			if err := e.provisionalRevert(ctx, w); err != nil {
+				return Result{}, err
+			}
 			return e.hold(ctx, w, a)
 		case policy.ActDone:
+			if err := e.provisionalNeverLanded(ctx, w); err != nil {
+				return Result{}, err
+			}
 			return e.finish(ctx, w)
 		}
 		var member groupUnsettled
@@ -367,7 +373,8 @@ func (e *Enforcer) drop(ctx context.Context, w *walk, why string) (Result, error
 
 func (w *walk) history() policy.History {
 	return policy.History{Known: w.found, Legal: w.rec.LastLegalState, Observed: w.rec.ObservedState,
-		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending}
+		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending,
+		Provisional: w.rec.Provisional, ProvisionalOver: w.rec.ProvisionalOver, ProvisionalAt: w.rec.ProvisionalAt}
 }
 
 func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {

@@ -199,10 +199,20 @@ func verdicts(es []AuditEntry) string {
 	return b.String()
 }
 
-// observer records the causes of automated moves.
+// observer records the causes of automated moves and what became of provisional reverts.
 type observer struct {
-	mu     sync.Mutex
-	causes []Cause
+	mu          sync.Mutex
+	causes      []Cause
+	provisional map[bool]int
+}
+
+func (o *observer) ProvisionalReverted(confirmed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.provisional == nil {
+		o.provisional = map[bool]int{}
+	}
+	o.provisional[confirmed]++
 }
 
 func (o *observer) AutomationMoved(c Cause) {

@@ -46,8 +46,19 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 		}
 	}
 	moves := 3 + rng.IntN(12)
+	// A hidden round trip: an item moved away and back (X → Z → X) with both webhooks late
+	// or lost, then a move of it reported at once, which a provisional revert may set back
+	// before the round trip is known (the round trip can change its verdict or what it goes
+	// back to: the revert is then withdrawn).
+	roundTrip, phase, back := 0, 0, "" // phase 1: away, 2: back, 3: the move reported at once
 	for k := 0; k < moves; k++ {
 		item := rng.IntN(n)
+		switch {
+		case phase > 0:
+			item, phase = roundTrip, phase+1
+		case k+3 < moves && rng.Float64() < 0.08:
+			roundTrip, phase, back = item, 1, legal[item]
+		}
 		actor := simActors[rng.IntN(len(simActors)-1)]
 		if rng.IntN(20) == 0 {
 			actor = "owner"
@@ -63,6 +74,13 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 		if holder[item] != "" && rng.Float64() < 0.5 {
 			actor = holder[item] // the holder moves on more often than not
 		}
+		switch {
+		case phase == 1 && to == back:
+			to = states[(slices.Index(states, back)+1+rng.IntN(len(states)-1))%len(states)] // away
+		case phase == 2:
+			to = back
+		}
+		hiding := phase == 1 || phase == 2
 		d := m.Decide(policy.Change{From: legal[item], To: to, Actor: actor, ActorKind: actors.Classify(actor), LockHolder: holder[item]})
 		if d.Verdict == policy.Allow && to != legal[item] {
 			legal[item] = to
@@ -72,6 +90,20 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 			}
 		}
 		mv := simMove{Item: item, Actor: actor, To: to}
+		if hiding {
+			mv.After = time.Duration(rng.IntN(300)) * time.Millisecond
+			mv.Latency = time.Duration(1500+rng.IntN(1500)) * time.Millisecond
+			mv.Drop = rng.Float64() < 0.5
+			h.Moves = append(h.Moves, mv)
+			continue
+		}
+		if phase == 3 {
+			// The move reported at once, right after the round trip.
+			mv.After, mv.Latency = time.Duration(rng.IntN(300))*time.Millisecond, time.Duration(5+rng.IntN(40))*time.Millisecond
+			phase = 0
+			h.Moves = append(h.Moves, mv)
+			continue
+		}
 		switch r := rng.Float64(); {
 		case r < 0.25:
 			mv.After = 0 // the same moment
@@ -262,7 +294,7 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 	m, actors := simMachine(t)
 	seed := historySeed(t)
 	failed, together, settledJobs, requests, moves := 0, 0, 0, 0, 0
-	made, families := map[string]int{}, false
+	made, families, provisional := map[string]int{}, false, map[bool]int{}
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		h := gen(seed + uint64(i))
@@ -286,6 +318,9 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 		for k, v := range w.made {
 			made[k] += v
 		}
+		for k, v := range w.provisional {
+			provisional[k] += v
+		}
 		families = families || len(h.Parents) > 0
 		if (i+1)%1000 == 0 {
 			t.Logf("%d histories, %d diverged (%s)", i+1, failed, time.Since(start).Round(time.Millisecond))
@@ -307,6 +342,10 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 		t.Logf("moves made for agents: %d handoffs, %d children advanced, %d claims", made[simHandoff], made[simAdvance], made[simClaim])
 	}
 	t.Logf("%d GitHub requests for %d moves (%.2f a move)", requests, moves, float64(requests)/float64(max(moves, 1)))
+	t.Logf("provisional reverts: %d confirmed, %d withdrawn", provisional[true], provisional[false])
+	if n >= 1000 && (provisional[true] == 0 || provisional[false] == 0) {
+		t.Error("no provisional revert was ever confirmed, or none withdrawn: the histories do not try both paths")
+	}
 	if failed > 0 {
 		t.Errorf("%d of %d histories diverged from the oracle", failed, n)
 	}
@@ -410,6 +449,10 @@ func TestOpenFamilyHistories(t *testing.T) {
 	}
 	replayHistories(t, openFamiliesDir)
 }
+
+// xtrace prints every replayed history's trace and audit (RALPH_GATE_HISTORY_TRACE=1), for
+// reading one a suite kept.
+var xtrace = os.Getenv("RALPH_GATE_HISTORY_TRACE") != ""
 
 func replayHistories(t *testing.T, dir string) {
 	m, actors := simMachine(t)

@@ -91,6 +91,7 @@ type simDelivery struct {
 	ch        Change
 	ev        *Lifecycle // an issue closed or reopened (then ch is unused)
 	delivered bool       // GitHub recorded a successful attempt
+	first     time.Time  // when it first reached the app (zero: never)
 }
 
 // simBoard is the board: items, values with their change times, comments, every app write.
@@ -407,6 +408,10 @@ type simWorld struct {
 	heldWrites [][3]string
 	handoffs   []oracle.ItemMove
 	made       map[string]int // façade moves the app made, by kind (simHandoff, simAdvance, simClaim)
+	// provisional counts the provisional reverts the true history confirmed (true) and
+	// withdrew (false).
+	provisional       map[bool]int
+	provisionalWrites int // provisional reverts written (each read its item first)
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -447,7 +452,7 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 		return nil
 	}
 	opts := DefaultOptions()
-	opts.ReorderWindow, opts.AppLogin, opts.Redeliveries = simWindow, "ralph-gate[bot]", w
+	opts.ReorderWindow, opts.AppLogin, opts.Redeliveries, opts.Observer = simWindow, "ralph-gate[bot]", w, w
 	// One walker at a time: the simulated world runs one event at a time.
 	opts.BatchJudge, opts.BatchWalkers = h.Together, 1
 	if h.Together {
@@ -827,6 +832,9 @@ func (w *simWorld) deliver(d *simDelivery) {
 			w.trace("intake of %s failed: %v", d.id, err)
 			return
 		}
+		if d.first.IsZero() {
+			d.first = w.now
+		}
 		d.delivered = true
 		w.trace("delivered %s", d.id)
 		if w.queued[d.id] {
@@ -846,6 +854,9 @@ func (w *simWorld) deliver(d *simDelivery) {
 	if err != nil {
 		w.problem("intake of %s: %v", d.id, err)
 		return
+	}
+	if !d.delivered && d.first.IsZero() {
+		d.first = w.now
 	}
 	d.delivered = true
 	w.armSweepTicker()
@@ -903,12 +914,20 @@ func (w *simWorld) appWrite(id, state string) {
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	w.ownWrites++
+	w.or.Wrote(id, before, state, w.now.Truncate(time.Second))
 	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
 	// GitHub reports the app's own write too (with the delivery faults of the moment).
 	d := &simDelivery{id: fmt.Sprintf("own%02d", len(w.dels)), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
 		ContentType: ContentIssue, FromKnown: true, From: before, To: state, Actor: "ralph-gate[bot]", At: w.now.Truncate(time.Second)}}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
+	if w.provisionalWrite(id, before, state) {
+		w.provisionalWrites++
+		// Written at once, in the second of the move it sets back: the moves of its second,
+		// in any order GitHub cannot tell apart, chain through it.
+		w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: oracle.Move{From: before, To: state, At: w.now.Truncate(time.Second),
+			Wrote: true, Delivery: d.id}})
+	}
 	if !w.crashing || w.rng.Float64() >= 0.15 {
 		w.at(w.now.Add(20*time.Millisecond), func() { w.deliver(d) })
 	}
@@ -919,10 +938,22 @@ func (w *simWorld) appWrite(id, state string) {
 	w.checkWrite(id, before, state)
 }
 
+// provisionalWrite reports whether the app's write of state over before is a provisional
+// revert (journaled before it is written).
+func (w *simWorld) provisionalWrite(id, before, state string) bool {
+	rec, err := w.st.GetItem(context.Background(), id)
+	return err == nil && rec.Provisional == state && rec.ProvisionalOver == before
+}
+
 // checkWrite fails a write of the app's over the value the oracle holds legal.
 // (A legal value set by automation the app has not judged its cause of yet is no move
 // anyone made on the board: writing the older legal value over an illegal one is no harm.)
 func (w *simWorld) checkWrite(id, before, state string) {
+	if w.provisionalWrite(id, before, state) {
+		// A provisional revert: over a legal value only when a change was hidden from the
+		// app, and then withdrawn (checkWithdrawn holds it to that).
+		return
+	}
 	if before == w.or.Legal[id] && state != before && !w.or.Ambiguous(id) && !w.orderAmbiguous && !w.or.LegalByAutomation(id) {
 		w.problem("%s: the app overwrote the legal value %s with %s", id, orNoState(before), orNoState(state))
 	}
@@ -1016,7 +1047,53 @@ func (w *simWorld) periodicSweep(t time.Time) {
 // explanations must be what judging the true history in order gives, or (when moves of one
 // second chain in more than one order) what one of the orders GitHub's reports cannot tell
 // from it gives.
+// AutomationMoved implements Observer (the audit tells the automated moves).
+func (w *simWorld) AutomationMoved(Cause) {}
+
+// ProvisionalReverted implements Observer.
+func (w *simWorld) ProvisionalReverted(confirmed bool) {
+	if w.provisional == nil {
+		w.provisional = map[bool]int{}
+	}
+	w.provisional[confirmed]++
+}
+
+// checkWithdrawn fails a provisional revert withdrawn although nothing was hidden from the
+// app when it wrote it: a move of the item, or of a relative (a family's automation links
+// them), made before the revert's second ended (GitHub cannot order the revert and a move of
+// its second) whose report had not come when the reverted move's had (the revert is written
+// then).
+func (w *simWorld) checkWithdrawn() {
+	entries, err := w.st.entries("")
+	if err != nil {
+		w.problem("read the audit: %v", err)
+	}
+	for _, e := range entries {
+		if e.Verdict != VerdictWithdrawn {
+			continue
+		}
+		i := slices.IndexFunc(w.dels, func(d *simDelivery) bool { return d.id == e.DeliveryID })
+		if i < 0 {
+			w.problem("%s: a provisional revert withdrawn for %q, no move's report", e.ItemID, e.DeliveryID)
+			continue
+		}
+		d := w.dels[i]
+		hidden := slices.ContainsFunc(w.dels, func(o *simDelivery) bool {
+			item, at := o.ch.ItemID, o.ch.At
+			if o.ev != nil {
+				item, at = "", o.ev.At // a close or reopen: its issue's items
+			}
+			return o != d && !strings.HasPrefix(o.id, "own") && (item == d.ch.ItemID || item == "" || len(w.h.Parents) > 0) &&
+				at.Before(d.first.Truncate(time.Second).Add(time.Second)) && (o.first.IsZero() || !o.first.Before(d.first))
+		})
+		if !hidden {
+			w.problem("%s: the provisional revert of %s was withdrawn (%s), but no earlier change was hidden when it was written", e.ItemID, d.id, e.Reason)
+		}
+	}
+}
+
 func (w *simWorld) check() {
+	w.checkWithdrawn()
 
 	// A violation comment explains moves of its own issue; a storm's summary explains moves
 	// of the issues it names, wherever it is posted: each marker counts for its move's item.
@@ -1092,7 +1169,13 @@ func (w *simWorld) check() {
 		w.problem("the app made %d GitHub requests, over its budget of %d for %d moves and %d writes of its own",
 			w.board.requests, budget, len(w.h.Moves), w.ownWrites)
 	}
-	if len(w.problems) > 0 {
+	if xtrace {
+		es, _ := w.st.entries("")
+		for _, e := range es {
+			w.trace("audit %s %s %s→%s %s %s %s", e.ItemID, e.DeliveryID, e.FromState, e.ToState, e.Verdict, e.Actor, e.Reason)
+		}
+	}
+	if len(w.problems) > 0 || xtrace {
 		w.problems = append(w.problems, "trace:\n  "+strings.Join(w.traceLog, "\n  "))
 	}
 }
@@ -1164,8 +1247,8 @@ func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
 // requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported
 // move or event (a merge reports two: the merge and its issue's close), its item's read, a
 // family read, the guarded revert (a read again and a write) and its explanation (a lookup,
-// then a post or an update); per write of the app's own, a family read and the write; and
-// once per crash that the retries repeat.
+// then a post or an update); per write of the app's own, a family read and the write; per
+// provisional revert, its item's read before it; and once per crash that the retries repeat.
 func (w *simWorld) requestBudget() int {
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + w.provisionalWrites + 6*w.crashes + 10
 }

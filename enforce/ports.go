@@ -165,6 +165,9 @@ type Redeliveries interface {
 type Observer interface {
 	// AutomationMoved is called once per automated move.
 	AutomationMoved(cause Cause)
+	// ProvisionalReverted is called once per provisional revert, when the item's true history
+	// has confirmed it or had it withdrawn.
+	ProvisionalReverted(confirmed bool)
 }
 
 // Clock returns the current time; tests pass a fixed one.

@@ -39,10 +39,17 @@ type Record struct {
 	// RevertPending is the value a revert is about to write (recorded before the write): a
 	// board showing it afterwards is our write, not someone's unreported move.
 	RevertPending string
-	LockHolder    string    // "" when unlocked
-	LockSince     time.Time // zero when unlocked
-	UpdatedAt     time.Time // set by the store when zero on write
-	Version       int64     // bumped by every write; 1 after the first
+	// Provisional is the value a provisional revert wrote (journaled before the write) over
+	// ProvisionalOver, the value the report ProvisionalFor set, before a proof covered that
+	// report (provisional.go). All are cleared when the revert's own report (or
+	// the board showing it) is taken in, or once nothing is left to judge and the board never
+	// showed it.
+	Provisional, ProvisionalOver, ProvisionalFor string
+	ProvisionalAt                                time.Time // GitHub's time of that report
+	LockHolder                                   string    // "" when unlocked
+	LockSince                                    time.Time // zero when unlocked
+	UpdatedAt                                    time.Time // set by the store when zero on write
+	Version                                      int64     // bumped by every write; 1 after the first
 }
 
 // known reports whether the record carries a legal state (adopted or judged), rather than
@@ -62,6 +69,10 @@ const (
 	VerdictHandoff   Verdict = "handoff"   // an agent moved an item through the MCP façade
 	VerdictAdopted   Verdict = "adopted"   // a current value was taken as legal (first sight)
 	VerdictIgnored   Verdict = "ignored"   // nothing to enforce (own write, stale, duplicate, refused handoff)
+	// VerdictWithdrawn: a provisional revert the item's true history did not bear out (the
+	// move was allowed after all, or the value to go back to was another); the board is
+	// brought to the true outcome.
+	VerdictWithdrawn Verdict = "withdrawn"
 	// Told only as a job's result, never recorded:
 	VerdictSuperseded Verdict = "superseded" // refused, but a later legal move had already replaced it
 	VerdictWait       Verdict = "wait"       // its place in the item's history is not certain yet: retry
@@ -69,7 +80,7 @@ const (
 
 // AuditVerdicts lists the verdicts the audit log records.
 func AuditVerdicts() []Verdict {
-	return []Verdict{VerdictAllowed, VerdictReverted, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored}
+	return []Verdict{VerdictAllowed, VerdictReverted, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored, VerdictWithdrawn}
 }
 
 // Recorded reports whether v is a verdict the audit log records.
@@ -134,7 +145,8 @@ type Observation struct {
 // settled reports whether a record has nothing left to write: no revert pending or due (the
 // observed value is the legal one) and no automation to run.
 func (r Record) settled() bool {
-	return r.RevertPending == "" && r.AutomateState == "" && r.ObservedState == r.LastLegalState && r.RejectedState == ""
+	return r.RevertPending == "" && r.AutomateState == "" && r.ObservedState == r.LastLegalState && r.RejectedState == "" &&
+		r.Provisional == ""
 }
 
 // RefusedStep is a refused step with its item's issue and the item's last legal state now.

@@ -131,6 +131,13 @@ func (c *core) Machine() *policy.Machine { return c.machine }
 // store is the persistence behind the items.
 func (c *core) store() Store { return c.items.st }
 
+// observeProvisional tells the observer what became of a provisional revert.
+func (c *core) observeProvisional(confirmed bool) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.ProvisionalReverted(confirmed)
+	}
+}
+
 // observeAutomation tells the observer about an automated move.
 func (c *core) observeAutomation(cause Cause) {
 	if c.opts.Observer != nil {

@@ -46,6 +46,9 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 	case policy.ActRevert:
 		return e.revert(ctx, w, a)
 	case policy.ActSync:
+		if a.Provisional {
+			return e.syncProvisional(ctx, w, a)
+		}
 		return e.sync(ctx, w, a)
 	}
 	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
@@ -85,6 +88,7 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 	o.ActorKind = e.actors.Classify(o.Actor).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
+
 	if o.Actor == e.opts.AppLogin && o.To == rec.ObservedState && o.At.After(rec.ObservedAt) {
 		// The report of our write the record holds says when GitHub made it: the board's
 		// value has been ours since.
@@ -103,9 +107,12 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 // revert writes the last legal state back; it is journaled first, so that afterwards the
 // board showing it is known as our write.
 func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
-	if w.rec.RevertPending != a.To {
+	if w.rec.RevertPending != a.To || w.rec.Provisional != "" {
 		rec := w.rec
 		rec.RevertPending = a.To
+		// A provisional revert the card does not show (it never landed, or was moved over)
+		// is past: this write is the one its report would be mistaken for.
+		rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
 		if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
 			return err
 		}

@@ -43,6 +43,7 @@ type Metrics struct {
 	decisionTime   prometheus.Histogram
 	processErrors  prometheus.Counter
 	reverts        prometheus.Counter
+	provisional    *prometheus.CounterVec
 	automation     *prometheus.CounterVec
 	githubRequests *prometheus.CounterVec
 	githubErrors   *prometheus.CounterVec
@@ -83,6 +84,10 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 		Namespace: Namespace, Name: "reverts_total",
 		Help: "Illegal Workflow State changes set back to the last legal state.",
 	})
+	m.provisional = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "provisional_reverts_total",
+		Help: "Illegal moves reverted at once, before every earlier change was known, by what the item's true history made of them (confirmed, withdrawn).",
+	}, []string{"outcome"})
 	m.automation = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "automation_moves_total",
 		Help: "Moves ralph-gate made by itself, by cause (cascade, convergence, lifecycle).",
@@ -108,7 +113,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.automation,
+		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.automation,
 		m.githubRequests, m.githubErrors, m.githubLatency, m.rateRemaining,
 	)
 	m.reconcile = newReconcileMetrics(reg)
@@ -147,6 +152,16 @@ func (m *Metrics) ProcessingFailed() { m.processErrors.Inc() }
 // AutomationMoved records one move the app made by itself; cause is cascade, convergence or
 // lifecycle.
 func (m *Metrics) AutomationMoved(cause string) { m.automation.WithLabelValues(cause).Inc() }
+
+// ProvisionalReverted records what became of one provisional revert: confirmed by the item's
+// true history, or withdrawn.
+func (m *Metrics) ProvisionalReverted(confirmed bool) {
+	outcome := "withdrawn"
+	if confirmed {
+		outcome = "confirmed"
+	}
+	m.provisional.WithLabelValues(outcome).Inc()
+}
 
 type queueCollector struct {
 	stats QueueStatsFunc

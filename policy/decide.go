@@ -31,6 +31,19 @@ const (
 
 func (r Rule) String() string { return string(r) }
 
+// Settled reports whether a refusal by r depends on nothing but the step itself (its states,
+// its actor's kind and role) and the lock holder of the item's judged history: no other
+// item's history and nothing read from GitHub. A change nobody has reported yet can alter
+// such a refusal only by changing the item's own history before the step — a round trip
+// (X → … → X) the app has not seen — which the report's own `from` cannot show.
+func (r Rule) Settled() bool {
+	switch r {
+	case RuleUnknownState, RuleNotInitial, RuleTransition, RuleHumansOnly, RuleRole, RuleLockOwnership:
+		return true
+	}
+	return false
+}
+
 // Member is an issue as other decisions see it (group members, blockers, children).
 type Member struct {
 	Number int    `json:"number"`

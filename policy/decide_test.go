@@ -281,3 +281,15 @@ func TestDecisionRefusal(t *testing.T) {
 		t.Error("allowed decision has a refusal")
 	}
 }
+
+// Settled refusals depend on the step and the item's judged history alone.
+func TestRuleSettled(t *testing.T) {
+	settled := map[Rule]bool{RuleUnknownState: true, RuleNotInitial: true, RuleTransition: true, RuleHumansOnly: true,
+		RuleRole: true, RuleLockOwnership: true}
+	for _, r := range []Rule{RuleUnknownState, RuleNotInitial, RuleTransition, RuleHumansOnly, RuleLockOwnership, RuleBlockers,
+		RuleConvergence, RuleWIP, RuleBypass, RuleRole, RuleSerialized, RuleLegal, RuleApp} {
+		if r.Settled() != settled[r] {
+			t.Errorf("%s.Settled() = %v, want %v", r, r.Settled(), settled[r])
+		}
+	}
+}

@@ -45,6 +45,11 @@ type History struct {
 	GapSince time.Time
 	// RevertPending is the value a revert was about to write when it was recorded.
 	RevertPending string
+	// Provisional is the value a provisional revert wrote (or was about to write) over
+	// ProvisionalOver, the value a report made at ProvisionalAt set ("" when none); its own
+	// report comes no earlier than that.
+	Provisional, ProvisionalOver string
+	ProvisionalAt                time.Time
 }
 
 // BoardValue is the item's Workflow State as read from GitHub.
@@ -135,6 +140,9 @@ type Action struct {
 	// GapSince is when the board was first seen showing a value no report explains; the
 	// record keeps it (zero clears it).
 	GapSince time.Time
+	// Provisional marks an ActSync of the app's provisional revert: the board shows To, and
+	// the legal state stays the judged history's (the revert is no step of it).
+	Provisional bool
 }
 
 // clockResolution: GitHub dates changes to the second, so a change dated t happened before
@@ -149,6 +157,14 @@ const waitStep = 250 * time.Millisecond
 func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
+	for _, o := range pending {
+		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, Observation{At: o.At.Truncate(clockResolution).Add(clockResolution)}) {
+			// The provisional revert coming back once the step it set back is judged (and every
+			// change made before it; of its own second, the chain orders them): the board shows
+			// its value, whatever the verdict (a step allowed after all is put back from there).
+			return Action{Kind: ActSync, Obs: o, To: o.To, Provisional: true, Why: "our provisional revert", GapSince: h.GapSince}
+		}
+	}
 	held := ownHeld(h, pending)
 	for _, o := range pending {
 		if o.Own && h.Known && h.RevertPending != "" && o.FromKnown && o.From == h.Observed && o.To == h.RevertPending &&
@@ -159,7 +175,7 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	for _, o := range pending {
-		if o.Own && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o))) {
+		if o.Own && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o))) {
 			// The report of a write of ours the record already holds. (When others' changes
 			// made before it are still unjudged, it is a write made while the history was being
 			// judged: it takes its place after them.)
@@ -202,7 +218,7 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	for _, o := range covered {
-		if o.Own && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
+		if o.Own && !h.provisional(o) && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
 			// A write of ours from before the judged history's end that does not follow it, or
 			// that leaves another value than the history's end and is not the write journaled:
 			// the record holds it already (a later change was judged since, or a later write of
@@ -219,7 +235,7 @@ func Sequence(in SequenceInput) Action {
 	// longest chain that starts from the observed value; a report that follows nothing was
 	// preceded by a change nobody reported, which is judged first (by an unknown actor).
 	chain, rest := splitChain(h, covered)
-	if len(rest) > 0 && rest[0].Own && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
+	if len(rest) > 0 && rest[0].Own && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
 		// A write of ours that nothing judged leads to, and the record holds (a revert, or
 		// automation recorded as it was made). A write of ours the record does not hold followed
 		// a change nobody reported: that change is judged first, then our write is synced.
@@ -228,14 +244,15 @@ func Sequence(in SequenceInput) Action {
 	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {
 		// An interrupted revert may have landed: if the reports follow on from the value it was
 		// writing better than from the refused one, it did.
-		landed := h
-		landed.Observed = h.RevertPending
-		if c, _ := splitChain(landed, covered); len(c) > len(chain) {
+		if longerFromLanded(h, covered, chain) {
 			return Action{Kind: ActSync, To: h.RevertPending, Why: "the reported changes follow on from the value the revert wrote"}
 		}
 	}
 	switch {
 	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
+		if h.provisional(chain[0]) {
+			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Provisional: true, Why: "our provisional revert", GapSince: h.GapSince}
+		}
 		if chain[0].Own {
 			// A write of ours the record does not hold (it was made while the item's history
 			// was still being judged, or its record was interrupted): the app's legal move.
@@ -280,6 +297,10 @@ func Sequence(in SequenceInput) Action {
 		at = h.ObservedAt
 	}
 	if in.covers(h, at, noticed) {
+		if h.Provisional != "" && h.Observed == h.ProvisionalOver && in.Board.State == h.Provisional {
+			// No report of it will come: the board shows the provisional revert.
+			return Action{Kind: ActSync, To: h.Provisional, Provisional: true, Why: "the board shows the provisional revert"}
+		}
 		if h.RevertPending != "" && in.Board.State == h.RevertPending {
 			// No report of the change will come and the board shows the value an interrupted
 			// revert was writing: it was ours. (Before the proof it may as well be someone
@@ -292,6 +313,35 @@ func Sequence(in SequenceInput) Action {
 	a := in.wait(h, at, "the board shows "+show(in.Board.State)+", which no report explains yet")
 	a.GapSince = noticed
 	return a
+}
+
+// provisional reports whether o is the report of the app's provisional revert.
+func (h History) provisional(o Observation) bool {
+	return o.Own && h.Provisional != "" && o.FromKnown && o.From == h.ProvisionalOver && o.To == h.Provisional &&
+		!o.At.Before(h.ProvisionalAt.Truncate(clockResolution))
+}
+
+// Provisional returns the report whose refusal may be written at once, before a proof covers
+// it (a provisional revert), when the item's history leaves nothing else to wait for: it is
+// the only report waiting, it follows the judged history from the value the history ends in
+// (which is its legal state: no revert or other write of ours is owed), and the board, read,
+// shows its value and no later change (of the card, when GitHub dates it; of the issue).
+// Whether its refusal is certain is the caller's to decide (Rule.Settled). The proof still
+// judges it.
+func Provisional(in SequenceInput) (Observation, bool) {
+	h := in.History
+	if !h.Known || h.Legal != h.Observed || h.RevertPending != "" || h.Provisional != "" || len(in.Pending) != 1 ||
+		in.Board.Unknown || !in.Board.IssueEventAt.IsZero() {
+		return Observation{}, false
+	}
+	o := in.Pending[0]
+	if o.Own || o.Event || !o.FromKnown || o.From != h.Observed || o.To == h.Observed || (!h.ObservedAt.IsZero() && o.At.Before(h.ObservedAt)) {
+		return Observation{}, false
+	}
+	if in.Board.State != o.To || (!in.Board.UpdatedAt.IsZero() && !in.Board.UpdatedAt.Truncate(clockResolution).Equal(o.At.Truncate(clockResolution))) {
+		return Observation{}, false
+	}
+	return o, true
 }
 
 // Covers reports whether every change made up to `at` has been reported by now, for an event
@@ -353,7 +403,7 @@ func ownHeld(h History, pending []Observation) map[string]bool {
 	for {
 		idx := -1
 		for i := len(pending) - 1; i >= 0; i-- {
-			if o := pending[i]; o.Own && !held[o.Delivery] && o.To == cur {
+			if o := pending[i]; o.Own && !h.provisional(o) && !held[o.Delivery] && o.To == cur {
 				idx = i
 				break
 			}
@@ -526,6 +576,21 @@ func eulerTrail(h History, pending []Observation, idx []int) []int {
 		cur = pending[e].To
 	}
 	return trail
+}
+
+// longerFromLanded reports whether the reports chain on longer from the value an interrupted
+// revert was writing than from the refused one: the longest chains from each, over every
+// second (a chain from the refused value ordered within its first second only is no measure).
+func longerFromLanded(h History, covered, chain []Observation) bool {
+	if len(covered) > maxChainSearch {
+		landed := h
+		landed.Observed = h.RevertPending
+		c, _ := splitChain(landed, covered)
+		return len(c) > len(chain)
+	}
+	_, fromRefused := chainFromAt(h.Observed, h.ObservedAt, covered, make([]bool, len(covered)))
+	_, fromLanded := chainFromAt(h.RevertPending, h.ObservedAt, covered, make([]bool, len(covered)))
+	return fromLanded > fromRefused
 }
 
 // chainFrom is chainFromAt with no time bound.

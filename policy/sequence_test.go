@@ -38,6 +38,8 @@ func TestSequence(t *testing.T) {
 	event := eventAt(5)
 	closing := Observation{Delivery: "close", To: "Done", Actor: "alice", At: sec(5), Received: sec(6), Event: true, Closes: true}
 	reopening := Observation{Delivery: "reopen", To: "Backlog", Actor: "agent-1", At: sec(5), Received: sec(5), Event: true}
+	provisionalOwn := obs("own", "In Progress", "Backlog", "ralph-gate[bot]", 5)
+	provisionalOwn.Own = true
 
 	tests := []struct {
 		name string
@@ -201,6 +203,45 @@ func TestSequence(t *testing.T) {
 			History{Known: true, Legal: "Done", Observed: "Ready for Plan", ObservedAt: sec(5), RevertPending: "Done"},
 			[]Observation{obs("d2", "Done", "Research Needed", "alice", 7), obs("d1", "Ready for Plan", "Done", "agent-2", 7)}, unknown, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d1") }},
+		{"a person's move to the value of an interrupted revert, a second later, is no landing of it", in(
+			History{Known: true, Legal: "Human Needed", Observed: "Research in Progress", ObservedAt: sec(0), RevertPending: "Human Needed"},
+			[]Observation{obs("d6", "Research in Progress", "Human Needed", "alice", 3), obs("d7", "Human Needed", "In Review", "agent-2", 4),
+				obs("d8", "In Review", "Human Needed", "agent-3", 4)}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d6") }},
+		// Provisional reverts (a refused move set back before its proof): its own report is
+		// taken in as the board's value only, once the move it set back is judged.
+		{"a provisional revert's report waits while the move it set back does", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(1), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(5)},
+			[]Observation{obs("d", "Backlog", "In Progress", "agent-1", 5), provisionalOwn}, unknown, proven(8), 9),
+			ActWait, nil},
+		{"… the move is judged first", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(1), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(5)},
+			[]Observation{provisionalOwn, obs("d", "Backlog", "In Progress", "agent-1", 5)}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "d") }},
+		{"… then the revert's report is the board's value, not a legal step", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(5)},
+			[]Observation{provisionalOwn}, unknown, proven(12), 13),
+			ActSync, func(t *testing.T, a Action) {
+				if !a.Provisional || a.To != "Backlog" {
+					t.Errorf("want a provisional sync to Backlog, got %+v", a)
+				}
+			}},
+		{"… after the moves of its second, in the order they chain", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(5)},
+			[]Observation{provisionalOwn, obs("x", "In Progress", "Canceled", "alice", 5), obs("y", "Canceled", "In Progress", "alice", 5)}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "x") }},
+		{"… or, when no report of it comes, the board showing it", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(5)},
+			nil, BoardValue{State: "Backlog", UpdatedAt: sec(5)}, proven(12), 13),
+			ActSync, func(t *testing.T, a Action) {
+				if !a.Provisional {
+					t.Errorf("want a provisional sync, got %+v", a)
+				}
+			}},
+		{"an older write of ours with the same values is no provisional revert", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), Provisional: "Backlog", ProvisionalOver: "In Progress", ProvisionalAt: sec(9)},
+			[]Observation{provisionalOwn}, unknown, proven(12), 13),
+			ActIgnore, nil},
 		{"a newer move back to the refused value after an interrupted revert is not reverted blindly", in(
 			History{Known: true, Legal: "Human Needed", Observed: "Plan in Progress", ObservedAt: sec(5), RevertPending: "Human Needed"}, nil,
 			BoardValue{State: "Plan in Progress", UpdatedAt: sec(7)}, proven(8), 9),
@@ -334,6 +375,55 @@ func TestCovers(t *testing.T) {
 			in := SequenceInput{History: tc.h, Sweep: tc.sweep, Now: sec(tc.now), Window: window, Hold: 2 * time.Minute}
 			if got := in.Covers(sec(tc.at), sec(tc.recv)); got != tc.want {
 				t.Errorf("Covers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A report may be reverted provisionally only when nothing else of its item is waiting and
+// the board shows it as the newest change.
+func TestProvisional(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	h := History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: t0}
+	o := Observation{Delivery: "d", FromKnown: true, From: "Backlog", To: "In Progress", Actor: "agent-1", At: t0.Add(2 * time.Second)}
+	board := BoardValue{State: "In Progress", UpdatedAt: o.At}
+	with := func(edit func(*SequenceInput)) SequenceInput {
+		in := SequenceInput{History: h, Pending: []Observation{o}, Board: board}
+		edit(&in)
+		return in
+	}
+	own, event, noFrom, other := o, o, o, o
+	own.Own = true
+	event.Event = true
+	noFrom.FromKnown = false
+	other.From = "Research Needed"
+	tests := []struct {
+		name string
+		in   SequenceInput
+		want bool
+	}{
+		{"the only report, from the legal value, shown on the board", with(func(*SequenceInput) {}), true},
+		{"GitHub gave no change time", with(func(in *SequenceInput) { in.Board.UpdatedAt = time.Time{} }), true},
+		{"never recorded", with(func(in *SequenceInput) { in.History.Known = false }), false},
+		{"a refused value still on the board", with(func(in *SequenceInput) { in.History.Observed = "Done" }), false},
+		{"a revert being written", with(func(in *SequenceInput) { in.History.RevertPending = "Backlog" }), false},
+		{"a provisional revert already made", with(func(in *SequenceInput) { in.History.Provisional = "Backlog" }), false},
+		{"another report waiting", with(func(in *SequenceInput) { in.Pending = append(in.Pending, other) }), false},
+		{"our own write", with(func(in *SequenceInput) { in.Pending = []Observation{own} }), false},
+		{"a close or reopen", with(func(in *SequenceInput) { in.Pending = []Observation{event} }), false},
+		{"no previous value reported", with(func(in *SequenceInput) { in.Pending = []Observation{noFrom} }), false},
+		{"from another value (a change before it unreported)", with(func(in *SequenceInput) { in.Pending = []Observation{other} }), false},
+		{"older than the judged history", with(func(in *SequenceInput) { in.History.ObservedAt = t0.Add(5 * time.Second) }), false},
+		{"the board not read", with(func(in *SequenceInput) { in.Board = BoardValue{Unknown: true} }), false},
+		{"the board shows another value", with(func(in *SequenceInput) { in.Board.State = "Done" }), false},
+		{"the board changed in a later second", with(func(in *SequenceInput) { in.Board.UpdatedAt = o.At.Add(time.Second) }), false},
+		{"the issue closed or reopened since", with(func(in *SequenceInput) { in.Board.IssueEventAt = o.At }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Provisional(tt.in)
+			if ok != tt.want || (ok && got.Delivery != "d") {
+				t.Errorf("Provisional = %+v, %v; want %v", got, ok, tt.want)
 			}
 		})
 	}

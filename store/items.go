@@ -11,12 +11,14 @@ import (
 )
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
-	observed_state, observed_at, gap_since, automate_state, revert_pending, lock_holder, lock_since, updated_at, version`
+	observed_state, observed_at, gap_since, automate_state, revert_pending, provisional, provisional_over, provisional_for,
+	provisional_at, lock_holder, lock_since, updated_at, version`
 
 func scanItem(row interface{ Scan(...any) error }) (enforce.Record, error) {
 	var it enforce.Record
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
-		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending, &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
+		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending,
+		&it.Provisional, &it.ProvisionalOver, &it.ProvisionalFor, tc(&it.ProvisionalAt), &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
 	return it, err
 }
 
@@ -130,20 +132,20 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item enforce.Record, expe
 		err error
 	)
 	if expectedVersion == 0 {
-		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.LockHolder, s.t(lockSince(item, now)), s.t(now))
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
 				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?, revert_pending = ?,
-				lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
+				provisional = ?, provisional_over = ?, provisional_for = ?, provisional_at = ?, lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.LockHolder, s.t(lockSince(item, now)), s.t(now), item.ItemID, expectedVersion)
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)

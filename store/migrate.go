@@ -223,6 +223,19 @@ var migrations = []migration{
 			`ALTER TABLE observations ADD COLUMN lifecycle TEXT NOT NULL DEFAULT ''`,
 		},
 	},
+	{
+		version: 10,
+		name:    "provisional reverts",
+		stmts: []string{
+			// A refused move reverted at once, before a proof covered its report: the value
+			// written, the refused value it was written over, the report and its time
+			// (enforce.Record).
+			`ALTER TABLE items ADD COLUMN provisional TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN provisional_over TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN provisional_for TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN provisional_at {{ts}}`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -5,6 +5,7 @@ package oracle
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,7 +42,8 @@ type Oracle struct {
 	// IssueClosed, when set, reports whether an item's issue ends closed; Check then compares
 	// it with the outcome's (a refused close or reopen is undone).
 	IssueClosed func(item string) bool
-	byApp       map[string]bool // the item's legal state was last set by automation
+	byApp       map[string]bool   // the item's legal state was last set by automation
+	writes      map[string][]Move // by item: the values the app wrote on its card (Wrote)
 }
 
 // LegalByAutomation reports whether an item's legal state was last set by the app's
@@ -62,6 +64,9 @@ type Move struct {
 	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
 	// automated move (legal by definition; the caller checks it was one).
 	App bool
+	// Wrote marks a value the app wrote on the card (Oracle.Wrote): no move of the true
+	// history, but the moves of its second chain through it (Interleavings, Reordered).
+	Wrote bool
 	// Lifecycle marks a close (LifecycleClose) or a reopen (LifecycleReopen) of the item's
 	// issue: its actor's move to To (Done, Backlog). A refused one is undone; one to the legal
 	// state moves nothing.
@@ -98,7 +103,14 @@ func (v Violation) String() string {
 // New returns an oracle for the machine and actors.
 func New(m *policy.Machine, actors policy.Actors) *Oracle {
 	return &Oracle{m: m, actors: actors, initial: map[string]string{}, moves: map[string][]Move{},
-		Legal: map[string]string{}, Holder: map[string]string{}, Violations: map[string]Violation{}}
+		Legal: map[string]string{}, Holder: map[string]string{}, Violations: map[string]Violation{}, writes: map[string][]Move{}}
+}
+
+// Wrote records a value the app wrote on an item's card (a revert, provisional or not, or an
+// automated move), from the value the card showed, at GitHub's time: no move of the true
+// history, but a change of the card's value that moves of its second may follow (Orders).
+func (o *Oracle) Wrote(item, from, to string, at time.Time) {
+	o.writes[item] = append(o.writes[item], Move{From: from, To: to, At: at, App: true})
 }
 
 // Start sets an item's first state (adopted as legal, with no lock holder).
@@ -175,8 +187,12 @@ func (o *Oracle) mergePath(c policy.Change) bool {
 	return o.m.Decide(first).Verdict == policy.Allow && o.m.Decide(second).Verdict == policy.Allow
 }
 
-// Step records one move of the true history.
+// Step records one move of the true history (a write of the app's, Wrote, is recorded as such).
 func (o *Oracle) Step(item string, mv Move) {
+	if mv.Wrote {
+		o.Wrote(item, mv.From, mv.To, mv.At)
+		return
+	}
 	if o.GroupOf != nil && !mv.App {
 		for i, other := range o.GroupOf(item) {
 			state := o.legalBefore(other, mv.At)
@@ -307,13 +323,22 @@ func (o *Oracle) Orders(item string) [][]Move {
 			return
 		}
 		if g == len(groups) {
-			if !slicesEqualMoves(prefix, ms) {
+			if !slices.ContainsFunc(out, func(o []Move) bool { return slicesEqualMoves(o, prefix) }) {
 				out = append(out, append([]Move{}, prefix...))
 			}
 			return
 		}
 		grp := groups[g]
 		used := make([]bool, len(grp))
+		// The app's writes of the second changed the card's value too: a move may follow one
+		// (each used at most once; they are no moves, so no order holds them).
+		var writes []Move
+		for _, wr := range o.writes[item] {
+			if wr.At.Equal(grp[0].At) {
+				writes = append(writes, wr)
+			}
+		}
+		wrote := make([]bool, len(writes))
 		// Within one second each move must leave the value the one before it left (an app
 		// write between two seconds may change it, so seconds are not chained to each other).
 		// A lifecycle event sets no value: it goes anywhere in its second.
@@ -345,8 +370,20 @@ func (o *Oracle) Orders(item string) [][]Move {
 				perm(append(cur, mv), next)
 				used[i] = false
 			}
+			for i, wr := range writes {
+				if !wrote[i] && wr.From == value && len(out) <= 200 {
+					wrote[i] = true
+					perm(cur, wr.To)
+					wrote[i] = false
+				}
+			}
 		}
 		perm(append([]Move{}, prefix...), start)
+		for _, wr := range writes {
+			if wr.From != start {
+				perm(append([]Move{}, prefix...), wr.From) // (the second began with a write of the app's)
+			}
+		}
 	}
 	walk(0, nil)
 	return out

@@ -1,0 +1,157 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// A refused move is reverted provisionally, at once, when its refusal cannot depend on what
+// the proof may still bring (docs/ENFORCEMENT.md "Provisional reverts"): it is the item's only
+// waiting report, it left the value the item's judged history ends in (its legal state), the
+// card still shows it and no later change, and policy refuses it for a settled rule
+// (policy.Rule.Settled: the table, the actor's kind or role, the lock holder of the judged
+// history). Nothing is told yet: the proof judges the report as always, and the revert's own
+// report (or the board showing it) is then taken in as the board's value only. When the
+// history agrees (refused, back to the same value) the revert is the revert; when not, it is
+// withdrawn and the walk brings the board to the true outcome.
+
+// provisionalRevert writes the provisional revert of the walk's only waiting report when it
+// qualifies; otherwise (or when GitHub refuses the write) the report waits for the proof.
+func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
+	if !w.found || len(w.pending) != 1 || w.rec.Provisional != "" || w.rec.AutomateState != "" || w.rec.RevertPending != "" {
+		return nil
+	}
+	o := w.pending[0]
+	if o.Lifecycle != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != w.rec.LastLegalState {
+		return nil
+	}
+	kind := e.actors.Classify(o.Actor)
+	dec := e.machine.Decide(policy.Change{From: w.rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: w.rec.LockHolder})
+	if dec.Verdict == policy.Allow || !dec.Rule.Settled() {
+		return nil
+	}
+	if !w.read {
+		if err := e.readBoard(ctx, w, w.rec.ItemID); errors.Is(err, ErrNotFound) {
+			return nil // the proof's walk drops it
+		} else if err != nil {
+			return err
+		}
+	}
+	if !e.enforced(w.it) {
+		return nil
+	}
+	board := policy.BoardValue{State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
+	var err error
+	if board.IssueEventAt, err = e.auto.issueEventAt(ctx, w.it); err != nil {
+		return err
+	}
+	if _, ok := policy.Provisional(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending), Board: board}); !ok {
+		return nil
+	}
+	// A relative's earlier report still waiting may move the item first (a cascade).
+	var member groupUnsettled
+	if err := e.relativesUnsettled(ctx, w.board, w.it, o.At.Add(time.Second)); errors.As(err, &member) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	to := w.rec.LastLegalState
+	rec := w.rec
+	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = to, o.To, o.DeliveryID, o.At
+	if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
+		return err
+	}
+	log := zerolog.Ctx(ctx)
+	switch err := w.board.SetStateIf(ctx, w.it, o.To, to); {
+	case errors.Is(err, ErrBoardMoved):
+		// Moved since: that move's report is judged in its place; nothing was written.
+		rec := w.rec
+		rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+		w.read = false
+		return e.commit(ctx, w, Step{Record: rec})
+	case err != nil:
+		// It may have been written: the journal stays, and the proof's walk tells from the
+		// board or the write's report.
+		log.Warn().Err(err).Int("issue", w.it.Number).Msg("provisional revert failed; the move waits for the proof")
+		w.read = false
+		return nil
+	}
+	w.it.State = to
+	moveLine{Issue: w.it.Number, From: o.To, To: to, Actor: o.Actor, Verdict: VerdictReverted}.on(log.Info()).
+		Str("rule", string(dec.Rule)).Msg("reverted an illegal move provisionally; it is explained once every earlier change is known")
+	return nil
+}
+
+// syncProvisional takes the provisional revert in as the board's value, once the report it
+// set back is judged: confirmed when that step was refused and the legal state is the value
+// written, withdrawn otherwise (audited, with why; the walk then writes the true outcome
+// over it, guarded as a revert is).
+func (e *Enforcer) syncProvisional(ctx context.Context, w *walk, a policy.Action) error {
+	rec := w.rec
+	// Confirmed when the step it set back was refused, from the value it wrote (later steps
+	// may have moved the item on since: they are theirs to tell).
+	step, err := e.store().GetObservation(ctx, rec.ProvisionalFor)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("load report %s: %w", rec.ProvisionalFor, err)
+	}
+	confirmed := err == nil && step.Verdict == VerdictReverted && step.LegalFrom == rec.Provisional
+	over := rec.ProvisionalOver
+	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+	report := rec.ProvisionalFor
+	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+	if a.Obs.At.After(rec.ObservedAt) {
+		rec.ObservedAt = a.Obs.At
+	}
+	st := Step{Record: rec}
+	var audit AuditEntry
+	if a.Obs.Delivery != "" {
+		o := w.take(a.Obs.Delivery)
+		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, a.Why
+		o.ActorKind = policy.ActorApp.String()
+		audit = e.rec.step(rec, o, o.From)
+		st.Observation, st.Audit = &o, &audit
+	}
+	if !confirmed {
+		why := fmt.Sprintf("once every earlier change was known, %s was allowed", orNoState(over))
+		if step.Verdict == VerdictReverted {
+			why = fmt.Sprintf("once every earlier change was known, the item's legal state before the move was %s", orNoState(step.LegalFrom))
+		}
+		withdrawn := AuditEntry{DeliveryID: report, ProjectID: rec.ProjectID, ItemID: rec.ItemID, IssueNumber: rec.IssueNumber, Repo: rec.Repo,
+			Actor: e.opts.AppLogin, ActorKind: policy.ActorApp.String(), FromState: over, ToState: a.To,
+			Verdict: VerdictWithdrawn, Rule: "provisional", Reason: "provisional revert withdrawn: " + why}
+		st.Audit = &withdrawn // (the write's own report is no step: the withdrawal is what is told)
+		zerolog.Ctx(ctx).Info().Int("issue", w.it.Number).Str("over", over).Str("wrote", a.To).Str("why", why).
+			Msg("withdrew a provisional revert; the board is brought to the true outcome")
+	} else {
+		w.reverted = w.reverted || w.refused.To == over
+	}
+	if err := e.commit(ctx, w, st); err != nil {
+		return err
+	}
+	e.observeProvisional(confirmed)
+	return nil
+}
+
+// provisionalJudged reports whether the report a provisional revert set back is no longer
+// waiting (judged, or ignored).
+func (w *walk) provisionalJudged(rec Record) bool {
+	return !slices.ContainsFunc(w.pending, func(o Observation) bool { return o.DeliveryID == rec.ProvisionalFor })
+}
+
+// provisionalNeverLanded clears the journal of a provisional revert the board never showed:
+// the report it was for is judged, everything is, and the board shows the history's value.
+func (e *Enforcer) provisionalNeverLanded(ctx context.Context, w *walk) error {
+	if w.rec.Provisional == "" || !w.provisionalJudged(w.rec) {
+		return nil
+	}
+	rec := w.rec
+	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+	return e.commit(ctx, w, Step{Record: rec})
+}
