@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,6 +25,9 @@ type Enforcer struct {
 	explaining  drain.Group
 	seen        seenItems  // the items as last read, for explanations only (batch.go)
 	deps        dependents // items waiting on other items' histories (wake.go)
+	// provisionalReads counts the items read to revert a move at once (provisional.go): the
+	// history suites' request budget allows one each.
+	provisionalReads atomic.Int64
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -105,6 +109,9 @@ func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err
 	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
 		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
 		due := policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)
+		if now, err := e.revertsAtOnceAtIntake(ctx, ch); err != nil || now {
+			return time.Time{}, err // its job reverts it at once (provisional.go), then waits for the proof
+		}
 		if e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: due}) {
 			if wait, ok := e.deferToBatch(ch.ItemID); ok {
 				return e.now().Add(wait), nil

@@ -410,8 +410,7 @@ type simWorld struct {
 	made       map[string]int // façade moves the app made, by kind (simHandoff, simAdvance, simClaim)
 	// provisional counts the provisional reverts the true history confirmed (true) and
 	// withdrew (false).
-	provisional       map[bool]int
-	provisionalWrites int // provisional reverts written (each read its item first)
+	provisional map[bool]int
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -922,7 +921,6 @@ func (w *simWorld) appWrite(id, state string) {
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
 	if w.provisionalWrite(id, before, state) {
-		w.provisionalWrites++
 		// Written at once, in the second of the move it sets back: the moves of its second,
 		// in any order GitHub cannot tell apart, chain through it.
 		w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: oracle.Move{From: before, To: state, At: w.now.Truncate(time.Second),
@@ -1248,7 +1246,8 @@ func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
 // move or event (a merge reports two: the merge and its issue's close), its item's read, a
 // family read, the guarded revert (a read again and a write) and its explanation (a lookup,
 // then a post or an update); per write of the app's own, a family read and the write; per
-// provisional revert, its item's read before it; and once per crash that the retries repeat.
+// move that may be reverted at once, its item's read for it; and once per crash that the
+// retries repeat.
 func (w *simWorld) requestBudget() int {
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + w.provisionalWrites + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + int(w.svc.Enforcer.provisionalReads.Load()) + 6*w.crashes + 10
 }

@@ -25,19 +25,15 @@ import (
 // provisionalRevert writes the provisional revert of the walk's only waiting report when it
 // qualifies; otherwise (or when GitHub refuses the write) the report waits for the proof.
 func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
-	if !w.found || len(w.pending) != 1 || w.rec.Provisional != "" || w.rec.AutomateState != "" || w.rec.RevertPending != "" {
+	if !w.found {
 		return nil
 	}
-	o := w.pending[0]
-	if o.Lifecycle != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != w.rec.LastLegalState {
-		return nil
-	}
-	kind := e.actors.Classify(o.Actor)
-	dec := e.machine.Decide(policy.Change{From: w.rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: w.rec.LockHolder})
-	if dec.Verdict == policy.Allow || !dec.Rule.Settled() {
+	o, dec, ok := e.revertsAtOnce(w.rec, w.pending)
+	if !ok {
 		return nil
 	}
 	if !w.read {
+		e.provisionalReads.Add(1)
 		if err := e.readBoard(ctx, w, w.rec.ItemID); errors.Is(err, ErrNotFound) {
 			return nil // the proof's walk drops it
 		} else if err != nil {
@@ -55,12 +51,14 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 	if _, ok := policy.Provisional(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending), Board: board}); !ok {
 		return nil
 	}
-	// A relative's earlier report still waiting may move the item first (a cascade).
-	var member groupUnsettled
-	if err := e.relativesUnsettled(ctx, w.board, w.it, o.At.Add(time.Second)); errors.As(err, &member) {
-		return nil
-	} else if err != nil {
-		return err
+	if w.it.ParentID != "" || w.it.SubIssues > 0 {
+		// A relative's earlier report still waiting may move the item first (a cascade): while
+		// any item has one, the move waits for its proof (telling which are relatives would
+		// cost family reads).
+		waiting, err := e.store().PendingItemsBefore(ctx, o.At.Add(time.Second), w.it.ID, e.opts.AppLogin)
+		if err != nil || len(waiting) > 0 {
+			return err
+		}
 	}
 	to := w.rec.LastLegalState
 	rec := w.rec
@@ -87,6 +85,38 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 	moveLine{Issue: w.it.Number, From: o.To, To: to, Actor: o.Actor, Verdict: VerdictReverted}.on(log.Info()).
 		Str("rule", string(dec.Rule)).Msg("reverted an illegal move provisionally; it is explained once every earlier change is known")
 	return nil
+}
+
+// revertsAtOnce returns the item's only waiting report and policy's refusal of it when the
+// record and the reports alone let it be reverted provisionally (the board, read next, has the
+// last word: policy.Provisional).
+func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation, policy.Decision, bool) {
+	if !rec.known() || len(pending) != 1 || rec.Provisional != "" || rec.AutomateState != "" || rec.RevertPending != "" ||
+		rec.ObservedState != rec.LastLegalState {
+		return Observation{}, policy.Decision{}, false
+	}
+	o := pending[0]
+	if o.Lifecycle != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != rec.LastLegalState {
+		return Observation{}, policy.Decision{}, false
+	}
+	dec := e.machine.Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.actors.Classify(o.Actor),
+		LockHolder: rec.LockHolder})
+	return o, dec, dec.Verdict != policy.Allow && dec.Rule.Settled()
+}
+
+// revertsAtOnceAtIntake reports whether a change just recorded may be reverted provisionally:
+// its job runs at once instead of waiting for the proof with the others (store reads only).
+func (e *Enforcer) revertsAtOnceAtIntake(ctx context.Context, ch Change) (bool, error) {
+	rec, found, err := e.items.load(ctx, ch.ItemID)
+	if err != nil || !found {
+		return false, err
+	}
+	pending, err := e.store().PendingObservations(ctx, ch.ItemID)
+	if err != nil {
+		return false, fmt.Errorf("load reports of item %s: %w", ch.ItemID, err)
+	}
+	_, _, ok := e.revertsAtOnce(rec, pending)
+	return ok, nil
 }
 
 // syncProvisional takes the provisional revert in as the board's value, once the report it

@@ -161,6 +161,11 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
+	// GitHub dates our write to the second it was made (as an automated move's, wrote): a
+	// report of ours from before it is older than the history.
+	if at := e.now().Truncate(time.Second); at.After(rec.ObservedAt) {
+		rec.ObservedAt = at
+	}
 	return e.commit(ctx, w, Step{Record: rec})
 }
 

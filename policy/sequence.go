@@ -335,7 +335,10 @@ func Provisional(in SequenceInput) (Observation, bool) {
 		return Observation{}, false
 	}
 	o := in.Pending[0]
-	if o.Own || o.Event || !o.FromKnown || o.From != h.Observed || o.To == h.Observed || (!h.ObservedAt.IsZero() && o.At.Before(h.ObservedAt)) {
+	// (A change or a write of ours the history holds from the report's own second is excluded:
+	// a report of ours of that second could not be told from the revert's.)
+	if o.Own || o.Event || !o.FromKnown || o.From != h.Observed || o.To == h.Observed ||
+		(!h.ObservedAt.IsZero() && !h.ObservedAt.Truncate(clockResolution).Before(o.At.Truncate(clockResolution))) {
 		return Observation{}, false
 	}
 	if in.Board.State != o.To || (!in.Board.UpdatedAt.IsZero() && !in.Board.UpdatedAt.Truncate(clockResolution).Equal(o.At.Truncate(clockResolution))) {

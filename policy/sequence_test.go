@@ -414,6 +414,7 @@ func TestProvisional(t *testing.T) {
 		{"no previous value reported", with(func(in *SequenceInput) { in.Pending = []Observation{noFrom} }), false},
 		{"from another value (a change before it unreported)", with(func(in *SequenceInput) { in.Pending = []Observation{other} }), false},
 		{"older than the judged history", with(func(in *SequenceInput) { in.History.ObservedAt = t0.Add(5 * time.Second) }), false},
+		{"of the second the judged history ends in", with(func(in *SequenceInput) { in.History.ObservedAt = o.At }), false},
 		{"the board not read", with(func(in *SequenceInput) { in.Board = BoardValue{Unknown: true} }), false},
 		{"the board shows another value", with(func(in *SequenceInput) { in.Board.State = "Done" }), false},
 		{"the board changed in a later second", with(func(in *SequenceInput) { in.Board.UpdatedAt = o.At.Add(time.Second) }), false},

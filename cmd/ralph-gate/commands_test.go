@@ -39,6 +39,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		`#5 "Fix the login page" is now in "Ready for Plan"`,                                    // a legal move stays
 		`#3 "Store last legal states" is back in "Backlog": ralph-gate reverted the move`,       // an illegal move reverted
+		"reverted at once; the explanation follows once no earlier change can be missing",       // before its proof
 		"ralph-gate[bot] commented on #3",                                                       // and explained
 		"(and, hidden from readers, markers for tools: ralph-gate:violation, ralph-transition)", // without showing the markers
 		`#6 "Upgrade dependencies" is now in "Human Needed"`,                                    // escalation

@@ -157,6 +157,29 @@ func (d *demo) move(login string, number int, to string) {
 	d.err = d.sb.Settle(d.ctx)
 }
 
+// moveRefused makes a move the workflow refuses, says how soon the card was back (a
+// provisional revert: at once), then waits until ralph-gate has dealt with it (explained it).
+func (d *demo) moveRefused(login string, number int, to string) {
+	if d.err != nil {
+		return
+	}
+	d.snapshot(number, to)
+	d.say("%s moves #%d from %q to %q", login, number, d.before[number], to)
+	start := time.Now()
+	if d.err = d.sb.Move(d.ctx, login, "app", number, to); d.err != nil {
+		return
+	}
+	// (The simulator is in this process: looking at its board costs no GitHub request.)
+	for deadline := start.Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if is, err := d.sb.Issue("app", number); err == nil && is.Fields[d.sb.Config.Workflow.Field] == d.before[number] {
+			d.say("   → back in %q after %d ms: reverted at once; the explanation follows once no earlier change can be missing (reorder_window + 1 s + a redelivery sweep)",
+				d.before[number], time.Since(start).Milliseconds())
+			break
+		}
+	}
+	d.err = d.sb.Settle(d.ctx)
+}
+
 // show says what became of an issue since the snapshot, as the board has it now.
 func (d *demo) show(number int) {
 	if d.err != nil {
@@ -240,13 +263,19 @@ func (d *demo) script() {
 	d.say("Board %q of organization %q, enforced by the App %s.", "Ralph", d.sb.Org(), d.sb.App.AppLogin())
 	d.say("alice is a person; agent-1 and agent-2 are agents (actors.agents: \"agent-*\"); analyst-1 and builder-1 are")
 	d.say("agents of the analyst and builder worker roles (actors.roles).")
+	if d.err == nil {
+		// As after installing: the reconciler's first pass adopts every item's value as legal.
+		if _, d.err = d.sb.App.ReconcileNow(d.ctx); d.err == nil {
+			d.say("ralph-gate's first reconciliation pass took every item's current value as its legal state.")
+		}
+	}
 
 	d.step("1. A legal move stays")
 	d.move("alice", 5, "Ready for Plan")
 	d.show(5)
 
 	d.step("2. An agent's illegal move is reverted and explained")
-	d.move("agent-1", 3, "In Progress")
+	d.moveRefused("agent-1", 3, "In Progress")
 	d.show(3)
 	d.lastComment(3)
 
