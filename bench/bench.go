@@ -22,6 +22,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/sandbox"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // Options size a run. Zero fields take the defaults (Defaults).
@@ -54,6 +55,8 @@ type Options struct {
 	NoSecondaryLimits bool
 	// Workers overrides enforcement.workers (0: the configuration's default).
 	Workers int
+	// ReorderWindow is enforcement.reorder_window (0: the simulator world's, 2 s).
+	ReorderWindow time.Duration
 	// Quick marks a smoke run (recorded in the result).
 	Quick bool
 	// Progress receives one line per phase (stderr); nil means silence.
@@ -160,7 +163,7 @@ type Result struct {
 	BurstLost      int      `json:"burst_lost"`
 	BurstReverted  int      `json:"burst_reverted"`
 	BurstEventsPS  *float64 `json:"burst_events_per_s"`
-	BurstInjectS   *float64 `json:"burst_inject_s"`
+	BurstMadeS     *float64 `json:"burst_made_s"`
 	BurstDrainS    *float64 `json:"burst_drain_s"`
 	BurstCalls     int      `json:"burst_api_calls"`
 	PeakRSSMB      *float64 `json:"peak_rss_mb"`
@@ -171,7 +174,7 @@ type Result struct {
 	// read and their write), comments, other.
 	BurstRequestsByKind map[string]int `json:"burst_requests_by_kind"`
 	// BurstDecidedP50S and BurstDecidedLastS are when the burst's events were decided, from
-	// its first move; BurstBoardRightS is when the last revert was written, BurstExplainedS when
+	// its first move; BurstRevertedAllS is when the last revert was written, BurstExplainedS when
 	// the last comment was.
 	// BurstDoneS is when every event of the burst was decided and every revert written;
 	// BurstDecidedPS the burst's events over that time less the proof every change waits for
@@ -180,12 +183,16 @@ type Result struct {
 	BurstDecidedPS    *float64 `json:"burst_decided_per_s"`
 	BurstDecidedP50S  *float64 `json:"burst_decided_p50_s"`
 	BurstDecidedLastS *float64 `json:"burst_decided_last_s"`
-	BurstBoardRightS  *float64 `json:"burst_board_right_s"`
+	BurstRevertedAllS *float64 `json:"burst_reverted_all_s"`
 	BurstExplainedS   *float64 `json:"burst_explained_s"`
 
 	// The storm: one actor moves StormEvents items at once (none when 0). StormRevertAllS and
 	// StormExplainAllS are null when the storm was not reverted or explained in full within
 	// its time limit (StormTimedOut); StormReverted and StormExplained say how far it got.
+	// ProvisionalWithdrawn counts the provisional reverts the main phases withdrew (0 when no
+	// change is hidden from the app, as here).
+	ProvisionalWithdrawn int `json:"provisional_withdrawn"`
+
 	StormEvents           int      `json:"storm_events"`
 	StormMoveS            *float64 `json:"storm_move_s"`
 	StormRevertAllS       *float64 `json:"storm_revert_all_s"`
@@ -293,6 +300,9 @@ func startSandbox(ctx context.Context, o Options, seed []byte, mw func(http.Hand
 			if o.Workers > 0 {
 				c.Enforcement.Workers = o.Workers
 			}
+			if o.ReorderWindow > 0 {
+				c.Enforcement.ReorderWindow = o.ReorderWindow
+			}
 		},
 	})
 }
@@ -337,6 +347,18 @@ func runMain(ctx context.Context, o Options, r *Result) error {
 		}
 	}
 	r.SecondaryLimitAnswers = sb.Sim.SecondaryStats().Answers
+	// A provisional revert withdrawn means a change was hidden from the app when it reverted;
+	// the benchmark hides none.
+	all, err := sb.App.Store().QueryAudit(ctx, store.AuditFilter{})
+	if err != nil {
+		return fmt.Errorf("read the audit: %w", err)
+	}
+	r.ProvisionalWithdrawn = 0
+	for _, e := range all {
+		if e.Verdict == enforce.VerdictWithdrawn {
+			r.ProvisionalWithdrawn++
+		}
+	}
 	return nil
 }
 

@@ -159,7 +159,7 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 		r.BurstDecidedP50S = num(round(decidedAt[len(decidedAt)/2], 2))
 		r.BurstDecidedLastS = num(round(decidedAt[len(decidedAt)-1], 2))
 	}
-	r.BurstBoardRightS = num(round(boardRight.Sub(t0).Seconds(), 2))
+	r.BurstRevertedAllS = num(round(boardRight.Sub(t0).Seconds(), 2))
 	r.BurstExplainedS = num(round(explained.Sub(t0).Seconds(), 2))
 	illegal := 0
 	for _, m := range moves {
@@ -175,7 +175,7 @@ func (h *harness) burst(ctx context.Context, r *Result) error {
 	if legal := len(moves) - illegal; legal > 0 {
 		r.BurstRequestsPerLegal = num(round(float64(len(calls))/float64(legal), 2))
 	}
-	r.BurstInjectS = num(round(injected.Sub(t0).Seconds(), 2))
+	r.BurstMadeS = num(round(injected.Sub(t0).Seconds(), 2))
 	r.BurstDrainS = num(round(max(last.Sub(injected), 0).Seconds(), 2))
 	r.BurstEventsPS = num(round(float64(len(moves))/last.Sub(t0).Seconds(), 1))
 	// Done: every event decided and every revert written (the board right again).

@@ -187,7 +187,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	row(fmt.Sprintf("API calls per cascade of %d", r.CascadeChildren), fmti(r.CallsPerCascade), fmt.Sprintf("≤ %d", 2+(r.CascadeChildren+49)/50))
 	row("API calls per convergence", fmti(r.CallsPerConvergence), "")
 	row(fmt.Sprintf("burst of %d moves (%d illegal)", r.BurstEvents, r.BurstIllegal),
-		fmt.Sprintf("%s events/s (made in %s, drained %s after)", fmtf(r.BurstEventsPS, ""), fmtf(r.BurstInjectS, "s"), fmtf(r.BurstDrainS, "s")), "")
+		fmt.Sprintf("%s events/s (made in %s, drained %s after)", fmtf(r.BurstEventsPS, ""), fmtf(r.BurstMadeS, "s"), fmtf(r.BurstDrainS, "s")), "")
 	row("burst delivered / decided / lost", fmt.Sprintf("%d / %d / %d (%d reverted, %d API calls)",
 		r.BurstDelivered, r.BurstDecided, r.BurstLost, r.BurstReverted, r.BurstCalls), "0 lost")
 	row("burst decided and reverted", fmt.Sprintf("after %s: %s events/s beyond the proof", fmtf(r.BurstDoneS, "s"), fmtf(r.BurstDecidedPS, "")), fmt.Sprintf("≥ %g", minBurstDecidedPS))

@@ -71,7 +71,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 	case errors.Is(err, ErrBoardMoved):
 		// Moved since: that move's report is judged in its place; nothing was written.
 		rec := w.rec
-		rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+		rec.forgetProvisional()
 		w.read = false
 		return e.commit(ctx, w, Step{Record: rec})
 	case err != nil:
@@ -135,7 +135,7 @@ func (e *Enforcer) syncProvisional(ctx context.Context, w *walk, a policy.Action
 	over := rec.ProvisionalOver
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
 	report := rec.ProvisionalFor
-	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+	rec.forgetProvisional()
 	if a.Obs.At.After(rec.ObservedAt) {
 		rec.ObservedAt = a.Obs.At
 	}
@@ -182,6 +182,6 @@ func (e *Enforcer) provisionalNeverLanded(ctx context.Context, w *walk) error {
 		return nil
 	}
 	rec := w.rec
-	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+	rec.forgetProvisional()
 	return e.commit(ctx, w, Step{Record: rec})
 }

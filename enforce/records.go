@@ -52,6 +52,11 @@ type Record struct {
 	Version                                      int64     // bumped by every write; 1 after the first
 }
 
+// forgetProvisional clears the journal of a provisional revert.
+func (r *Record) forgetProvisional() {
+	r.Provisional, r.ProvisionalOver, r.ProvisionalFor, r.ProvisionalAt = "", "", "", time.Time{}
+}
+
 // known reports whether the record carries a legal state (adopted or judged), rather than
 // being only a claimed lock.
 func (r Record) known() bool { return r.LastLegalState != "" || !r.LegalAt.IsZero() }

@@ -112,7 +112,7 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 		rec.RevertPending = a.To
 		// A provisional revert the card does not show (it never landed, or was moved over)
 		// is past: this write is the one its report would be mistaken for.
-		rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = "", "", "", time.Time{}
+		rec.forgetProvisional()
 		if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
 			return err
 		}

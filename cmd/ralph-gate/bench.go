@@ -31,6 +31,7 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	stormTimeout := fs.Duration("storm-timeout", 0, "how long the storm is waited for before what it reached is reported (default 5m; quick 30s)")
 	secondary := fs.Bool("secondary-limits", true, "have the simulator enforce GitHub's secondary rate limits (--secondary-limits=false: off)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	window := fs.Duration("reorder-window", 0, "enforcement.reorder_window (default 2s, the simulator world's; the configuration's default is 5s)")
 	verbose := fs.Bool("verbose", false, "show the app's warnings on stderr too (errors are always shown)")
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
@@ -40,6 +41,9 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	}
 	if *storm < -1 {
 		return fail(s, "bench", exitUsage, fmt.Sprintf("--storm %d is negative", *storm), "give how many items the storm moves, such as --storm 500, or --storm 0 for none")
+	}
+	if *window < 0 {
+		return fail(s, "bench", exitUsage, fmt.Sprintf("--reorder-window %s is negative", *window), "give how long GitHub may take to deliver a change, such as --reorder-window 5s")
 	}
 	if *stormTimeout < 0 {
 		return fail(s, "bench", exitUsage, fmt.Sprintf("--storm-timeout %s is negative", *stormTimeout), "give how long to wait for the storm, such as --storm-timeout 5m")
@@ -57,7 +61,7 @@ func runBench(ctx context.Context, args []string, s streams) int {
 	if *stormTimeout > 0 {
 		o.StormTimeout = *stormTimeout
 	}
-	o.NoSecondaryLimits = !*secondary
+	o.NoSecondaryLimits, o.ReorderWindow = !*secondary, *window
 	if *reconcile != "" {
 		o.ReconcileSizes = nil
 		for _, f := range strings.Split(*reconcile, ",") {

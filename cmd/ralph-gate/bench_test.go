@@ -39,6 +39,13 @@ func TestBenchQuickJSON(t *testing.T) {
 	if v := number("rtt_ms"); v != 5 {
 		t.Errorf("rtt_ms = %v, want 5", v)
 	}
+	// No change is hidden from the app in the benchmark: no provisional revert is withdrawn.
+	if v := number("provisional_withdrawn"); v != 0 {
+		t.Errorf("provisional_withdrawn = %v, want 0", v)
+	}
+	if made, all := number("burst_made_s"), number("burst_reverted_all_s"); made <= 0 || all <= 0 {
+		t.Errorf("burst_made_s = %v, burst_reverted_all_s = %v: want the times", made, all)
+	}
 	if p50, p99 := number("ack_p50_ms"), number("ack_p99_ms"); p99 < p50 {
 		t.Errorf("ack p99 %v < p50 %v", p99, p50)
 	}
@@ -140,7 +147,8 @@ func TestBenchQuickJSON(t *testing.T) {
 
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{{"bench", "--rtt", "-1s"}, {"bench", "--reconcile", "ten"}, {"bench", "extra"},
-		{"bench", "--storm", "-5"}, {"bench", "--storm-timeout", "-1s"}, {"bench", "--secondary-limits=maybe"}} {
+		{"bench", "--storm", "-5"}, {"bench", "--storm-timeout", "-1s"}, {"bench", "--secondary-limits=maybe"},
+		{"bench", "--reorder-window", "-2s"}} {
 		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
 			t.Errorf("%v exited %d, want %d", args, code, exitUsage)
 		}
