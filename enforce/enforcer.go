@@ -25,9 +25,9 @@ type Enforcer struct {
 	explaining  drain.Group
 	seen        seenItems  // the items as last read, for explanations only (batch.go)
 	deps        dependents // items waiting on other items' histories (wake.go)
-	// provisionalReads counts the items read to revert a move at once (provisional.go): the
-	// history suites' request budget allows one each.
-	provisionalReads atomic.Int64
+	// provisionalRequests counts the GitHub reads made to tell whether a move may be reverted
+	// at once (provisional.go: its item's); the history suites' request budget allows them.
+	provisionalRequests atomic.Int64
 }
 
 // DriftActor names the unknown author of a change no webhook reported.

@@ -1246,8 +1246,8 @@ func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
 // move or event (a merge reports two: the merge and its issue's close), its item's read, a
 // family read, the guarded revert (a read again and a write) and its explanation (a lookup,
 // then a post or an update); per write of the app's own, a family read and the write; per
-// move that may be reverted at once, its item's read for it; and once per crash that the
-// retries repeat.
+// move that may be reverted at once, the read of its item that tells; and once per crash that
+// the retries repeat.
 func (w *simWorld) requestBudget() int {
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + int(w.svc.Enforcer.provisionalReads.Load()) + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + int(w.svc.Enforcer.provisionalRequests.Load()) + 6*w.crashes + 10
 }

@@ -33,7 +33,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 		return nil
 	}
 	if !w.read {
-		e.provisionalReads.Add(1)
+		e.provisionalRequests.Add(1)
 		if err := e.readBoard(ctx, w, w.rec.ItemID); errors.Is(err, ErrNotFound) {
 			return nil // the proof's walk drops it
 		} else if err != nil {
@@ -52,9 +52,10 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 		return nil
 	}
 	if w.it.ParentID != "" || w.it.SubIssues > 0 {
-		// A relative's earlier report still waiting may move the item first (a cascade): while
-		// any item has one, the move waits for its proof (telling which are relatives would
-		// cost family reads).
+		// A relative's earlier report still waiting may move the item first (a cascade), and a
+		// relative's provisional revert of the same second is not ordered with it by the
+		// families' checks: while any item has an earlier report waiting, the move waits for
+		// its proof (telling which are relatives would cost family reads).
 		waiting, err := e.store().PendingItemsBefore(ctx, o.At.Add(time.Second), w.it.ID, e.opts.AppLogin)
 		if err != nil || len(waiting) > 0 {
 			return err

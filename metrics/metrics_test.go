@@ -114,6 +114,9 @@ func TestDecidedAndQueue(t *testing.T) {
 	m.Decided("allowed", time.Millisecond)
 	m.Decided("reverted", time.Millisecond)
 	m.AutomationMoved("cascade")
+	m.ProvisionalReverted(true)
+	m.ProvisionalReverted(true)
+	m.ProvisionalReverted(false)
 	m.ReconcilePassDone(ReconcilePass{Project: "acme/1", InSync: 9, Drifted: 1, Reverted: 1, Requests: 4, Complete: true, At: time.Unix(1700000000, 0)})
 	m.ReconcilePassDone(ReconcilePass{Project: "acme/2", InSync: 3, Requests: 2})
 
@@ -124,6 +127,8 @@ func TestDecidedAndQueue(t *testing.T) {
 		`ralph_gate_decisions_total{verdict="reverted"} 1`,
 		`ralph_gate_reverts_total 1`,
 		`ralph_gate_automation_moves_total{cause="cascade"} 1`,
+		`ralph_gate_provisional_reverts_total{outcome="confirmed"} 2`,
+		`ralph_gate_provisional_reverts_total{outcome="withdrawn"} 1`,
 		`ralph_gate_queue_depth 3`,
 		`ralph_gate_queue_oldest_age_seconds 1.5`,
 		`ralph_gate_proof_waiting_items 4`,
