@@ -411,6 +411,7 @@ type simWorld struct {
 	// provisional counts the provisional reverts the true history confirmed (true) and
 	// withdrew (false).
 	provisional map[bool]int
+	claimTries  int // candidates claims tried beyond their first
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -763,10 +764,13 @@ func (w *simWorld) claim(i int, mv simMove) {
 		audited[id] = len(w.handoffsOf(id))
 	}
 	w.handing, w.heldWrites = true, nil
+	entries := w.auditCount()
 	res, err := w.svc.Facade.Pick(context.Background(), w.board, PickRequest{Projects: []ProjectRef{{Owner: "acme", Number: 1}},
 		State: mv.To, Claim: true, Handoff: Handoff{Agent: mv.Actor, Command: mv.Command}})
 	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
 	w.handing = false
+	// Each candidate the claim tried is audited (a refused handoff, or the claim made).
+	w.claimTries += max(w.auditCount()-entries-1, 0)
 	for _, id := range slices.Sorted(maps.Keys(before)) {
 		hs := w.handoffsOf(id)
 		if len(hs) == audited[id] {
@@ -785,6 +789,15 @@ func (w *simWorld) claim(i int, mv simMove) {
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
+}
+
+// auditCount is how many entries the audit holds.
+func (w *simWorld) auditCount() int {
+	crashing := w.crashing
+	w.crashing = false // the sim's own look is no fault
+	defer func() { w.crashing = crashing }()
+	es, _ := w.st.entries("")
+	return len(es)
 }
 
 // madeOne counts a façade move the app made.
@@ -1246,8 +1259,21 @@ func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
 // move or event (a merge reports two: the merge and its issue's close), its item's read, a
 // family read, the guarded revert (a read again and a write) and its explanation (a lookup,
 // then a post or an update); per write of the app's own, a family read and the write; per
-// move that may be reverted at once, the read of its item that tells; and once per crash that
-// the retries repeat.
+// move that may be reverted at once, the read of its item that tells; per candidate a claim
+// tries beyond its first, its gate's family read and its relatives' check; per move made for an
+// agent (judged before a proof covers it), at most one family read of each parent, looking for
+// a change below a child not reported yet; and once per crash that the retries repeat.
 func (w *simWorld) requestBudget() int {
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + int(w.svc.Enforcer.provisionalRequests.Load()) + 6*w.crashes + 10
+	made := 0
+	for _, n := range w.made {
+		made += n
+	}
+	parents := map[int]bool{}
+	for _, p := range w.h.Parents {
+		if p >= 0 {
+			parents[p] = true
+		}
+	}
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 3*w.claimTries + made*len(parents) +
+		int(w.svc.Enforcer.provisionalRequests.Load()) + 6*w.crashes + 10
 }
