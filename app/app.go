@@ -172,6 +172,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	})
 	if batch {
 		a.maint.gaps.judge, a.maint.gaps.sweepDue = a.service.Enforcer.JudgeWaiting, a.service.Enforcer.SweepDue
+		a.maint.gaps.revertNow = a.service.Enforcer.RevertAtOnce
 	}
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx), Count: st.QueueDepth}
 	if !opts.NoPeriodic {

@@ -24,6 +24,9 @@ type sweeps struct {
 	// sweepDue, when set, says whether an item waiting for a proof is past its due: a sweep
 	// is then asked for (their jobs stay away meanwhile; enforce/batch.go).
 	sweepDue func() bool
+	// revertNow, when set, reverts at once the refused moves the intake listed
+	// (enforce.Enforcer.RevertAtOnce); it runs every tick, beside the judging.
+	revertNow func(ctx context.Context) int
 
 	mu      sync.Mutex
 	pending bool
@@ -56,6 +59,11 @@ func (s *sweeps) runJudge(ctx, work context.Context) {
 		case <-tick.C:
 			if s.sweepDue != nil && s.sweepDue() {
 				s.RequestSweep(ctx)
+			}
+			if s.revertNow != nil {
+				s.judging.Add()
+				s.revertNow(work)
+				s.judging.Done()
 			}
 			continue
 		case <-s.proved:

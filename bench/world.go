@@ -177,6 +177,11 @@ const (
 // warmup makes the moves that fill per-process caches (the installation token, the project's
 // field) before anything is counted: those are paid once per process, not per event.
 func (h *harness) warmup(ctx context.Context) error {
+	// As after installing: the reconciler's first pass has taken every item's value as legal
+	// (an item never seen is judged on first sight, once its proof comes).
+	if _, err := h.sb.App.ReconcileNow(ctx); err != nil {
+		return fmt.Errorf("first reconciliation pass: %w", err)
+	}
 	// A person's legal move, then an agent's illegal one (the first revert looks up the
 	// project's field once per process).
 	if err := h.move(ctx, humans[0], h.l.warmup[0], "Ready for Plan"); err != nil {

@@ -21,6 +21,7 @@ type Enforcer struct {
 	auto        *Automation
 	waiters     proofWaiters  // items waiting for a sweep's proof (batch.go)
 	settledJobs settledJobs   // reports whose jobs have nothing left (settledjobs.go)
+	atOnce      atOnceItems   // items whose refused move may be reverted at once (atonce.go)
 	explainers  chan struct{} // explanations written beside JudgeWaiting's walks
 	explaining  drain.Group
 	seen        seenItems  // the items as last read, for explanations only (batch.go)
@@ -109,8 +110,15 @@ func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err
 	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
 		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
 		due := policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)
-		if now, err := e.revertsAtOnceAtIntake(ctx, ch); err != nil || now {
-			return time.Time{}, err // its job reverts it at once (provisional.go), then waits for the proof
+		now, err := e.revertsAtOnceAtIntake(ctx, ch)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if now && !e.opts.BatchJudge {
+			return time.Time{}, nil // its job reverts it at once (provisional.go), then waits for the proof
+		}
+		if now {
+			e.atOnce.add(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner}) // RevertAtOnce's (atonce.go)
 		}
 		if e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: due}) {
 			if wait, ok := e.deferToBatch(ch.ItemID); ok {

@@ -411,7 +411,8 @@ type simWorld struct {
 	// provisional counts the provisional reverts the true history confirmed (true) and
 	// withdrew (false).
 	provisional map[bool]int
-	claimTries  int // candidates claims tried beyond their first
+	claimTries  int  // candidates claims tried beyond their first
+	atOnceArmed bool // a tick of RevertAtOnce is due
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -873,6 +874,16 @@ func (w *simWorld) deliver(d *simDelivery) {
 	d.delivered = true
 	w.armSweepTicker()
 	w.trace("delivered %s", d.id)
+	if w.h.Together && !w.atOnceArmed {
+		// The app's tick reverts at once what the intake listed (atonce.go).
+		w.atOnceArmed = true
+		w.at(w.now.Add(50*time.Millisecond), func() {
+			w.atOnceArmed = false
+			if n := w.svc.Enforcer.RevertAtOnce(context.Background()); n > 0 {
+				w.trace("looked at %d items to revert at once", n)
+			}
+		})
+	}
 	if runAt.After(w.now) {
 		// The queue holds the job until it has work to do (its item waits for a proof).
 		w.at(runAt, func() { w.job(ch, 1) })

@@ -28,8 +28,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 	if !w.found {
 		return nil
 	}
-	o, dec, ok := e.revertsAtOnce(w.rec, w.pending)
-	if !ok {
+	if _, _, ok := e.revertsAtOnce(w.rec, w.pending); !ok {
 		return nil
 	}
 	if !w.read {
@@ -40,16 +39,28 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 			return err
 		}
 	}
-	if !e.enforced(w.it) {
-		return nil
+	wr, ok, err := e.provisionalPrepare(ctx, w)
+	if err != nil || !ok {
+		return err
+	}
+	return e.provisionalWritten(ctx, w, wr, w.board.SetStateIf(ctx, wr.Item, wr.From, wr.State))
+}
+
+// provisionalPrepare journals the provisional revert of the walk's only waiting report, its
+// item read, when it qualifies, and returns the write to make (guarded: only over the refused
+// value). The caller holds the item's lock.
+func (e *Enforcer) provisionalPrepare(ctx context.Context, w *walk) (StateWrite, bool, error) {
+	o, _, ok := e.revertsAtOnce(w.rec, w.pending)
+	if !ok || !w.read || !e.enforced(w.it) {
+		return StateWrite{}, false, nil
 	}
 	board := policy.BoardValue{State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
 	var err error
 	if board.IssueEventAt, err = e.auto.issueEventAt(ctx, w.it); err != nil {
-		return err
+		return StateWrite{}, false, err
 	}
 	if _, ok := policy.Provisional(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending), Board: board}); !ok {
-		return nil
+		return StateWrite{}, false, nil
 	}
 	if w.it.ParentID != "" || w.it.SubIssues > 0 {
 		// A relative's earlier report still waiting may move the item first (a cascade), and a
@@ -58,33 +69,38 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
 		// its proof (telling which are relatives would cost family reads).
 		waiting, err := e.store().PendingItemsBefore(ctx, o.At.Add(time.Second), w.it.ID, e.opts.AppLogin)
 		if err != nil || len(waiting) > 0 {
-			return err
+			return StateWrite{}, false, err
 		}
 	}
-	to := w.rec.LastLegalState
 	rec := w.rec
-	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = to, o.To, o.DeliveryID, o.At
+	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = rec.LastLegalState, o.To, o.DeliveryID, o.At
 	if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
-		return err
+		return StateWrite{}, false, err
 	}
+	return StateWrite{Item: w.it, From: o.To, State: rec.LastLegalState}, true, nil
+}
+
+// provisionalWritten records what became of a provisional revert's write: written (logged),
+// not written because the card moved meanwhile (the journal cleared: that move's report is
+// judged in its place), or failed (the journal stays: it may have landed, and the proof's
+// walk tells from the board or the write's report). The caller holds the item's lock.
+func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrite, err error) error {
 	log := zerolog.Ctx(ctx)
-	switch err := w.board.SetStateIf(ctx, w.it, o.To, to); {
+	switch {
 	case errors.Is(err, ErrBoardMoved):
-		// Moved since: that move's report is judged in its place; nothing was written.
 		rec := w.rec
 		rec.forgetProvisional()
 		w.read = false
 		return e.commit(ctx, w, Step{Record: rec})
 	case err != nil:
-		// It may have been written: the journal stays, and the proof's walk tells from the
-		// board or the write's report.
 		log.Warn().Err(err).Int("issue", w.it.Number).Msg("provisional revert failed; the move waits for the proof")
 		w.read = false
 		return nil
 	}
-	w.it.State = to
-	moveLine{Issue: w.it.Number, From: o.To, To: to, Actor: o.Actor, Verdict: VerdictReverted}.on(log.Info()).
-		Str("rule", string(dec.Rule)).Msg("reverted an illegal move provisionally; it is explained once every earlier change is known")
+	w.it.State = wr.State
+	o := w.pending[0]
+	moveLine{Issue: w.it.Number, From: wr.From, To: wr.State, Actor: o.Actor, Verdict: VerdictReverted}.on(log.Info()).
+		Msg("reverted an illegal move provisionally; it is explained once every earlier change is known")
 	return nil
 }
 

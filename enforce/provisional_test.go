@@ -174,3 +174,52 @@ func TestProvisionalRevertNotWritten(t *testing.T) {
 		})
 	}
 }
+
+// With items judged together, the intake lists the moves that may be reverted at once, and
+// RevertAtOnce reverts them together (their jobs still wait for the proof): one read of all
+// their items, their guarded writes together. A legal move is not listed.
+func TestRevertAtOnceTogether(t *testing.T) {
+	h := newHarnessWith(t, nil, func(h *harness, o *Options) {
+		o.BatchJudge = true
+		o.Boards = func(context.Context, int64, string) (Board, error) { return h.board, nil }
+	}, issueN("A", "Backlog", 1), issueN("B", "Backlog", 2), issueN("C", "Research Needed", 3))
+	h.adoptAll("A", "B", "C")
+	h.unproven()
+	var moves []Change
+	for _, mv := range []struct{ id, to string }{{"A", "In Progress"}, {"B", "In Review"}, {"C", "Research in Progress"}} {
+		ch := h.board.move(mv.id, "agent-1", mv.to, h.now)
+		ch.Owner = "acme"
+		runAt, err := h.svc.Enforcer.Observe(context.Background(), ch)
+		if err != nil || !runAt.After(h.now) {
+			t.Fatalf("intake of %s: runAt %v, %v: want the job to wait for the proof", mv.id, runAt, err)
+		}
+		moves = append(moves, ch)
+	}
+	if n := h.svc.Enforcer.RevertAtOnce(context.Background()); n != 2 {
+		t.Errorf("looked at %d items, want the 2 refused moves' (the legal claim is not listed)", n)
+	}
+	if h.state("A") != "Backlog" || h.state("B") != "Backlog" || h.state("C") != "Research in Progress" {
+		t.Errorf("states %q %q %q, want A and B reverted at once, C's legal claim standing", h.state("A"), h.state("B"), h.state("C"))
+	}
+	if h.board.adds != 0 {
+		t.Errorf("%d comments before the proof", h.board.adds)
+	}
+	if n := h.svc.Enforcer.RevertAtOnce(context.Background()); n != 0 {
+		t.Errorf("the list was not emptied: %d items again", n)
+	}
+	// The proof judges them: confirmed, each explained once.
+	h.proven()
+	h.now = h.now.Add(10 * time.Second)
+	if _, err := h.svc.Enforcer.JudgeWaiting(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range moves {
+		h.processDone(ch)
+	}
+	if err := h.svc.Enforcer.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.state("A") != "Backlog" || h.state("B") != "Backlog" || h.board.adds != 2 {
+		t.Errorf("after the proof: states %q %q, %d comments; want both reverted and explained", h.state("A"), h.state("B"), h.board.adds)
+	}
+}
