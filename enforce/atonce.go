@@ -86,7 +86,8 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, ids []string) {
 			continue // its job, or the proof's walk, reads it again
 		}
 		w := &walk{board: b, it: read[i], read: true}
-		lctx := zerolog.Ctx(ctx).With().Str("item", id).Logger().WithContext(ctx)
+		// The keys a job's lines carry (as judgeTogether's).
+		lctx := itemLogger(ctx, read[i]).WithContext(ctx)
 		unlock, err := e.items.lock(lctx, id)
 		if err != nil {
 			continue
@@ -108,7 +109,8 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, ids []string) {
 	}
 	for i, err := range b.SetStatesIf(ctx, writes) {
 		p := ready[i]
-		lctx := zerolog.Ctx(ctx).With().Str("item", p.wr.Item.ID).Str("delivery", p.w.pending[0].DeliveryID).Logger().WithContext(ctx)
+		l := itemLogger(ctx, p.wr.Item).With().Str("delivery", p.w.pending[0].DeliveryID).Logger()
+		lctx := l.WithContext(ctx)
 		unlock, lerr := e.items.lock(lctx, p.wr.Item.ID)
 		if lerr != nil {
 			continue
@@ -134,4 +136,9 @@ func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk, id string) (Stat
 		return StateWrite{}, false, err
 	}
 	return e.provisionalPrepare(ctx, w)
+}
+
+// itemLogger is the context's logger with the keys a job's lines carry for an item read.
+func itemLogger(ctx context.Context, it Item) zerolog.Logger {
+	return zerolog.Ctx(ctx).With().Str("item", it.ID).Str("org", it.Owner).Int("project", it.ProjectNumber).Logger()
 }
