@@ -110,15 +110,14 @@ func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err
 	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
 		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
 		due := policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)
-		now, err := e.revertsAtOnceAtIntake(ctx, ch)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if now && !e.opts.BatchJudge {
-			return time.Time{}, nil // its job reverts it at once (provisional.go), then waits for the proof
-		}
-		if now {
-			e.atOnce.add(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner}) // RevertAtOnce's (atonce.go)
+		if e.opts.BatchJudge {
+			// A move that may be reverted at once is RevertAtOnce's (atonce.go); without
+			// BatchJudge its job runs now and reverts it (provisional.go).
+			if now, err := e.revertsAtOnceAtIntake(ctx, ch); err != nil {
+				return time.Time{}, err
+			} else if now {
+				e.atOnce.add(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner})
+			}
 		}
 		if e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: due}) {
 			if wait, ok := e.deferToBatch(ch.ItemID); ok {

@@ -121,8 +121,8 @@ func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation
 	return o, dec, dec.Verdict != policy.Allow && dec.Rule.Settled()
 }
 
-// revertsAtOnceAtIntake reports whether a change just recorded may be reverted provisionally:
-// its job runs at once instead of waiting for the proof with the others (store reads only).
+// revertsAtOnceAtIntake reports whether a change just recorded may be reverted provisionally
+// (store reads only): RevertAtOnce's list takes it (atonce.go).
 func (e *Enforcer) revertsAtOnceAtIntake(ctx context.Context, ch Change) (bool, error) {
 	rec, found, err := e.items.load(ctx, ch.ItemID)
 	if err != nil || !found {

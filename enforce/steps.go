@@ -88,7 +88,6 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 	o.ActorKind = e.actors.Classify(o.Actor).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
-
 	if o.Actor == e.opts.AppLogin && o.To == rec.ObservedState && o.At.After(rec.ObservedAt) {
 		// The report of our write the record holds says when GitHub made it: the board's
 		// value has been ours since.

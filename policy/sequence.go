@@ -158,24 +158,24 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, Observation{At: o.At.Truncate(clockResolution).Add(clockResolution)}) {
+		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, o.At.Truncate(clockResolution).Add(clockResolution)) {
 			// The provisional revert coming back once the step it set back is judged (and every
 			// change made before it; of its own second, the chain orders them): the board shows
 			// its value, whatever the verdict (a step allowed after all is put back from there).
-			return Action{Kind: ActSync, Obs: o, To: o.To, Provisional: true, Why: "our provisional revert", GapSince: h.GapSince}
+			return h.provisionalSync(o)
 		}
 	}
 	held := ownHeld(h, pending)
 	for _, o := range pending {
 		if o.Own && h.Known && h.RevertPending != "" && o.FromKnown && o.From == h.Observed && o.To == h.RevertPending &&
-			!reportedBefore(pending, o) {
+			!reportedBefore(pending, o.At) {
 			// A write of ours that was journaled before it was made (a revert, or automation)
 			// coming back before its completion was recorded: it is done.
 			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write", GapSince: h.GapSince}
 		}
 	}
 	for _, o := range pending {
-		if o.Own && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o))) {
+		if o.Own && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o.At))) {
 			// The report of a write of ours the record already holds. (When others' changes
 			// made before it are still unjudged, it is a write made while the history was being
 			// judged: it takes its place after them.)
@@ -251,7 +251,7 @@ func Sequence(in SequenceInput) Action {
 	switch {
 	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
 		if h.provisional(chain[0]) {
-			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Provisional: true, Why: "our provisional revert", GapSince: h.GapSince}
+			return h.provisionalSync(chain[0])
 		}
 		if chain[0].Own {
 			// A write of ours the record does not hold (it was made while the item's history
@@ -319,6 +319,11 @@ func Sequence(in SequenceInput) Action {
 func (h History) provisional(o Observation) bool {
 	return o.Own && h.Provisional != "" && o.FromKnown && o.From == h.ProvisionalOver && o.To == h.Provisional &&
 		!o.At.Before(h.ProvisionalAt.Truncate(clockResolution))
+}
+
+// provisionalSync takes the provisional revert's report in as the card's value.
+func (h History) provisionalSync(o Observation) Action {
+	return Action{Kind: ActSync, Obs: o, To: o.To, Provisional: true, Why: "our provisional revert", GapSince: h.GapSince}
 }
 
 // Provisional returns the report whose refusal may be written at once, before a proof covers
@@ -423,11 +428,11 @@ func ownHeld(h History, pending []Observation) map[string]bool {
 	}
 }
 
-// reportedBefore reports whether someone else's change made before o's second is pending.
-// (Within one second the order cannot be told: the record's own account of our write wins.)
-func reportedBefore(pending []Observation, o Observation) bool {
+// reportedBefore reports whether someone else's change made before t is pending. (Within one
+// second the order cannot be told: the record's own account of our write wins.)
+func reportedBefore(pending []Observation, t time.Time) bool {
 	for _, p := range pending {
-		if !p.Own && p.At.Before(o.At) {
+		if !p.Own && p.At.Before(t) {
 			return true
 		}
 	}
