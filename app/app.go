@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	})
 	if batch {
 		a.maint.gaps.judge, a.maint.gaps.sweepDue = a.service.Enforcer.JudgeWaiting, a.service.Enforcer.SweepDue
-		a.maint.gaps.revertNow = a.service.Enforcer.RevertAtOnce
+		a.maint.gaps.revertNow, a.maint.gaps.listed = a.service.Enforcer.RevertAtOnce, a.service.Enforcer.AtOnceListed()
 	}
 	jobOpts := jobs.Options{Workers: cfg.Enforcement.Workers, Logger: riverLogger(ctx), Count: st.QueueDepth}
 	if !opts.NoPeriodic {
@@ -324,6 +324,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopJudging()
 	go a.maint.gaps.run(gapCtx)
 	go a.maint.gaps.runJudge(gapCtx, judgeCtx)
+	go a.maint.gaps.runRevertsAtOnce(gapCtx, judgeCtx)
 	if _, pending := a.preflight.pending(); pending {
 		go a.runPreflight(gapCtx)
 	}

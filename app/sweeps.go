@@ -25,8 +25,9 @@ type sweeps struct {
 	// is then asked for (their jobs stay away meanwhile; enforce/batch.go).
 	sweepDue func() bool
 	// revertNow, when set, reverts at once the refused moves the intake listed
-	// (enforce.Enforcer.RevertAtOnce); it runs every tick, beside the judging.
+	// (enforce.Enforcer.RevertAtOnce); it runs whenever listed tells, beside the judging.
 	revertNow func(ctx context.Context) int
+	listed    <-chan struct{}
 
 	mu      sync.Mutex
 	pending bool
@@ -60,11 +61,6 @@ func (s *sweeps) runJudge(ctx, work context.Context) {
 			if s.sweepDue != nil && s.sweepDue() {
 				s.RequestSweep(ctx)
 			}
-			if s.revertNow != nil {
-				s.judging.Add()
-				s.revertNow(work)
-				s.judging.Done()
-			}
 			continue
 		case <-s.proved:
 		}
@@ -77,6 +73,25 @@ func (s *sweeps) runJudge(ctx, work context.Context) {
 		} else if n > 0 {
 			log.Debug().Int("items", n).Dur("took", time.Since(began)).Msg("judged the items a sweep released")
 		}
+	}
+}
+
+// runRevertsAtOnce reverts the moves listed to be reverted at once as soon as they are listed,
+// until ctx ends; moves listed while it writes are taken together next. Like the judging, the
+// writing runs under work and drains at shutdown.
+func (s *sweeps) runRevertsAtOnce(ctx, work context.Context) {
+	if s.revertNow == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.listed:
+		}
+		s.judging.Add()
+		s.revertNow(work)
+		s.judging.Done()
 	}
 }
 

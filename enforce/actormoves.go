@@ -290,7 +290,7 @@ func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warnin
 	}
 	mv := appMove{Item: it, From: it.State, To: s.to}
 	if write {
-		if err := b.SetStateIf(ctx, it, it.State, s.to); err != nil {
+		if err := setStateIf(ctx, b, StateWrite{Item: it, From: it.State, State: s.to}); err != nil {
 			finish("writing the move", err)
 		} else if err := a.wrote(ctx, mv); err != nil {
 			zerolog.Ctx(ctx).Debug().Err(err).Int("issue", it.Number).Msg("could not record a move as written")

@@ -4,95 +4,104 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
 )
 
 // With BatchJudge, a change that may be reverted at once (provisional.go) is not walked by its
-// job, which waits for the proof with the others: the intake puts its item on a list that
-// RevertAtOnce takes every tick, reading its items 100 per request and writing their reverts
-// together (guarded writes of one board share their turns), as JudgeWaiting does for what a
-// proof releases. A burst of refused moves then costs a few reads and writes, not a read and a
-// write each.
+// job, which waits for the proof with the others: the intake puts its item on a list and wakes
+// RevertAtOnce, which takes the whole list and writes the reverts together (guarded writes of
+// one board share their turns, and the check each needs is made on the read its turn makes).
+// A revert at once then costs the write's read and mutation, no read of its own, and a burst
+// of refused moves costs a few of each, not two requests a move.
 
-// atOnceItems are the items whose only waiting report may be reverted at once, by group.
+// atOnceItems are the items whose only waiting report may be reverted at once.
 type atOnceItems struct {
 	mu    sync.Mutex
-	items map[string]waitingItem
+	items map[string]atOnceItem
+	wake  chan struct{} // one buffered: something was listed since the last take
 }
 
-func (a *atOnceItems) add(itemID string, w waitingItem) {
+// atOnceItem is a listed item as its report named it (the write reads it again).
+type atOnceItem struct {
+	waitingItem
+	it Item
+}
+
+func newAtOnceItems() atOnceItems {
+	return atOnceItems{items: map[string]atOnceItem{}, wake: make(chan struct{}, 1)}
+}
+
+func (a *atOnceItems) add(w waitingItem, it Item) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.items == nil {
-		a.items = map[string]waitingItem{}
+	a.items[it.ID] = atOnceItem{waitingItem: w, it: it}
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
 	}
-	a.items[itemID] = w
 }
 
 // take empties the list and returns its items by group.
-func (a *atOnceItems) take() map[string][]waitingItemID {
+func (a *atOnceItems) take() map[string][]atOnceItem {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := map[string][]waitingItemID{}
-	for id, w := range a.items {
-		out[w.group()] = append(out[w.group()], waitingItemID{id: id, waitingItem: w})
+	out := map[string][]atOnceItem{}
+	for _, it := range a.items {
+		out[it.group()] = append(out[it.group()], it)
 	}
 	clear(a.items)
 	return out
 }
 
+// AtOnceListed is told (one buffered signal) when a move that may be reverted at once was
+// listed: whoever runs RevertAtOnce waits on it rather than polling.
+func (e *Enforcer) AtOnceListed() <-chan struct{} { return e.atOnce.wake }
+
 // RevertAtOnce reverts provisionally the refused moves the intake listed since the last call
-// (each only when it still qualifies once its item is read); it returns how many items it
-// looked at. Call it every tick. A failure leaves the move to wait for its proof.
+// (each only when it still qualifies once its card is read); it returns how many items it
+// looked at. Call it whenever AtOnceListed tells. A failure leaves the move to wait for its
+// proof.
 func (e *Enforcer) RevertAtOnce(ctx context.Context) int {
 	listed := e.atOnce.take()
 	n := 0
 	for _, group := range slices.Sorted(maps.Keys(listed)) {
 		items := listed[group]
 		n += len(items)
-		board, err := e.boardOf(ctx, items)
+		board, err := e.boardFor(ctx, items[0].waitingItem)
 		if err != nil {
 			zerolog.Ctx(ctx).Debug().Err(err).Int("items", len(items)).Msg("no board to revert at once on; the moves wait for their proof")
 			continue
 		}
-		ids := make([]string, len(items))
-		for i, it := range items {
-			ids[i] = it.id
-		}
-		slices.Sort(ids)
-		for len(ids) > 0 {
-			k := min(len(ids), maxPrefetch)
-			e.revertTogether(ctx, board, ids[:k])
-			ids = ids[k:]
+		slices.SortFunc(items, func(a, b atOnceItem) int { return strings.Compare(a.it.ID, b.it.ID) })
+		for len(items) > 0 {
+			k := min(len(items), maxPrefetch)
+			e.revertTogether(ctx, board, items[:k])
+			items = items[k:]
 		}
 	}
 	return n
 }
 
-// revertTogether reads items in one request, journals each one's provisional revert under its
-// lock, writes them together and records what became of each write.
-func (e *Enforcer) revertTogether(ctx context.Context, b Board, ids []string) {
-	read, errs := readItems(ctx, b, ids)
-	e.provisionalRequests.Add(1)
+// revertTogether journals each item's provisional revert under its lock, writes them together
+// (each checked on the card its turn reads) and records what became of each write.
+func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceItem) {
 	type prepared struct {
 		w  *walk
 		wr StateWrite
 	}
 	var ready []prepared
-	for i, id := range ids {
-		if errs[i] != nil {
-			continue // its job, or the proof's walk, reads it again
-		}
-		w := &walk{board: b, it: read[i], read: true}
+	for _, it := range items {
 		// The keys a job's lines carry (as judgeTogether's).
-		lctx := itemLogger(ctx, read[i]).WithContext(ctx)
-		unlock, err := e.items.lock(lctx, id)
+		lctx := itemLogger(ctx, it.it).WithContext(ctx)
+		w := &walk{board: b, it: it.it}
+		unlock, err := e.items.lock(lctx, it.it.ID)
 		if err != nil {
 			continue
 		}
-		wr, ok, err := e.preparedAtOnce(lctx, w, id)
+		wr, ok, err := e.preparedAtOnce(lctx, w)
 		unlock()
 		if err != nil {
 			zerolog.Ctx(lctx).Debug().Err(err).Msg("could not revert at once; the move waits for its proof")
@@ -126,16 +135,17 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, ids []string) {
 }
 
 // preparedAtOnce loads an item's record and reports, under its lock, and journals its
-// provisional revert when it still qualifies.
-func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk, id string) (StateWrite, bool, error) {
+// provisional revert when they still let it.
+func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk) (StateWrite, bool, error) {
 	var err error
-	if w.rec, w.found, err = e.items.load(ctx, id); err != nil || !w.found {
+	if w.rec, w.found, err = e.items.load(ctx, w.it.ID); err != nil || !w.found {
 		return StateWrite{}, false, err
 	}
-	if w.pending, err = e.store().PendingObservations(ctx, id); err != nil {
+	if w.pending, err = e.store().PendingObservations(ctx, w.it.ID); err != nil {
 		return StateWrite{}, false, err
 	}
-	return e.provisionalPrepare(ctx, w)
+	w.it.Number, w.it.Repo = w.rec.IssueNumber, w.rec.Repo
+	return e.provisionalPrepare(ctx, w, w.it)
 }
 
 // itemLogger is the context's logger with the keys a job's lines carry for an item read.

@@ -275,10 +275,18 @@ func (e *Enforcer) boardOf(ctx context.Context, items []waitingItemID) (Board, e
 			return it.board, nil
 		}
 	}
+	return e.boardFor(ctx, items[0].waitingItem)
+}
+
+// boardFor is the board of a waiting item's installation.
+func (e *Enforcer) boardFor(ctx context.Context, w waitingItem) (Board, error) {
+	if w.board != nil {
+		return w.board, nil
+	}
 	if e.opts.Boards == nil {
 		return nil, errors.New("no board is known for the installation")
 	}
-	return e.opts.Boards(ctx, items[0].installation, items[0].owner)
+	return e.opts.Boards(ctx, w.installation, w.owner)
 }
 
 // judgeTogether reads items in one request and walks them concurrently.

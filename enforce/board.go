@@ -1,6 +1,10 @@
 package enforce
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // What enforcement reads from GitHub: a project item and its relatives, as the Board port
 // (ports.go) returns them. ghboard fills these from GraphQL.
@@ -94,6 +98,24 @@ type StateWrite struct {
 	State string
 	// From is the value the card must still show for a guarded write (SetStatesIf).
 	From string
+	// Check, when set, is asked too with the item as read when the write's turn comes: the
+	// write is made only when it returns nil, and its error is the write's. A write that must
+	// know more of the card than its value (a revert at once: provisional.go) then costs no
+	// read of its own.
+	Check func(ctx context.Context, cur Item) error
+}
+
+// Guard says why a guarded write must not be made over cur, the item as read when the write's
+// turn came: the card does not show From (ErrBoardMoved), or Check refuses it. Every Board
+// asks it before a guarded write.
+func (w StateWrite) Guard(ctx context.Context, cur Item) error {
+	if cur.State != w.From {
+		return fmt.Errorf("item %s shows %q, not %q: %w", w.Item.ID, cur.State, w.From, ErrBoardMoved)
+	}
+	if w.Check != nil {
+		return w.Check(ctx, cur)
+	}
+	return nil
 }
 
 // IsDraft reports whether the item is a draft issue (reverted but never commented on).
@@ -115,4 +137,9 @@ type IssueRef struct {
 type RateLimit struct {
 	Limit, Remaining, Used int
 	Reset                  time.Time
+}
+
+// setStateIf is one guarded write (Board.SetStatesIf).
+func setStateIf(ctx context.Context, b Board, w StateWrite) error {
+	return b.SetStatesIf(ctx, []StateWrite{w})[0]
 }

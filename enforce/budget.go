@@ -81,11 +81,6 @@ func (c *countingBoard) SetState(ctx context.Context, it Item, state string) err
 	return c.Board.SetState(ctx, it, state)
 }
 
-func (c *countingBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
-	c.n.Add(1)
-	return c.Board.SetStateIf(ctx, it, from, to)
-}
-
 func (c *countingBoard) SetStatesIf(ctx context.Context, writes []StateWrite) []error {
 	c.n.Add(1)
 	return c.Board.SetStatesIf(ctx, writes)

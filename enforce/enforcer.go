@@ -26,9 +26,6 @@ type Enforcer struct {
 	explaining  drain.Group
 	seen        seenItems  // the items as last read, for explanations only (batch.go)
 	deps        dependents // items waiting on other items' histories (wake.go)
-	// provisionalRequests counts the GitHub reads made to tell whether a move may be reverted
-	// at once (provisional.go: its item's); the history suites' request budget allows them.
-	provisionalRequests atomic.Int64
 }
 
 // DriftActor names the unknown author of a change no webhook reported.
@@ -116,7 +113,8 @@ func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err
 			if now, err := e.revertsAtOnceAtIntake(ctx, ch); err != nil {
 				return time.Time{}, err
 			} else if now {
-				e.atOnce.add(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner})
+				e.atOnce.add(waitingItem{installation: ch.InstallationID, owner: ch.Owner},
+					Item{ID: ch.ItemID, ProjectID: ch.ProjectID, ProjectNumber: ch.ProjectNumber, Owner: ch.Owner, ContentType: ch.ContentType})
 			}
 		}
 		if e.awaitProof(ch.ItemID, waitingItem{installation: ch.InstallationID, owner: ch.Owner, due: due}) {
@@ -203,6 +201,9 @@ type walk struct {
 	// lifecycle event's): its automation names it. eventTo is the state a lifecycle event
 	// judged legal moved the item to (the walk writes the card).
 	cause, eventTo string
+	// seen is the item as a provisional revert's write read it when its turn came (set by
+	// the write's check, which may run on another goroutine).
+	seen atomic.Pointer[Item]
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence

@@ -301,25 +301,27 @@ func (b *hookBoard) SetState(ctx context.Context, it Item, state string) error {
 	return b.fakeBoard.SetState(ctx, it, state)
 }
 
-// SetStateIf runs beforeSet (a move made while the write waited for its turn), then guards.
-func (b *hookBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
-	b.mu.Lock()
-	hook := b.beforeSet
-	b.mu.Unlock()
-	if hook != nil {
-		hook(it.ID)
-	}
-	b.mu.Lock()
-	err := b.failSet[it.ID]
-	b.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("set %s: %w", it.ID, err)
-	}
-	return b.fakeBoard.SetStateIf(ctx, it, from, to)
-}
-
+// SetStatesIf runs beforeSet for each write (a move made while the write waited for its
+// turn), then guards it.
 func (b *hookBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
-	return setEach(ctx, b, ws)
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		b.mu.Lock()
+		hook := b.beforeSet
+		b.mu.Unlock()
+		if hook != nil {
+			hook(w.Item.ID)
+		}
+		b.mu.Lock()
+		err := b.failSet[w.Item.ID]
+		b.mu.Unlock()
+		if err != nil {
+			errs[i] = fmt.Errorf("set %s: %w", w.Item.ID, err)
+			continue
+		}
+		errs[i] = b.fakeBoard.SetStatesIf(ctx, []StateWrite{w})[0]
+	}
+	return errs
 }
 
 func (b *hookBoard) Family(ctx context.Context, issueID, projectID string) (Family, error) {

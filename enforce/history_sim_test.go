@@ -169,17 +169,6 @@ func (b *simBoard) setState(it Item, state string) error {
 	return b.lostAnswer("set state")
 }
 
-func (b *simBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
-	b.request(1) // the card read again when the write's turn comes
-	b.mu.Lock()
-	cur := b.items[it.ID].State
-	b.mu.Unlock()
-	if cur != from {
-		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur, from, ErrBoardMoved)
-	}
-	return b.SetState(ctx, it, to)
-}
-
 func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
 	b.request(1)
 	if err := b.fail("add comment"); err != nil {
@@ -264,20 +253,22 @@ func timeline(evs []IssueEvent, ev IssueEvent) []IssueEvent {
 }
 
 // SetStatesIf reads up to 100 items per request and writes up to 50 per request, each only
-// where the card shows its From.
-func (b *simBoard) SetStatesIf(_ context.Context, ws []StateWrite) []error {
-	b.request((len(ws)+99)/100 + (len(ws)+49)/50)
+// where its guard lets it on the card as read.
+func (b *simBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
+	b.request((len(ws) + 99) / 100)
 	errs := make([]error, len(ws))
+	written := 0
 	for i, w := range ws {
 		b.mu.Lock()
-		cur := b.items[w.Item.ID].State
+		cur := b.items[w.Item.ID]
 		b.mu.Unlock()
-		if cur != w.From {
-			errs[i] = fmt.Errorf("item %s shows %q, not %q: %w", w.Item.ID, cur, w.From, ErrBoardMoved)
+		if errs[i] = w.Guard(ctx, cur); errs[i] != nil {
 			continue
 		}
+		written++
 		errs[i] = b.setState(w.Item, w.State)
 	}
+	b.request((written + 49) / 50)
 	return errs
 }
 
@@ -411,8 +402,7 @@ type simWorld struct {
 	// provisional counts the provisional reverts the true history confirmed (true) and
 	// withdrew (false).
 	provisional map[bool]int
-	claimTries  int  // candidates claims tried beyond their first
-	atOnceArmed bool // a tick of RevertAtOnce is due
+	claimTries  int // candidates claims tried beyond their first
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
@@ -874,15 +864,16 @@ func (w *simWorld) deliver(d *simDelivery) {
 	d.delivered = true
 	w.armSweepTicker()
 	w.trace("delivered %s", d.id)
-	if w.h.Together && !w.atOnceArmed {
-		// The app's tick reverts at once what the intake listed (atonce.go).
-		w.atOnceArmed = true
-		w.at(w.now.Add(50*time.Millisecond), func() {
-			w.atOnceArmed = false
+	select {
+	case <-w.svc.Enforcer.AtOnceListed():
+		// The app reverts at once what the intake listed as soon as it is told (atonce.go);
+		// what is listed meanwhile is taken together.
+		w.at(w.now, func() {
 			if n := w.svc.Enforcer.RevertAtOnce(context.Background()); n > 0 {
 				w.trace("looked at %d items to revert at once", n)
 			}
 		})
+	default:
 	}
 	if runAt.After(w.now) {
 		// The queue holds the job until it has work to do (its item waits for a proof).
@@ -1269,8 +1260,7 @@ func (w *simWorld) judgedRank() func(oracle.ItemMove) int {
 // requestBudget is what a history may cost on GitHub (docs/RELIABILITY.md): per reported
 // move or event (a merge reports two: the merge and its issue's close), its item's read, a
 // family read, the guarded revert (a read again and a write) and its explanation (a lookup,
-// then a post or an update); per write of the app's own, a family read and the write; per
-// move that may be reverted at once, the read of its item that tells; per candidate a claim
+// then a post or an update); per write of the app's own, a family read and the write; per candidate a claim
 // tries beyond its first, its gate's family read and its relatives' check; per move made for an
 // agent (judged before a proof covers it), at most one family read of each parent, looking for
 // a change below a child not reported yet; and once per crash that the retries repeat.
@@ -1285,6 +1275,5 @@ func (w *simWorld) requestBudget() int {
 			parents[p] = true
 		}
 	}
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 3*w.claimTries + made*len(parents) +
-		int(w.svc.Enforcer.provisionalRequests.Load()) + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 3*w.claimTries + made*len(parents) + 6*w.crashes + 10
 }

@@ -19,14 +19,13 @@ type Board interface {
 	Item(ctx context.Context, itemID string) (Item, error)
 	// SetState writes the Workflow State of an item; "" clears it.
 	SetState(ctx context.Context, it Item, state string) error
-	// SetStateIf writes the Workflow State of an item only if the board still shows from when
-	// the write's turn comes (writes are paced, so a value read before may be seconds old);
-	// otherwise it writes nothing and returns an error wrapping ErrBoardMoved. GitHub has no
-	// conditional write: the read and the write are as close as one request apart. Concurrent
-	// calls share their turn: one read of all their items and one batched write.
-	SetStateIf(ctx context.Context, it Item, from, to string) error
-	// SetStatesIf is SetStateIf for several writes at once (each guarded by its From), in as few
-	// turns as GitHub allows; it returns each write's outcome.
+	// SetStatesIf writes Workflow States, each only if its guard lets it when the write's turn
+	// comes (StateWrite.Guard: the board still shows its From, and its Check holds): writes
+	// are paced, so a value read before may be seconds old. A write whose card moved writes
+	// nothing and returns an error wrapping ErrBoardMoved. GitHub has no conditional write:
+	// the read and the write are as close as one request apart. Writes waiting together
+	// share their turn (one read of all their items and one batched write), in as few turns as
+	// GitHub allows; it returns each write's outcome.
 	SetStatesIf(ctx context.Context, writes []StateWrite) []error
 	// AddComment comments on an issue or pull request (by node id).
 	AddComment(ctx context.Context, subjectID, body string) (Comment, error)

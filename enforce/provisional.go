@@ -22,80 +22,107 @@ import (
 // history agrees (refused, back to the same value) the revert is the revert; when not, it is
 // withdrawn and the walk brings the board to the true outcome.
 
+// errNotAtOnce is a provisional revert whose card, read when the write's turn came, no longer
+// lets it be written at once (policy.Provisional): the move waits for its proof.
+var errNotAtOnce = errors.New("the card no longer lets the move be reverted at once")
+
 // provisionalRevert writes the provisional revert of the walk's only waiting report when it
 // qualifies; otherwise (or when GitHub refuses the write) the report waits for the proof.
+// The caller holds the item's lock.
 func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
-	if !w.found {
-		return nil
-	}
-	if _, _, ok := e.revertsAtOnce(w.rec, w.pending); !ok {
-		return nil
-	}
+	it := w.it
 	if !w.read {
-		e.provisionalRequests.Add(1)
-		if err := e.readBoard(ctx, w, w.rec.ItemID); errors.Is(err, ErrNotFound) {
-			return nil // the proof's walk drops it
-		} else if err != nil {
-			return err
-		}
+		// The guarded write reads the card when its turn comes, and the check is made on
+		// that read: the record tells which item to write.
+		it = Item{ID: w.rec.ItemID, ProjectID: w.rec.ProjectID, Owner: w.owner, Number: w.rec.IssueNumber, Repo: w.rec.Repo}
 	}
-	wr, ok, err := e.provisionalPrepare(ctx, w)
+	wr, ok, err := e.provisionalPrepare(ctx, w, it)
 	if err != nil || !ok {
 		return err
 	}
-	return e.provisionalWritten(ctx, w, wr, w.board.SetStateIf(ctx, wr.Item, wr.From, wr.State))
+	return e.provisionalWritten(ctx, w, wr, setStateIf(ctx, w.board, wr))
 }
 
-// provisionalPrepare journals the provisional revert of the walk's only waiting report, its
-// item read, when it qualifies, and returns the write to make (guarded: only over the refused
-// value). The caller holds the item's lock.
-func (e *Enforcer) provisionalPrepare(ctx context.Context, w *walk) (StateWrite, bool, error) {
+// provisionalPrepare journals the provisional revert of the walk's only waiting report when
+// the record and the reports let it, and returns the write to make: guarded (only over the
+// refused value), and checked on the card as read when the write's turn comes, which has the
+// last word (provisionalHolds). The caller holds the item's lock.
+func (e *Enforcer) provisionalPrepare(ctx context.Context, w *walk, it Item) (StateWrite, bool, error) {
+	if !w.found {
+		return StateWrite{}, false, nil
+	}
 	o, _, ok := e.revertsAtOnce(w.rec, w.pending)
-	if !ok || !w.read || !e.enforced(w.it) {
+	if !ok {
 		return StateWrite{}, false, nil
 	}
-	board := policy.BoardValue{State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
-	var err error
-	if board.IssueEventAt, err = e.auto.issueEventAt(ctx, w.it); err != nil {
-		return StateWrite{}, false, err
-	}
-	if _, ok := policy.Provisional(policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending), Board: board}); !ok {
-		return StateWrite{}, false, nil
-	}
-	if w.it.ParentID != "" || w.it.SubIssues > 0 {
-		// A relative's earlier report still waiting may move the item first (a cascade), and a
-		// relative's provisional revert of the same second is not ordered with it by the
-		// families' checks: while any item has an earlier report waiting, the move waits for
-		// its proof (telling which are relatives would cost family reads).
-		waiting, err := e.store().PendingItemsBefore(ctx, o.At.Add(time.Second), w.it.ID, e.opts.AppLogin)
-		if err != nil || len(waiting) > 0 {
-			return StateWrite{}, false, err
-		}
-	}
+	in := policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending)}
 	rec := w.rec
 	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = rec.LastLegalState, o.To, o.DeliveryID, o.At
 	if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
 		return StateWrite{}, false, err
 	}
-	return StateWrite{Item: w.it, From: o.To, State: rec.LastLegalState}, true, nil
+	read := &w.seen
+	check := func(ctx context.Context, cur Item) error {
+		if err := e.provisionalHolds(ctx, in, o, cur); err != nil {
+			return err
+		}
+		read.Store(&cur)
+		return nil
+	}
+	return StateWrite{Item: it, From: o.To, State: rec.LastLegalState, Check: check}, true, nil
+}
+
+// provisionalHolds says whether the card, as read when the write's turn came, still lets the
+// report o be reverted at once (errNotAtOnce when not): its project is enforced, it shows o's
+// value and no later change of the card or of its issue (policy.Provisional), and, for an item
+// with a parent or sub-issues, no item has an earlier report waiting.
+func (e *Enforcer) provisionalHolds(ctx context.Context, in policy.SequenceInput, o Observation, cur Item) error {
+	if !e.enforced(cur) {
+		return errNotAtOnce
+	}
+	in.Board = policy.BoardValue{State: cur.State, UpdatedAt: cur.StateUpdatedAt, Closed: !cur.Open}
+	var err error
+	if in.Board.IssueEventAt, err = e.auto.issueEventAt(ctx, cur); err != nil {
+		return err
+	}
+	if _, ok := policy.Provisional(in); !ok {
+		return errNotAtOnce
+	}
+	if cur.ParentID != "" || cur.SubIssues > 0 {
+		// A relative's earlier report still waiting may move the item first (a cascade), and a
+		// relative's provisional revert of the same second is not ordered with it by the
+		// families' checks: while any item has an earlier report waiting, the move waits for
+		// its proof (telling which are relatives would cost family reads).
+		waiting, err := e.store().PendingItemsBefore(ctx, o.At.Add(time.Second), cur.ID, e.opts.AppLogin)
+		if err != nil {
+			return err
+		}
+		if len(waiting) > 0 {
+			return errNotAtOnce
+		}
+	}
+	return nil
 }
 
 // provisionalWritten records what became of a provisional revert's write: written (logged),
-// not written because the card moved meanwhile (the journal cleared: that move's report is
-// judged in its place), or failed (the journal stays: it may have landed, and the proof's
-// walk tells from the board or the write's report). The caller holds the item's lock.
+// not written because the card moved meanwhile or no longer lets it (the journal cleared: the
+// move waits for its proof), or failed (the journal stays: it may have landed, and the
+// proof's walk tells from the board or the write's report). The caller holds the item's lock.
 func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrite, err error) error {
 	log := zerolog.Ctx(ctx)
 	switch {
-	case errors.Is(err, ErrBoardMoved):
+	case errors.Is(err, ErrBoardMoved) || errors.Is(err, errNotAtOnce):
 		rec := w.rec
 		rec.forgetProvisional()
 		w.read = false
 		return e.commit(ctx, w, Step{Record: rec})
 	case err != nil:
-		log.Warn().Err(err).Int("issue", w.it.Number).Msg("provisional revert failed; the move waits for the proof")
+		log.Warn().Err(err).Int("issue", wr.Item.Number).Msg("provisional revert failed; the move waits for the proof")
 		w.read = false
 		return nil
+	}
+	if cur := w.seen.Load(); cur != nil {
+		w.it, w.read = *cur, true
 	}
 	w.it.State = wr.State
 	o := w.pending[0]

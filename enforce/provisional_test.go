@@ -176,8 +176,8 @@ func TestProvisionalRevertNotWritten(t *testing.T) {
 }
 
 // With items judged together, the intake lists the moves that may be reverted at once, and
-// RevertAtOnce reverts them together (their jobs still wait for the proof): one read of all
-// their items, their guarded writes together. A legal move is not listed.
+// RevertAtOnce reverts them together (their jobs still wait for the proof): their guarded
+// writes together, checked on the read their turn makes. A legal move is not listed.
 func TestRevertAtOnceTogether(t *testing.T) {
 	h := newHarnessWith(t, nil, func(h *harness, o *Options) {
 		o.BatchJudge = true

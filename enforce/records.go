@@ -16,7 +16,7 @@ var ErrNotFound = errors.New("not found")
 // ErrConcurrentUpdate means another worker changed the item first; the change is retried.
 var ErrConcurrentUpdate = errors.New("item changed concurrently")
 
-// ErrBoardMoved is a guarded write (Board.SetStateIf) that found the card moved since it was
+// ErrBoardMoved is a guarded write (Board.SetStatesIf) that found the card moved since it was
 // read: someone's newer move is on the board, and writing over it would lose it.
 var ErrBoardMoved = errors.New("the card was moved since it was read")
 

@@ -187,11 +187,6 @@ func (b *familyBoard) SetState(ctx context.Context, it Item, state string) error
 	return b.Board.SetState(ctx, it, state)
 }
 
-func (b *familyBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
-	clear(b.fams)
-	return b.Board.SetStateIf(ctx, it, from, to)
-}
-
 func (b *familyBoard) SetStatesIf(ctx context.Context, writes []StateWrite) []error {
 	clear(b.fams)
 	return b.Board.SetStatesIf(ctx, writes)

@@ -106,25 +106,19 @@ func (b *fakeBoard) SetState(_ context.Context, it Item, state string) error {
 	return nil
 }
 
-func (b *fakeBoard) SetStateIf(ctx context.Context, it Item, from, to string) error {
-	b.mu.Lock()
-	cur, ok := b.items[it.ID]
-	b.mu.Unlock()
-	if ok && cur.State != from {
-		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, ErrBoardMoved)
-	}
-	return b.SetState(ctx, it, to)
-}
-
+// SetStatesIf makes one guarded write after another (an item it does not hold is written).
 func (b *fakeBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
-	return setEach(ctx, b, ws)
-}
-
-// setEach is SetStatesIf as one guarded write after another.
-func setEach(ctx context.Context, b Board, ws []StateWrite) []error {
 	errs := make([]error, len(ws))
 	for i, w := range ws {
-		errs[i] = b.SetStateIf(ctx, w.Item, w.From, w.State)
+		b.mu.Lock()
+		cur, ok := b.items[w.Item.ID]
+		b.mu.Unlock()
+		if ok {
+			if errs[i] = w.Guard(ctx, cur); errs[i] != nil {
+				continue
+			}
+		}
+		errs[i] = b.SetState(ctx, w.Item, w.State)
 	}
 	return errs
 }

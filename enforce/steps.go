@@ -119,7 +119,7 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	// Guarded: a move made since the walk read the board (writes wait for their turn) is
 	// newer than the refused one, and its report follows it in the history; it is judged
 	// first, from a fresh read, instead of being overwritten.
-	if err := w.board.SetStateIf(ctx, w.it, w.it.State, a.To); errors.Is(err, ErrBoardMoved) {
+	if err := setStateIf(ctx, w.board, StateWrite{Item: w.it, From: w.it.State, State: a.To}); errors.Is(err, ErrBoardMoved) {
 		zerolog.Ctx(ctx).Info().Int("issue", w.it.Number).Str("item", w.it.ID).Str("from", w.it.State).Str("to", a.To).
 			Msg("revert not written: the card was moved since it was read; judging the newer move first")
 		rec := w.rec

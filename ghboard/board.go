@@ -233,46 +233,48 @@ func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) err
 	return nil
 }
 
-// SetStateIf writes an item's state only if GitHub still shows from: the item is read again
-// once the write's turn has come (writes are paced, so the caller's read may be seconds old),
-// and the mutation follows at once. A card moved meanwhile is left alone: an error wrapping
-// enforce.ErrBoardMoved. Concurrent guarded writes of one Board share their turn (guarded.go).
+// SetStateIf writes an item's state only if GitHub still shows from when the write's turn
+// comes: SetStatesIf of one write.
 func (b *Board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
-	if to == "" {
-		// Clearing is rare and not batched.
-		return b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
-			cur, err := b.readItem(ctx, it.ID)
-			if err != nil {
-				return fmt.Errorf("read %s before writing it: %w", it.ID, err)
-			}
-			if cur.State != from {
-				return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
-			}
-			return b.SetState(ctx, it, to)
-		})
-	}
-	return b.guarded.write(ctx, b, guardedWrite{it: it, from: from, to: to})
+	return b.SetStatesIf(ctx, []enforce.StateWrite{{Item: it, From: from, State: to}})[0]
 }
 
-// SetStatesIf writes each state only where the card still shows its From when the write's turn
-// comes: queued together, they share turns (one read of up to 50 items and one aliased mutation
-// each). Clearing a value is not batched.
+// SetStatesIf writes each state only where its guard lets it when the write's turn comes
+// (enforce.StateWrite.Guard): the item is read again then (writes are paced, so the caller's
+// read may be seconds old), and the mutation follows at once. A card moved meanwhile is left
+// alone: an error wrapping enforce.ErrBoardMoved. Writes queued together, by one call or by
+// many, share turns (one read of up to 50 items and one aliased mutation each: guarded.go).
+// Clearing a value is rare and not batched.
 func (b *Board) SetStatesIf(ctx context.Context, writes []enforce.StateWrite) []error {
 	errs := make([]error, len(writes))
 	var guarded []guardedWrite
 	var at []int
 	for i, w := range writes {
 		if w.State == "" {
-			errs[i] = b.SetStateIf(ctx, w.Item, w.From, "")
+			errs[i] = b.clearIf(ctx, w)
 			continue
 		}
-		guarded = append(guarded, guardedWrite{it: w.Item, from: w.From, to: w.State})
+		guarded = append(guarded, guardedWrite{w: w})
 		at = append(at, i)
 	}
 	for k, err := range b.guarded.writeAll(ctx, b, guarded) {
 		errs[at[k]] = err
 	}
 	return errs
+}
+
+// clearIf clears an item's state in a write turn of its own, when its guard lets it.
+func (b *Board) clearIf(ctx context.Context, w enforce.StateWrite) error {
+	return b.gql.WithWriteTurn(ctx, func(ctx context.Context) error {
+		cur, err := b.readItem(ctx, w.Item.ID)
+		if err != nil {
+			return fmt.Errorf("read %s before writing it: %w", w.Item.ID, err)
+		}
+		if err := w.Guard(ctx, cur); err != nil {
+			return err
+		}
+		return b.SetState(ctx, cur, "")
+	})
 }
 
 // RateLimit is GitHub's GraphQL budget for this installation as last reported.

@@ -15,12 +15,11 @@ import (
 // still show the refused value in one aliased mutation: 500 reverts take ten turns. Each write
 // keeps its own guard and its own result.
 
-// guardedWrite is one SetStateIf waiting for its turn.
+// guardedWrite is one guarded write waiting for its turn.
 type guardedWrite struct {
-	it       enforce.Item
-	from, to string
-	done     chan struct{}
-	err      error
+	w    enforce.StateWrite
+	done chan struct{}
+	err  error
 }
 
 // guardBatcher queues one Board's guarded writes; one flusher at a time writes them.
@@ -30,35 +29,6 @@ type guardBatcher struct {
 	flushing bool
 	turns    int64 // turns taken (tests, diagnostics)
 	carried  int64 // writes they carried
-}
-
-// write queues w and waits for its result (or ctx's end: the write may still happen then;
-// the caller journaled it first).
-func (g *guardBatcher) write(ctx context.Context, b *Board, w guardedWrite) error {
-	p := &w
-	p.done = make(chan struct{})
-	g.mu.Lock()
-	g.queue = append(g.queue, p)
-	if !g.flushing {
-		g.flushing = true
-		// The flush belongs to every write it carries, not to this caller.
-		go g.flush(context.WithoutCancel(ctx), b)
-	}
-	g.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for i, q := range g.queue {
-			if q == p {
-				g.queue = append(g.queue[:i], g.queue[i+1:]...)
-				break
-			}
-		}
-		return fmt.Errorf("revert %s: %w", w.it.ID, ctx.Err())
-	}
 }
 
 // writeAll queues every write at once (so that they share as few turns as can be) and waits
@@ -86,7 +56,7 @@ func (g *guardBatcher) writeAll(ctx context.Context, b *Board, ws []guardedWrite
 		case <-p.done:
 			errs[i] = p.err
 		case <-ctx.Done():
-			errs[i] = fmt.Errorf("write %s: %w", p.it.ID, ctx.Err()) // it may still be written: the caller journaled it
+			errs[i] = fmt.Errorf("write %s: %w", p.w.Item.ID, ctx.Err()) // it may still be written: the caller journaled it
 		}
 	}
 	return errs
@@ -131,8 +101,9 @@ func (b *Board) GuardedTurns() (turns, carried int64) {
 	return b.guarded.turns, b.guarded.carried
 }
 
-// writeGuarded reads the batch's items in one request and writes, in one more, those still
-// showing their refused value; each write learns its own outcome.
+// writeGuarded reads the batch's items in one request and writes, in one more, those whose
+// guard lets them (enforce.StateWrite.Guard: the card still shows the refused value, and the
+// write's own check holds); each write learns its own outcome.
 func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
 	defer func() {
 		for _, w := range batch {
@@ -141,19 +112,17 @@ func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
 	}()
 	ids := make([]string, len(batch))
 	for i, w := range batch {
-		ids[i] = w.it.ID
+		ids[i] = w.w.Item.ID
 	}
 	cur, errs := b.readItems(ctx, ids)
 	var writes []enforce.StateWrite
 	var writing []*guardedWrite
 	for i, w := range batch {
-		switch {
-		case errs[i] != nil:
-			w.err = fmt.Errorf("read %s before writing it: %w", w.it.ID, errs[i])
-		case cur[i].State != w.from:
-			w.err = fmt.Errorf("item %s shows %q, not %q: %w", w.it.ID, cur[i].State, w.from, enforce.ErrBoardMoved)
-		default:
-			writes = append(writes, enforce.StateWrite{Item: w.it, State: w.to})
+		if errs[i] != nil {
+			w.err = fmt.Errorf("read %s before writing it: %w", w.w.Item.ID, errs[i])
+		} else if w.err = w.w.Guard(ctx, cur[i]); w.err == nil {
+			// The item as just read: whoever asked may know no more of it than its id.
+			writes = append(writes, enforce.StateWrite{Item: cur[i], State: w.w.State})
 			writing = append(writing, w)
 		}
 	}
@@ -171,11 +140,11 @@ func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
 		failed[f.Write.Item.ID] = f
 	}
 	for _, w := range writing {
-		f, ok := failed[w.it.ID]
+		f, ok := failed[w.w.Item.ID]
 		if !ok {
 			continue
 		}
 		one := &WritesError{Failed: []FailedWrite{f}, Err: res.Err}
-		w.err = fmt.Errorf("revert %s to %q: %w", w.it.ID, w.to, one)
+		w.err = fmt.Errorf("revert %s to %q: %w", w.w.Item.ID, w.w.State, one)
 	}
 }

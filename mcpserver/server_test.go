@@ -67,20 +67,15 @@ func (b *board) SetState(_ context.Context, it enforce.Item, state string) error
 	return nil
 }
 
-func (b *board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
-	b.mu.Lock()
-	cur := b.items[it.ID]
-	b.mu.Unlock()
-	if cur.State != from {
-		return fmt.Errorf("item %s shows %q, not %q: %w", it.ID, cur.State, from, enforce.ErrBoardMoved)
-	}
-	return b.SetState(ctx, it, to)
-}
-
 func (b *board) SetStatesIf(ctx context.Context, ws []enforce.StateWrite) []error {
 	errs := make([]error, len(ws))
 	for i, w := range ws {
-		errs[i] = b.SetStateIf(ctx, w.Item, w.From, w.State)
+		b.mu.Lock()
+		cur := b.items[w.Item.ID]
+		b.mu.Unlock()
+		if errs[i] = w.Guard(ctx, cur); errs[i] == nil {
+			errs[i] = b.SetState(ctx, w.Item, w.State)
+		}
 	}
 	return errs
 }

@@ -21,9 +21,10 @@ func TestAPICostPerStep(t *testing.T) {
 		{"legal leaf move", func() { e.move("alice", 51, "Ready for Plan") }, 1},
 		// A revert reads the card again once its write's turn has come (guarded write).
 		{"illegal move (revert + comment)", func() { e.move("agent-1", 60, "In Review") }, 4},
-		// The item is known now: the move is reverted at once, after a read that tells it may be
-		// (docs/ENFORCEMENT.md "Provisional reverts"), and judged with its proof (the item read).
-		{"illegal move again (revert at once + coalesced comment update)", func() { e.move("agent-1", 60, "Done") }, 5},
+		// The item is known now: the move is reverted at once, checked on the read the guarded
+		// write makes (docs/ENFORCEMENT.md "Provisional reverts"), and judged with its proof
+		// (the item read).
+		{"illegal move again (revert at once + coalesced comment update)", func() { e.move("agent-1", 60, "Done") }, 4},
 		{"child move, parent not converged (item + parent family)", func() { e.move("agent-1", 21, "Ready for Plan") }, 2},
 		// Automation's writes are guarded as reverts are: each turn reads its cards (up to 50)
 		// before its one aliased mutation.
