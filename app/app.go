@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"os"
 	"strconv"
 	"sync"
@@ -242,22 +243,35 @@ func fetchAppLogin(ctx context.Context, creator githubapp.ClientCreator) (string
 	return app.GetSlug() + "[bot]", nil
 }
 
-func (a *App) routes() http.Handler {
-	mux := http.NewServeMux()
-	secret := []byte(a.cfg.GitHub.App.WebhookSecret)
+// eventHandlers are the handlers of the webhook events the app takes in.
+func (a *App) eventHandlers() []githubapp.EventHandler {
 	scope := handlers.Scope{Field: a.machine.Field(), AppLogin: a.appLogin}
 	for _, p := range a.cfg.Projects {
 		scope.Projects = append(scope.Projects, handlers.Project{Owner: p.Owner, Number: p.Number})
 	}
-	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{
-			&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
-			&handlers.Issues{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
-			&handlers.PullRequest{Scope: scope, Queue: a.queue},
-		},
-		a.cfg.GitHub.App.WebhookSecret,
-		githubapp.WithErrorCallback(dispatchError),
-	)
+	return []githubapp.EventHandler{
+		&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
+		&handlers.Issues{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
+		&handlers.PullRequest{Scope: scope, Queue: a.queue},
+	}
+}
+
+// ingestDelivery takes in a delivery the sweeper gave up redelivering, from GitHub's record of
+// it (redeliver.Options.Ingest): its event's handler, as if it had arrived. GitHub's API is
+// the source, so no signature is checked.
+func (a *App) ingestDelivery(ctx context.Context, event, guid string, payload []byte) error {
+	for _, h := range a.eventHandlers() {
+		if slices.Contains(h.Handles(), event) {
+			return h.Handle(ctx, event, guid, payload)
+		}
+	}
+	return nil // an event the app does not handle
+}
+
+func (a *App) routes() http.Handler {
+	mux := http.NewServeMux()
+	secret := []byte(a.cfg.GitHub.App.WebhookSecret)
+	dispatcher := githubapp.NewEventDispatcher(a.eventHandlers(), a.cfg.GitHub.App.WebhookSecret, githubapp.WithErrorCallback(dispatchError))
 	hook := a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server, dispatcher))
 	if a.hookWrap != nil {
 		hook = a.hookWrap(hook)

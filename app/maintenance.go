@@ -40,6 +40,7 @@ func newMaintenance(a *App, gate *ghboard.Gate) *maintenance {
 		MaxAge:      a.cfg.Redelivery.MaxAge,
 		MaxPerSweep: a.cfg.Redelivery.MaxPerSweep,
 		MaxAttempts: a.cfg.Redelivery.MaxAttempts,
+		Ingest:      a.ingestDelivery,
 	}, nil)
 	m.gaps = newSweeps(m.sweeper)
 	return m

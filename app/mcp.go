@@ -28,6 +28,7 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		Agent:       agent,
 		Version:     a.version,
 		Health:      HealthReader(a.cfg, a.store),
+		Limits:      a.mcpLimits(),
 	}
 	for _, p := range a.cfg.Projects {
 		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
@@ -49,7 +50,17 @@ func (a *App) mcpHandler() (http.Handler, error) {
 	for i, c := range creds {
 		out[i] = mcpserver.Credential{Name: c.Name, Hash: c.Hash}
 	}
-	return mcpserver.Handler(a.MCPServer(""), out), nil
+	return mcpserver.Handler(a.MCPServer(""), out, a.mcpLimits()), nil
+}
+
+// mcpLimits are the configured limits, their refusals counted.
+func (a *App) mcpLimits() mcpserver.Limits {
+	l := a.cfg.MCP.Limits
+	out := mcpserver.Limits{CallsPerMinute: l.CallsPerMinute, Burst: l.Burst, MaxBatch: l.MaxBatch, GitHubReserve: l.GitHubReserve}
+	if a.metrics != nil {
+		out.Refused = a.metrics.MCPRefused
+	}
+	return out
 }
 
 // HealthReader is the board health report of cfg's projects over st, with cfg's health

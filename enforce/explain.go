@@ -42,11 +42,19 @@ func (e *Enforcer) explain(ctx context.Context, w *walk, o Observation) error {
 	own := found && prev.Actor == o.Actor
 	if own && prev.NodeID != "" && now.Sub(prev.UpdatedAt) < e.opts.CoalesceWindow {
 		body := coalesce(prev.Body, v, prev.Count+1)
-		if err := w.board.UpdateComment(ctx, prev.NodeID, body); err != nil {
+		err := w.board.UpdateComment(ctx, prev.NodeID, body)
+		if err == nil {
+			prev.Body, prev.Count, prev.UpdatedAt = body, prev.Count+1, now
+			return e.store().PutViolationComment(ctx, it.Repo, it.Number, prev)
+		}
+		if !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("update violation comment: %w", err)
 		}
-		prev.Body, prev.Count, prev.UpdatedAt = body, prev.Count+1, now
-		return e.store().PutViolationComment(ctx, it.Repo, it.Number, prev)
+		// Someone deleted the comment: the violation is told in a new one, at once (retrying
+		// the edit would only fail again), which the record then keeps.
+		zerolog.Ctx(ctx).Info().Int("issue", it.Number).Str("comment", prev.NodeID).Str("actor", o.Actor).
+			Msg("the violation comment was deleted; posting a new one")
+		own = false
 	}
 	vs, count := []violation{v}, 1
 	if own && prev.NodeID == "" {
@@ -132,7 +140,7 @@ func violationLine(o Observation, legalNow string) string {
 	switch o.Actor {
 	case DriftActor:
 		who = fmt.Sprintf("A change no webhook reported (the author is unknown, so it is judged as an %s's)", o.ActorKind)
-	case NoSender:
+	case NoSender, "":
 		who = fmt.Sprintf("A change whose webhook named no sender (the author is unknown, so it is judged as an %s's)", o.ActorKind)
 	}
 	back := fmt.Sprintf("It is back in **%s**.", from)

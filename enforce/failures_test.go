@@ -615,3 +615,25 @@ func TestRecordsAndService(t *testing.T) {
 		t.Errorf("%+v", d)
 	}
 }
+
+// A violation comment someone deleted is not edited again and again: the next violation is
+// told in a new comment at once, and the record keeps the new one (it took 13 failed edits,
+// about 12 minutes, before).
+func TestDeletedViolationCommentIsReplaced(t *testing.T) {
+	h, ch := illegalMove(t, nil)
+	h.process(ch)
+	first, _ := h.st.GetViolationComment(bg, "acme/app", 1)
+	h.now = h.now.Add(time.Minute)
+	second := h.board.move("A", "agent-1", "In Review", h.now)
+	h.board.breakOn(fmt.Errorf("update comment %s: %w", first.NodeID, ErrNotFound), "UpdateComment")
+	if res := h.process(second); res.Verdict != VerdictReverted {
+		t.Fatalf("%+v", res)
+	}
+	vc, _ := h.st.GetViolationComment(bg, "acme/app", 1)
+	if h.board.adds != 2 || h.board.calls["UpdateComment"] != 1 || vc.NodeID == first.NodeID || vc.NodeID == "" || vc.Count != 1 {
+		t.Fatalf("%d added, %d edits tried, record %+v (the deleted one was %s)", h.board.adds, h.board.calls["UpdateComment"], vc, first.NodeID)
+	}
+	if ms, _ := marker.ParseTransitions(vc.Body); len(ms) != 1 || !strings.Contains(vc.Body, "In Review") {
+		t.Fatalf("the new comment:\n%s", vc.Body)
+	}
+}

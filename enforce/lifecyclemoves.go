@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -190,7 +191,7 @@ func (a *Automation) explainLifecycle(ctx context.Context, b Board, ev Lifecycle
 		LifecyclePRMerged: "merged a pull request that closes this issue"}[ev.Kind]
 	var body strings.Builder
 	fmt.Fprintf(&body, "%s\n**ralph-gate %s.** `%s` (%s) %s, which moves it from **%s** to **%s**: %s. It stays in **%s**.\n\nRecovery: %s\n",
-		mark, r.undone, inlineCode(ev.Actor), r.kind, what, orNoState(r.from), orNoState(r.to), r.reason, orNoState(r.from), r.recovery)
+		mark, r.undone, inlineCode(cmp.Or(ev.Actor, NoSender)), r.kind, what, orNoState(r.from), orNoState(r.to), r.reason, orNoState(r.from), r.recovery)
 	if _, err := b.AddComment(ctx, cur.ContentID, body.String()); err != nil {
 		return fmt.Errorf("explain on #%d: %w", cur.Number, err)
 	}

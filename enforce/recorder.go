@@ -193,8 +193,17 @@ func agentText(text string) string {
 // formatting characters (bidi overrides included) dropped, hidden-comment openers defused and
 // its length bounded: what the comment shows and its marker records.
 func cleanAgentText(text string) string {
-	text = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(text)
-	text = strings.Map(func(r rune) rune {
+	text = VisibleText(strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(text))
+	// Defused before the bound, so the bound holds for what is shown; a cut cannot make an
+	// opener again (no prefix of "< !--" contains "<!--").
+	return truncateRunes(strings.ReplaceAll(strings.TrimSpace(text), "<!--", "< !--"), maxAgentText)
+}
+
+// VisibleText is text with its control characters (but line breaks and tabs) and invisible
+// formatting characters (bidi overrides and isolates included; the zero-width joiner of emoji
+// kept) dropped: what a comment, and a page, shows of text an agent supplied.
+func VisibleText(text string) string {
+	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\n' || r == '\t':
 			return r
@@ -203,9 +212,6 @@ func cleanAgentText(text string) string {
 		}
 		return r
 	}, text)
-	// Defused before the bound, so the bound holds for what is shown; a cut cannot make an
-	// opener again (no prefix of "< !--" contains "<!--").
-	return truncateRunes(strings.ReplaceAll(strings.TrimSpace(text), "<!--", "< !--"), maxAgentText)
 }
 
 // inlineCode makes a short value safe inside a `code span`: no backtick, no line break.

@@ -3,6 +3,7 @@ package enforce
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A payload without a sender (sender: null) is an unknown actor: judged with an agent's rights,
@@ -46,5 +47,17 @@ func TestChangeWithoutSenderGetsTheLeastPrivilege(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// However a report without a sender reaches the explanation, the comment names it as one
+// (it once read "`` (agent) moved this…").
+func TestExplanationOfNoSender(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for _, actor := range []string{"", NoSender} {
+		line := violationLine(Observation{Actor: actor, ActorKind: "agent", LegalFrom: "Backlog", To: "Done", At: at, Reason: "not a transition"}, "Backlog")
+		if !strings.HasPrefix(line, "A change whose webhook named no sender") || strings.Contains(line, "``") {
+			t.Errorf("actor %q: %s", actor, line)
+		}
 	}
 }

@@ -41,13 +41,14 @@ func verifier(creds []Credential) auth.TokenVerifier {
 }
 
 // Handler serves the façade over Streamable HTTP behind bearer-token authentication: a request
-// without a known token gets 401 before any tool runs. The transport is stateless with JSON
+// without a known token gets 401 before any tool runs, and a JSON-RPC batch of more than
+// l.MaxBatch messages gets 400 before any is handled. The transport is stateless with JSON
 // responses, so any replica answers any request (no sticky sessions) and nothing is held open.
-func Handler(srv *mcp.Server, creds []Credential) http.Handler {
+func Handler(srv *mcp.Server, creds []Credential, l Limits) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		MaxRequestBodyBytes: 1 << 20,
+		MaxRequestBodyBytes: maxBody,
 	})
-	return auth.RequireBearerToken(verifier(creds), &auth.RequireBearerTokenOptions{})(h)
+	return auth.RequireBearerToken(verifier(creds), &auth.RequireBearerTokenOptions{})(limitBatches(h, l))
 }

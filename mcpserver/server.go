@@ -51,17 +51,21 @@ type Options struct {
 	Version string
 	// Health computes board_health's report from the store.
 	Health HealthReporter
-	// Now is the time board_health reports at (nil: the clock).
+	// Now is the time board_health reports at, and agents' rates are counted by (nil: the
+	// clock).
 	Now func() time.Time
+	// Limits bound what an agent may make the façade spend (limits.go).
+	Limits Limits
 }
 
 type server struct {
-	opts Options
+	opts  Options
+	rates *agentRates
 }
 
 // New builds the MCP server with every tool and the workflow resource.
 func New(opts Options) *mcp.Server {
-	s := &server{opts: opts}
+	s := &server{opts: opts, rates: newAgentRates(opts.Limits)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ralph-gate", Title: "ralph-gate workflow", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "ralph-gate enforces the agent workflow on a GitHub Projects board. Change an issue's Workflow State only with handoff_ticket; " +
 			"find work with pick_actionable_issue (claim: true locks it for you); ask detect_pipeline_position and check_convergence instead of interpreting state tables. " +
@@ -71,7 +75,7 @@ func New(opts Options) *mcp.Server {
 	for _, sp := range toolspec.Tools() {
 		specs[sp.Name] = sp
 	}
-	srv.AddReceivingMiddleware(s.checkArguments(specs))
+	srv.AddReceivingMiddleware(s.limitCalls(), s.checkArguments(specs))
 	addTool(srv, s, specs[toolspec.HandoffTicket], s.handoff)
 	addTool(srv, s, specs[toolspec.GetWorkflowState], s.state)
 	addTool(srv, s, specs[toolspec.DetectPipelinePosition], s.pipeline)
@@ -232,7 +236,7 @@ func (s *server) locate(ctx context.Context, in toolspec.Issue) (enforce.Board, 
 	if err != nil {
 		return nil, enforce.Item{}, err
 	}
-	b, err := s.opts.Board(ctx, owner)
+	b, err := s.board(ctx, owner)
 	if err != nil {
 		return nil, enforce.Item{}, err
 	}
@@ -399,7 +403,7 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 			"the façade acts only on the configured projects",
 			policy.Retry{With: []policy.Suggestion{{Arg: enforce.ArgProject, Kind: policy.Literal, Values: numbers, Optional: true}}})
 	}
-	b, err := s.opts.Board(ctx, owner)
+	b, err := s.board(ctx, owner)
 	if err != nil {
 		return toolspec.PickOutput{}, err
 	}

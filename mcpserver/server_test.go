@@ -370,7 +370,7 @@ func TestReadToolsInProcess(t *testing.T) {
 // TestBearerAuth: no tool runs without a configured token; the token's agent is the caller.
 func TestBearerAuth(t *testing.T) {
 	f := newFixture(t, issue(1, "Research Needed"))
-	srv := httptest.NewServer(Handler(New(f.opts), []Credential{{Name: "agent-1", Hash: sha256.Sum256([]byte("a-long-enough-token"))}}))
+	srv := httptest.NewServer(Handler(New(f.opts), []Credential{{Name: "agent-1", Hash: sha256.Sum256([]byte("a-long-enough-token"))}}, Limits{}))
 	defer srv.Close()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	for _, tc := range []struct {

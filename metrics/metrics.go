@@ -44,6 +44,7 @@ type Metrics struct {
 	processErrors  prometheus.Counter
 	reverts        prometheus.Counter
 	provisional    *prometheus.CounterVec
+	mcpRefused     *prometheus.CounterVec
 	automation     *prometheus.CounterVec
 	githubRequests *prometheus.CounterVec
 	githubErrors   *prometheus.CounterVec
@@ -84,6 +85,10 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 		Namespace: Namespace, Name: "reverts_total",
 		Help: "Illegal Workflow State changes set back to the last legal state.",
 	})
+	m.mcpRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "mcp_refused_total",
+		Help: "Façade requests refused for a limit: batch (too many messages in one POST), rate (an agent's calls a minute), budget (the GitHub reserve kept for enforcement).",
+	}, []string{"reason"})
 	m.provisional = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "provisional_reverts_total",
 		Help: "Illegal moves reverted at once, before every earlier change was known, by what the item's true history made of them (confirmed, withdrawn).",
@@ -113,7 +118,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.automation,
+		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.mcpRefused, m.automation,
 		m.githubRequests, m.githubErrors, m.githubLatency, m.rateRemaining,
 	)
 	m.reconcile = newReconcileMetrics(reg)
@@ -162,6 +167,10 @@ func (m *Metrics) ProvisionalReverted(confirmed bool) {
 	}
 	m.provisional.WithLabelValues(outcome).Inc()
 }
+
+// MCPRefused records one façade request refused for a limit (mcpserver.Limits): batch, rate
+// or budget.
+func (m *Metrics) MCPRefused(reason string) { m.mcpRefused.WithLabelValues(reason).Inc() }
 
 type queueCollector struct {
 	stats QueueStatsFunc

@@ -11,6 +11,7 @@
 package redeliver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,12 @@ import (
 type Hooks interface {
 	ListHookDeliveries(ctx context.Context, opts *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error)
 	RedeliverHookDelivery(ctx context.Context, deliveryID int64) (*github.HookDelivery, *github.Response, error)
+	GetHookDelivery(ctx context.Context, deliveryID int64) (*github.HookDelivery, *github.Response, error)
 }
+
+// Ingest takes in a delivery's event as GitHub recorded it (its payload, sender included),
+// under its own delivery GUID: what the app would have done had the delivery arrived.
+type Ingest func(ctx context.Context, event, guid string, payload []byte) error
 
 // Cursors keeps the sweeper's memory (store.Store implements it).
 type Cursors interface {
@@ -63,6 +69,10 @@ type Options struct {
 	Confirm time.Duration
 	// ConfirmPoll is how often it looks. Default 250ms.
 	ConfirmPoll time.Duration
+	// Ingest, when set, takes in a delivery given up on (MaxAttempts reached) from GitHub's
+	// record of it, so that its change is known with its real sender rather than found by the
+	// reconciler as a change of nobody's.
+	Ingest Ingest
 }
 
 func (o *Options) defaults() {
@@ -100,6 +110,7 @@ type Report struct {
 	Redelivered int
 	Waiting     int // redelivered recently, no newer attempt yet
 	GaveUp      int // MaxAttempts reached
+	Ingested    int // of those, taken in from GitHub's record by this sweep (Options.Ingest)
 	Deferred    int // over MaxPerSweep: next sweep
 	Confirmed   int // redeliveries GitHub listed as delivered (2xx) within Options.Confirm
 	Requests    int // GitHub requests made
@@ -143,6 +154,25 @@ type attempt struct {
 	At     time.Time `json:"at"`     // when the last one was requested
 	Newest int64     `json:"newest"` // the newest attempt id GitHub showed then
 	First  time.Time `json:"first"`  // when the delivery first failed (pruning)
+	// Ingested: given up on, its event was taken from GitHub's record (Options.Ingest).
+	Ingested bool `json:"ingested,omitempty"`
+}
+
+// ingest reads a delivery given up on from GitHub (its payload, as sent) and takes its event
+// in; it returns the requests made.
+func (s *Sweeper) ingest(ctx context.Context, hooks Hooks, guid string, d *github.HookDelivery) (int, error) {
+	full, _, err := hooks.GetHookDelivery(ctx, d.GetID())
+	if err != nil {
+		return 1, fmt.Errorf("read delivery %d: %w", d.GetID(), err)
+	}
+	if full.GetRequest() == nil || full.GetRequest().RawPayload == nil {
+		return 1, fmt.Errorf("delivery %d: GitHub's record holds no payload", d.GetID())
+	}
+	event := cmp.Or(full.GetEvent(), d.GetEvent())
+	if err := s.opts.Ingest(ctx, event, guid, *full.GetRequest().RawPayload); err != nil {
+		return 1, fmt.Errorf("take in delivery %d (%s): %w", d.GetID(), event, err)
+	}
+	return 1, nil
 }
 
 // Sweep lists the newest failed deliveries and redelivers them, within its bounds. A
@@ -252,7 +282,28 @@ listing:
 		switch {
 		case a.N >= s.opts.MaxAttempts:
 			rep.GaveUp++
-			if !s.toldGaveUp[guid] {
+			if s.opts.Ingest != nil && !a.Ingested {
+				n, err := s.ingest(ctx, hooks, guid, g.newest)
+				rep.Requests += n
+				if err != nil {
+					if _, limited := waitFor(err, now); limited {
+						return stop(err)
+					}
+					log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).
+						Msg("could not take a failed webhook's event from GitHub's record; the next sweep tries again")
+					continue
+				}
+				a.Ingested = true
+				st.GUIDs[guid] = a
+				if err := s.save(ctx, st); err != nil {
+					return rep, err
+				}
+				rep.Ingested++
+				log.Warn().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
+					Int("attempts", a.N).Msg("gave up redelivering a failed webhook: its event was taken from GitHub's record of it")
+				continue
+			}
+			if !s.toldGaveUp[guid] && !a.Ingested {
 				s.toldGaveUp[guid] = true
 				log.Warn().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
 					Int("attempts", a.N).Msg("gave up redelivering a failed webhook: the reconciler will judge its change")

@@ -2,7 +2,9 @@ package redeliver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -32,6 +34,8 @@ type fakeHooks struct {
 	lists       int
 	// arrive, when set, lists each redelivery as a new attempt with this status.
 	arrive int
+	reads   int   // GetHookDelivery calls
+	readErr error // GetHookDelivery's answer, when set
 }
 
 func (f *fakeHooks) ListHookDeliveries(context.Context, *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error) {
@@ -55,6 +59,22 @@ func (f *fakeHooks) RedeliverHookDelivery(_ context.Context, id int64) (*github.
 		}
 	}
 	return nil, nil, &github.AcceptedError{} // GitHub answers 202
+}
+
+func (f *fakeHooks) GetHookDelivery(_ context.Context, id int64) (*github.HookDelivery, *github.Response, error) {
+	f.reads++
+	if f.readErr != nil {
+		return nil, nil, f.readErr
+	}
+	for _, d := range f.deliveries {
+		if d.GetID() == id {
+			full := *d
+			payload := json.RawMessage(`{"action":"edited","sender":{"login":"alice"}}`)
+			full.Request = &github.HookRequest{RawPayload: &payload}
+			return &full, &github.Response{Response: &http.Response{StatusCode: 200}}, nil
+		}
+	}
+	return nil, &github.Response{Response: &http.Response{StatusCode: 404}}, errors.New("404 Not Found")
 }
 
 func delivery(id int64, guid string, status int, at time.Time) *github.HookDelivery {
@@ -180,5 +200,37 @@ func TestProofAccumulates(t *testing.T) {
 	p, _ = s.Proof(ctx)
 	if p.Full || !p.Until.Equal(now) || !p.Since.Equal(now.Add(-time.Second-proofSlack)) {
 		t.Fatalf("a sweep that leaves a hole starts afresh: %+v", p)
+	}
+}
+
+// A delivery given up on (max_attempts redeliveries failed) is not left to the reconciler,
+// which would judge its change as nobody's: its event is taken from GitHub's record of it,
+// sender included, once; a failed read is tried again by the next sweep.
+func TestGivenUpDeliveryIsTakenFromGitHubsRecord(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hooks := &fakeHooks{deliveries: []*github.HookDelivery{delivery(9, "a", 503, now.Add(-time.Minute))}}
+	cur := memCursors{CursorName: fmt.Sprintf(`{"guids":{"a":{"n":3,"at":%q,"newest":9,"first":%q}}}`,
+		now.Add(-2*time.Minute).Format(time.RFC3339), now.Add(-time.Hour).Format(time.RFC3339))}
+	type took struct{ event, guid, payload string }
+	var got []took
+	ingest := func(_ context.Context, event, guid string, payload []byte) error {
+		got = append(got, took{event, guid, string(payload)})
+		return nil
+	}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur, Options{MaxAttempts: 3, Ingest: ingest}, func() time.Time { return now })
+	ctx := context.Background()
+	hooks.readErr = errors.New("502 Bad Gateway")
+	rep, err := s.Sweep(ctx)
+	if err != nil || rep.GaveUp != 1 || rep.Ingested != 0 || len(got) != 0 || len(hooks.redelivered) != 0 {
+		t.Fatalf("a failed read: %+v %v, took %v", rep, err, got)
+	}
+	hooks.readErr = nil
+	rep, err = s.Sweep(ctx)
+	want := took{"projects_v2_item", "a", `{"action":"edited","sender":{"login":"alice"}}`}
+	if err != nil || rep.Ingested != 1 || len(got) != 1 || got[0] != want || len(hooks.redelivered) != 0 {
+		t.Fatalf("the next sweep: %+v %v, took %v", rep, err, got)
+	}
+	if rep, err = s.Sweep(ctx); err != nil || rep.Ingested != 0 || len(got) != 1 || hooks.reads != 2 {
+		t.Fatalf("taken in twice: %+v %v, took %v, %d reads", rep, err, got, hooks.reads)
 	}
 }

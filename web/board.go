@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/health"
 )
 
@@ -133,6 +134,9 @@ func (h *handler) funcs() template.FuncMap {
 		"orNone":       func(s string) string { return cmpOr(s, "(no state)") },
 		"verdictClass": verdictClass,
 		"statusText":   http.StatusText,
+		// Text from outside (an agent's reason, a login) without bidi overrides or other
+		// invisible characters, as comments show it.
+		"visible": enforce.VisibleText,
 	}
 }
 

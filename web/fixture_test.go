@@ -91,7 +91,7 @@ func decisionFixture() []enforce.AuditEntry {
 			Actor: "Bob", ActorKind: "human", FromState: "Backlog", ToState: "Research Needed", Verdict: enforce.VerdictAllowed, Rule: "legal"},
 		4: {At: t0.Add(-time.Hour), DeliveryID: "d-4", ProjectID: "PVT_1", ItemID: "PVTI_13", IssueNumber: 13, Repo: "acme/web",
 			Actor: "agent-1", ActorKind: "agent", FromState: "Research Needed", ToState: "Research in Progress",
-			Verdict: enforce.VerdictAllowed, Rule: "legal"},
+			Verdict: enforce.VerdictAllowed, Rule: "legal", Reason: "claimed: \u202etxt.exe\u2066 \x1b[31mnow\x00"},
 	}
 }
 

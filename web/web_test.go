@@ -66,6 +66,10 @@ func TestPages(t *testing.T) {
 		}, []string{`<i>then`, `<b>`}},
 		{"decision: automated, with its cause and no recovery", "/ui/decisions/" + itoa(ids[2]), http.StatusOK,
 			[]string{`cascade: parent #12 moved`, `none (the app's own move, or an adoption)`}, []string{`<dt>Recovery</dt>`}},
+		// An agent's text shows without bidi overrides, isolates or control characters, as
+		// comments show it.
+		{"decision: an agent's reason is shown inert", "/ui/decisions/" + itoa(ids[4]), http.StatusOK,
+			[]string{`claimed: txt.exe [31mnow`}, []string{"\u202e", "\u2066", "\x1b", "\x00"}},
 		{"decision: unknown id", "/ui/decisions/999999", http.StatusNotFound, []string{`There is no decision 999999 in the audit log.`}, nil},
 		{"decision: bad id", "/ui/decisions/abc", http.StatusBadRequest, []string{`The decision id &#34;abc&#34; is not a positive whole number.`}, nil},
 		{"decision: id zero", "/ui/decisions/0", http.StatusBadRequest, []string{`is not a positive whole number`}, nil},

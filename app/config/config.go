@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -138,11 +139,32 @@ func Load(file string) (Config, error) {
 	if file == "" {
 		return Default()
 	}
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
+		return Config{}, err
 	}
 	return Parse(data)
+}
+
+// MaxFileBytes bounds a configuration file: the default is about 15 KiB, and a file of tens of
+// megabytes (a mistaken path, a log) would take seconds and hundreds of megabytes to decode.
+const MaxFileBytes = 1 << 20
+
+// readFile reads a configuration file of at most MaxFileBytes.
+func readFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("read config: %s is larger than %d bytes: is it the configuration file?", file, MaxFileBytes)
+	}
+	return data, nil
 }
 
 // Parse decodes strictly and validates. A returned error is Problems when the file was read

@@ -15,6 +15,38 @@ type MCP struct {
 	DefaultRepo string `yaml:"default_repo"`
 	// Agents may call the façade, each with its own token.
 	Agents []MCPAgent `yaml:"agents"`
+	// Limits bound what an agent may make the façade spend.
+	Limits MCPLimits `yaml:"limits"`
+}
+
+// MCPLimits bound what an agent may make the façade spend of the installation's GitHub budget
+// (docs/SECURITY.md "Budgets"); zero values take the defaults.
+type MCPLimits struct {
+	// CallsPerMinute is each agent's sustained rate of tool calls, in bursts of up to Burst.
+	CallsPerMinute int `yaml:"calls_per_minute"`
+	Burst          int `yaml:"burst"`
+	// MaxBatch is how many JSON-RPC messages one POST to /mcp may carry.
+	MaxBatch int `yaml:"max_batch"`
+	// GitHubReserve is the share of the installation's GitHub rate limit the façade leaves to
+	// enforcement: below it, tool calls that would call GitHub wait for the limit's reset.
+	GitHubReserve float64 `yaml:"github_reserve"`
+}
+
+// mcpDefaults fills the limits the file left empty.
+func (c *Config) mcpDefaults() {
+	l := &c.MCP.Limits
+	if l.CallsPerMinute == 0 {
+		l.CallsPerMinute = 60
+	}
+	if l.Burst == 0 {
+		l.Burst = 20
+	}
+	if l.MaxBatch == 0 {
+		l.MaxBatch = 10
+	}
+	if l.GitHubReserve == 0 {
+		l.GitHubReserve = 0.5
+	}
 }
 
 // MCPAgent is one agent: its name, exactly one way to know its token, and its commands.
@@ -60,6 +92,19 @@ func (c Config) validateMCP() Problems {
 	}
 	if r := strings.TrimSpace(c.MCP.DefaultRepo); r != "" && !defaultRepo.MatchString(r) {
 		add("mcp.default_repo", "must be a repository name or owner/name, got %q", r)
+	}
+	l := c.MCP.Limits
+	if l.CallsPerMinute < 1 || l.CallsPerMinute > 100000 {
+		add("mcp.limits.calls_per_minute", "must be from 1 to 100000, got %d", l.CallsPerMinute)
+	}
+	if l.Burst < 1 || l.Burst > 10000 {
+		add("mcp.limits.burst", "must be from 1 to 10000, got %d", l.Burst)
+	}
+	if l.MaxBatch < 1 || l.MaxBatch > 100 {
+		add("mcp.limits.max_batch", "must be from 1 to 100, got %d", l.MaxBatch)
+	}
+	if l.GitHubReserve <= 0 || l.GitHubReserve >= 1 {
+		add("mcp.limits.github_reserve", "must be more than 0 and less than 1, got %g", l.GitHubReserve)
 	}
 	commands := map[string]bool{}
 	var names []string

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	ralphgate "github.com/ralph-gate/ralph-gate"
@@ -66,8 +65,8 @@ func Preflight(file string, mode Mode, lookup func(string) (string, bool)) (Conf
 		data = ralphgate.DefaultConfig()
 	} else {
 		var err error
-		if data, err = os.ReadFile(file); err != nil {
-			return Config{}, nil, fmt.Errorf("read config: %w", err)
+		if data, err = readFile(file); err != nil {
+			return Config{}, nil, err
 		}
 	}
 	cfg, problems, parsed := decode(data)

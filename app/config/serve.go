@@ -35,6 +35,7 @@ const (
 
 // applyDefaults fills what the file left empty; it is the one place defaults live.
 func (c *Config) applyDefaults() {
+	c.mcpDefaults()
 	if c.Server.Address == "" {
 		c.Server.Address = "0.0.0.0"
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -162,10 +164,35 @@ func printAudit(s streams, entries []enforce.AuditEntry) {
 		if e.IssueNumber > 0 {
 			issue = fmt.Sprintf("%s#%d", e.Repo, e.IssueNumber)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Verdict, issue,
-			e.Actor, e.ActorKind, orNone(e.FromState), orNone(e.ToState), e.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Verdict, terminalText(issue),
+			terminalText(e.Actor), e.ActorKind, terminalText(orNone(e.FromState)), terminalText(orNone(e.ToState)), terminalText(e.Reason))
 	}
 	tw.Flush()
+}
+
+// terminalText is text from outside (an agent's reason, a login, an option's name) as a
+// terminal may show it on one line of a table: control characters (line breaks, tabs, escape
+// sequences, BEL, NUL), invisible formatting characters (bidi overrides included) and line
+// separators are written as Go escapes them (\n, \x1b, \u202e), and so is a backslash, so
+// that no text can move the cursor, reorder what follows, or start a line of its own.
+func terminalText(s string) string {
+	if !strings.ContainsFunc(s, escapedInTerminal) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !escapedInTerminal(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u202e', '\\'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func escapedInTerminal(r rune) bool {
+	return r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
 func orNone(s string) string {

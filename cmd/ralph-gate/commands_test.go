@@ -23,6 +23,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the test's admin connection
 
@@ -361,6 +362,11 @@ func TestServeRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
+// hostileReason is a reason as a hostile agent would write it: a forged audit row on a line of
+// its own, a carriage return, terminal escapes (clear screen, BEL), NUL and a right-to-left
+// override.
+const hostileReason = "handoff\n2026-11-01T12:00:00Z  allowed  acme/app#9  alice (human)  Backlog  Done  ok\r\x1b[2J\a\x00\u202eevil"
+
 func TestAudit(t *testing.T) {
 	dsn := filepath.Join(t.TempDir(), "a.db")
 	ctx := context.Background()
@@ -372,6 +378,9 @@ func TestAudit(t *testing.T) {
 	for i, e := range []enforce.AuditEntry{
 		{At: at, IssueNumber: 3, Repo: "acme/app", Actor: "agent-1", ActorKind: "agent", FromState: "Backlog", ToState: "In Progress", Verdict: enforce.VerdictReverted, Reason: "not a transition"},
 		{At: at.Add(time.Hour), IssueNumber: 5, Repo: "acme/app", Actor: "alice", ActorKind: "human", FromState: "Backlog", ToState: "Ready for Plan", Verdict: enforce.VerdictAllowed, Reason: "allowed"},
+		// An agent's handoff reason, written to forge a row and to drive the terminal.
+		{At: at.Add(2 * time.Hour), IssueNumber: 7, Repo: "acme/app", Actor: "agent-9", ActorKind: "agent", FromState: "Plan in Progress", ToState: "Plan in Review",
+			Verdict: enforce.VerdictAllowed, Reason: hostileReason},
 	} {
 		e.ItemID = "PVTI_" + string(rune('a'+i))
 		if _, err := st.AppendAudit(ctx, e); err != nil {
@@ -440,6 +449,31 @@ func TestAudit(t *testing.T) {
 			}
 		})
 	}
+	t.Run("hostile text", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "", "audit", "--dsn", dsn, "--item", "7")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 2 {
+			t.Errorf("%d lines, want the header and one row:\n%s", len(lines), out)
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, at.Add(2*time.Hour).Format(time.RFC3339)) {
+				t.Errorf("a line the row did not start: %q", l)
+			}
+		}
+		for _, r := range strings.TrimSuffix(out, "\n") {
+			if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+				t.Errorf("the output carries %U:\n%q", r, out)
+			}
+		}
+		for _, w := range []string{`handoff\n2026-11-01T12:00:00Z`, `\x1b[2J`, `\a`, `\x00`, `\u202e`, `\r`} {
+			if !strings.Contains(out, w) {
+				t.Errorf("lacks the escaped %s:\n%s", w, out)
+			}
+		}
+	})
 	for _, p := range []string{missingDir, "no-such-store.db", "ralph-gate.db"} {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("audit created %s", p)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ralph-gate/ralph-gate/policy"
 )
@@ -46,6 +48,9 @@ func (s Spec) CheckArguments(raw json.RawMessage, values func(arg string) []stri
 			continue
 		}
 		if r := s.checkType(a, v, values(a.Name)); r != nil {
+			return r
+		}
+		if r := s.checkLength(a, v); r != nil {
 			return r
 		}
 	}
@@ -122,12 +127,32 @@ func (s Spec) checkType(a Argument, v json.RawMessage, vals []string) error {
 			policy.Retry{Drop: []policy.Arg{policy.Arg(a.Name)}})
 	}
 	sg := suggest(a, vals)
+	if a.Type == "integer" && outOfRange(v) {
+		return policy.NewRetryRefusal(fmt.Sprintf("%s: argument `%s` is out of range, got %s", s.Name, a.Name, describe(v)),
+			fmt.Sprintf("integers are exact only up to %d; `%s`: %s", maxExactInteger, a.Name, strings.TrimSuffix(a.Description, ".")),
+			policy.Retry{With: []policy.Suggestion{sg}})
+	}
 	if conv, ok := valueAs(a, v); ok {
 		sg.Values, sg.Hint = []string{conv}, ""
 	}
 	return policy.NewRetryRefusal(fmt.Sprintf("%s: argument `%s` must be %s, got %s", s.Name, a.Name, article(a.Type), describe(v)),
 		fmt.Sprintf("`%s`: %s", a.Name, strings.TrimSuffix(a.Description, ".")),
 		policy.Retry{With: []policy.Suggestion{sg}})
+}
+
+// checkLength refuses a string argument longer than its bound, quoting only its beginning (a
+// megabyte-long repo is not sent back).
+func (s Spec) checkLength(a Argument, v json.RawMessage) error {
+	if a.MaxRunes <= 0 || len(v) <= a.MaxRunes {
+		return nil // (a rune is at least a byte)
+	}
+	var str string
+	if json.Unmarshal(v, &str) != nil || utf8.RuneCountInString(str) <= a.MaxRunes {
+		return nil
+	}
+	return policy.NewRetryRefusal(fmt.Sprintf("%s: argument `%s` is too long: %d characters, at most %d", s.Name, a.Name, utf8.RuneCountInString(str), a.MaxRunes),
+		fmt.Sprintf("got %s; `%s`: %s", describe(v), a.Name, strings.TrimSuffix(a.Description, ".")),
+		policy.Retry{With: []policy.Suggestion{suggest(a, nil)}})
 }
 
 // suggest is the Recovery's suggestion for a: its valid values when there is a known set, else
@@ -215,10 +240,20 @@ func isType(t string, v json.RawMessage) bool {
 	case "boolean":
 		return string(v) == "true" || string(v) == "false"
 	case "integer":
-		_, err := strconv.ParseInt(string(v), 10, 0)
-		return err == nil
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		return err == nil && n >= -maxExactInteger && n <= maxExactInteger
 	}
 	return false
+}
+
+// maxExactInteger is the largest integer every JSON reader holds exactly (2^53 − 1): a larger
+// one would be rounded on its way (9007199254740993 read as …992), so it is refused.
+const maxExactInteger = 1<<53 - 1
+
+// outOfRange reports whether v is an integer beyond ±maxExactInteger.
+func outOfRange(v json.RawMessage) bool {
+	n, ok := new(big.Int).SetString(string(bytes.TrimSpace(v)), 10)
+	return ok && n.CmpAbs(big.NewInt(maxExactInteger)) > 0
 }
 
 func jsonType(v json.RawMessage) string {

@@ -25,9 +25,9 @@ func tool(t testing.TB, name string) Spec {
 func TestArguments(t *testing.T) {
 	got := tool(t, HandoffTicket).Arguments()
 	want := []Argument{
-		{Name: "owner", Type: "string"}, {Name: "repo", Type: "string"}, {Name: "number", Type: "integer", Required: true},
-		{Name: "project", Type: "integer"}, {Name: "command", Type: "string", Required: true}, {Name: "intent", Type: "string"},
-		{Name: "to_state", Type: "string"}, {Name: "reason", Type: "string", Required: true},
+		{Name: "owner", Type: "string", MaxRunes: 256}, {Name: "repo", Type: "string", MaxRunes: 256}, {Name: "number", Type: "integer", Required: true},
+		{Name: "project", Type: "integer"}, {Name: "command", Type: "string", Required: true, MaxRunes: 256}, {Name: "intent", Type: "string", MaxRunes: 256},
+		{Name: "to_state", Type: "string", MaxRunes: 256}, {Name: "reason", Type: "string", Required: true, MaxRunes: 10000},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%+v", got)
@@ -65,7 +65,11 @@ func TestCheckArguments(t *testing.T) {
 			"handoff_ticket: argument `number` must be an integer, got a string (\"5\"). `number`: The issue's number. Recovery: retry with number 5"},
 		{HandoffTicket, `{"number":5.0,"command":"research","reason":"r"}`, "must be an integer, got a number (5.0). `number`: The issue's number. Recovery: retry with number 5"},
 		{HandoffTicket, `{"number":1e3,"command":"research","reason":"r"}`, "Recovery: retry with number 1000"},
-		{HandoffTicket, `{"number":99999999999999999999,"command":"research","reason":"r"}`, "Recovery: retry with number set to the issue's number"},
+		{HandoffTicket, `{"number":99999999999999999999,"command":"research","reason":"r"}`, "argument `number` is out of range, got a number (99999999999999999999). integers are exact only up to 9007199254740991; `number`: The issue's number. Recovery: retry with number set to the issue's number"},
+		// Beyond 2^53 a JSON reader rounds (…993 would be read as …992): refused, not rounded.
+		{HandoffTicket, `{"number":9007199254740993,"command":"research","reason":"r"}`, "argument `number` is out of range, got an integer (9007199254740993)"},
+		{HandoffTicket, `{"number":-9007199254740993,"command":"research","reason":"r"}`, "is out of range"},
+		{HandoffTicket, `{"number":9007199254740991,"command":"research","reason":"r"}`, ""},
 		{HandoffTicket, `{"number":1,"command":"research"}`,
 			"handoff_ticket: argument `reason` is missing. `reason` is required: Why you are moving the issue, one or two sentences; posted in the audit comment on the issue. Recovery: retry with reason set to why you are moving the issue, one or two sentences"},
 		{HandoffTicket, `{"number":1,"reason":"r"}`, "argument `command` is missing. `command` is required: The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ... Recovery: retry with command \"research\" or \"plan\""},
@@ -82,9 +86,15 @@ func TestCheckArguments(t *testing.T) {
 		{HandoffTicket, `[1]`, "handoff_ticket: the arguments are not a JSON object. got an array. Recovery: retry with the arguments as one JSON object, e.g. {\"number\": …, \"command\": …, \"reason\": …}"},
 		{DescribeWorkflow, `{"verbose":true}`, "describe_workflow: unknown argument `verbose`. describe_workflow takes no arguments. Recovery: retry without verbose"},
 		{GetWorkflowState, `{"number":1,"long":"` + strings.Repeat("x", 100) + `"}`, "unknown argument `long`"},
+		// A string beyond its bound is refused, quoting only its beginning.
+		{GetWorkflowState, `{"number":1,"repo":"` + strings.Repeat("r", 1<<20) + `"}`,
+			"get_workflow_state: argument `repo` is too long: 1048576 characters, at most 256. got a string (\"" + strings.Repeat("r", 39) + "…); `repo`: Repository name"},
+		{GetWorkflowState, `{"number":1,"repo":"` + strings.Repeat("é", 256) + `"}`, ""},
+		{HandoffTicket, `{"number":1,"command":"research","reason":"` + strings.Repeat("r", 10000) + `"}`, ""},
+		{HandoffTicket, `{"number":1,"command":"research","reason":"` + strings.Repeat("r", 10001) + `"}`, "argument `reason` is too long: 10001 characters, at most 10000"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.tool+" "+tt.args, func(t *testing.T) {
+		t.Run(tt.tool+" "+tt.args[:min(len(tt.args), 80)], func(t *testing.T) {
 			err := tool(t, tt.tool).CheckArguments(json.RawMessage(tt.args), commands)
 			if tt.want == "" {
 				if err != nil {

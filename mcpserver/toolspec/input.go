@@ -23,7 +23,7 @@ type HandoffInput struct {
 	Command string `json:"command" jsonschema:"The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ..."`
 	Intent  string `json:"intent,omitempty" jsonschema:"What you mean, resolved for your command: lock (claim work), complete (finish), escalate (needs a human), release (give the work back), reject, close, cancel. Also accepted as __LOCK__ etc. Give intent or to_state, not both."`
 	ToState string `json:"to_state,omitempty" jsonschema:"A Workflow State by name (case-sensitive), one of your command's outputs or its lock state. Give intent or to_state, not both."`
-	Reason  string `json:"reason" jsonschema:"Why you are moving the issue, one or two sentences; posted in the audit comment on the issue."`
+	Reason  string `json:"reason" maxRunes:"10000" jsonschema:"Why you are moving the issue, one or two sentences; posted in the audit comment on the issue."`
 }
 
 // StateInput is get_workflow_state's input.
@@ -58,7 +58,7 @@ type PickInput struct {
 	MaxEstimate   string `json:"maxEstimate,omitempty" jsonschema:"Largest estimate to accept: XS, S, M, L or XL. Default S. Issues without an estimate are eligible."`
 	Claim         bool   `json:"claim,omitempty" jsonschema:"Lock the picked issue for you atomically, by handing it off with intent lock for your command. Concurrent callers never get the same issue."`
 	Command       string `json:"command,omitempty" jsonschema:"Your command; required with claim (its lock state is where the issue goes, e.g. research: Research in Progress)."`
-	Reason        string `json:"reason,omitempty" jsonschema:"With claim: why you take the issue, for the audit comment. Default: picked by pick_actionable_issue."`
+	Reason        string `json:"reason,omitempty" maxRunes:"10000" jsonschema:"With claim: why you take the issue, for the audit comment. Default: picked by pick_actionable_issue."`
 }
 
 // DescribeInput is describe_workflow's input: nothing.

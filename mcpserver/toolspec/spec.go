@@ -3,6 +3,7 @@ package toolspec
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -158,7 +159,14 @@ type Argument struct {
 	Type        string
 	Required    bool
 	Description string
+	// MaxRunes bounds a string argument (its field's maxRunes tag; defaultMaxRunes without
+	// one): a longer value is refused, and the refusal quotes only its beginning.
+	MaxRunes int
 }
+
+// defaultMaxRunes bounds a string argument whose field names no bound: names of states,
+// commands, organizations and repositories are far shorter.
+const defaultMaxRunes = 256
 
 // Arguments lists the tool's arguments in the order its input type declares them.
 func (s Spec) Arguments() []Argument { return argumentsOf(s.Input) }
@@ -181,7 +189,10 @@ func argumentsOf(in any) []Argument {
 			case reflect.Int, reflect.Int64, reflect.Int32:
 				a.Type = "integer"
 			default:
-				a.Type = "string"
+				a.Type, a.MaxRunes = "string", defaultMaxRunes
+				if n, err := strconv.Atoi(f.Tag.Get("maxRunes")); err == nil {
+					a.MaxRunes = n
+				}
 			}
 			out = append(out, a)
 		}

@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghsim"
+	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
+)
+
+// One agent cannot spend the installation's GitHub budget: a JSON-RPC batch of 500 tool calls
+// in one POST (it once made 2,060 GitHub requests in under a second) is refused whole and
+// costs no request; 100 calls in a row cost at most the agent's burst; and an illegal move
+// right after is reverted as ever. docs/SECURITY.md "Budgets".
+func TestAgentCannotSpendTheBudget(t *testing.T) {
+	seed := strings.Replace(mcpSeed, "users:\n", "users:\n  - {login: agent-1, token: agent-1-gh-token}\n", 1)
+	e := start(t, "sqlite", []byte(seed), func(c *config.Config) {
+		configureMCP(c)
+		c.MCP.Limits = config.MCPLimits{CallsPerMinute: 60, Burst: 20, MaxBatch: 10, GitHubReserve: 0.5}
+	})
+	e.settle()
+	before := e.sb.Sim.Requests().Total
+	var msgs []string
+	for i := range 500 {
+		msgs = append(msgs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_workflow_state","arguments":{"number":1}}}`, i+1))
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.sb.AppURL+"/mcp", strings.NewReader("["+strings.Join(msgs, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+agent1Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "at most 10 messages") {
+		t.Fatalf("a batch of 500: %d %s", resp.StatusCode, body)
+	}
+	if n := appRequestsBetween(e, before); n != 0 {
+		t.Errorf("the refused batch made %d GitHub requests", n)
+	}
+
+	cs := e.agentClient(agent1Token)
+	served, refused := 0, 0
+	before = e.sb.Sim.Requests().Total
+	for range 100 {
+		_, msg := call[toolspec.StateOutput](t, cs, toolspec.GetWorkflowState, map[string]any{"number": 1})
+		switch {
+		case msg == "":
+			served++
+		case strings.Contains(msg, "Retry-After"):
+			refused++
+		default:
+			t.Fatalf("refused for another reason: %s", msg)
+		}
+	}
+	if n := appRequestsBetween(e, before); served > 21 || refused < 79 || n > 100 {
+		t.Errorf("100 calls in a row: %d served, %d refused, %d GitHub requests; want at most the burst (20, and one more a second) served and at most 100 requests", served, refused, n)
+	}
+
+	e.move("agent-1", 2, "In Progress")
+	e.settle()
+	e.wantState(2, "Backlog")
+}
+
+// A delivery GitHub could not make is not a change of nobody's: alice's legal move out of
+// Human Needed (humans only), whose delivery and every redelivery failed, is taken from
+// GitHub's record of the delivery once the sweeper gives up, and stands, audited as hers (it
+// was judged "(unknown)" with an agent's rights and reverted, with a comment about "a change no
+// webhook reported").
+func TestFailedDeliveryKeepsItsSender(t *testing.T) {
+	t.Parallel()
+	seed := mcpSeed + "  - {repo: app, number: 30, title: Escalated, project: 1, fields: {Workflow State: Human Needed}}\n"
+	e := start(t, "sqlite", []byte(seed), nil)
+	ctx := t.Context()
+	e.settle()
+	e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
+	e.move("alice", 30, "Backlog")
+	ingested := 0
+	for range 10 {
+		rep, err := e.sb.App.SweepNow(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ingested += rep.Ingested; ingested > 0 {
+			break
+		}
+	}
+	if ingested != 1 {
+		t.Fatalf("%d deliveries taken from GitHub's record, want alice's", ingested)
+	}
+	e.faults(ghsim.Faults{})
+	e.settle()
+	if _, err := e.sb.App.ReconcileNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	e.wantState(30, "Backlog")
+	var alice, nobody int
+	for _, a := range e.audit(30) {
+		switch {
+		case a.Actor == "alice" && a.Verdict == enforce.VerdictAllowed && a.ToState == "Backlog":
+			alice++
+		case a.Actor == enforce.DriftActor:
+			nobody++
+		}
+	}
+	if alice != 1 || nobody != 0 {
+		t.Fatalf("audit %+v: want alice's move allowed once, nothing judged as nobody's", e.audit(30))
+	}
+	for _, c := range e.comments(30) {
+		t.Errorf("a comment on alice's legal move: %s", c.Body)
+	}
+}
