@@ -51,7 +51,7 @@ func TestChangeWithoutSenderGetsTheLeastPrivilege(t *testing.T) {
 }
 
 // However a report without a sender reaches the explanation, the comment names it as one
-// (it once read "`` (agent) moved this…").
+// (it once read "“ (agent) moved this…").
 func TestExplanationOfNoSender(t *testing.T) {
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	for _, actor := range []string{"", NoSender} {

@@ -33,7 +33,7 @@ type fakeHooks struct {
 	limited     bool
 	lists       int
 	// arrive, when set, lists each redelivery as a new attempt with this status.
-	arrive int
+	arrive  int
 	reads   int   // GetHookDelivery calls
 	readErr error // GetHookDelivery's answer, when set
 }
