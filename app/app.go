@@ -290,6 +290,9 @@ func (a *App) routes() http.Handler {
 	return mux
 }
 
+// readyProbeCursor is the row /readyz writes to see that the store can write.
+const readyProbeCursor = "readyz/probe"
+
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -303,6 +306,13 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := a.store.Ping(ctx); err != nil {
 		http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	// Every delivery is recorded before it is answered: a store that answers but cannot write
+	// (a full disk) fails them all, so the replica is not ready.
+	if err := a.store.PutCursor(ctx, readyProbeCursor, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("not ready: the store cannot write")
+		http.Error(w, "store cannot write", http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")

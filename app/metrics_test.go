@@ -145,6 +145,20 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	if code, _ := get(t, sb.AppURL+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d before the store went down", code)
 	}
+	// A store that answers but cannot write (a full disk) fails every delivery: not ready,
+	// and ready again once it can.
+	if _, err := sb.App.Store().DB().Exec(`PRAGMA query_only = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, sb.AppURL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "store cannot write") {
+		t.Errorf("/readyz = %d %q with a store that cannot write, want 503", code, body)
+	}
+	if _, err := sb.App.Store().DB().Exec(`PRAGMA query_only = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, sb.AppURL+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz = %d once the store can write again", code)
+	}
 	if err := sb.App.Store().Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,7 @@ func (s *sweeps) SweepProof(ctx context.Context) (policy.SweepProof, error) {
 // run serves requests until ctx ends.
 func (s *sweeps) run(ctx context.Context) {
 	log := zerolog.Ctx(ctx)
+	failures := 0 // sweeps failed in a row
 	for {
 		select {
 		case <-ctx.Done():
@@ -146,8 +147,19 @@ func (s *sweeps) run(ctx context.Context) {
 			case <-time.After(ra.Wait):
 			}
 		case err != nil && ctx.Err() == nil:
-			log.Warn().Err(err).Msg("gap sweep failed")
+			// (A store that cannot write, a GitHub that fails: the next sweep waits longer
+			// each time, up to a minute, rather than a second.)
+			failures++
+			wait := min(minSweepGap<<min(failures, 6), maxSweepBackoff)
+			log.Warn().Err(err).Int("failures", failures).Dur("next_in", wait).Msg("gap sweep failed")
+			s.RequestSweep(ctx) // what asked for it still waits
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 		default:
+			failures = 0
 			log.Debug().Int("redelivered", rep.Redelivered).Bool("complete", rep.Complete).Msg("gap sweep")
 			if rep.Complete {
 				select {
@@ -170,5 +182,9 @@ func (s *sweeps) run(ctx context.Context) {
 // sweep is asked for within this of the moment one could prove it.
 const dueTick = 50 * time.Millisecond
 
-// minSweepGap is the shortest time between the starts of two gap sweeps.
-const minSweepGap = time.Second
+// minSweepGap is the shortest time between the starts of two gap sweeps; maxSweepBackoff the
+// longest wait after sweeps that failed in a row.
+const (
+	minSweepGap     = time.Second
+	maxSweepBackoff = time.Minute
+)

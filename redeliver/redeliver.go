@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -130,6 +131,9 @@ type Sweeper struct {
 	now     func() time.Time
 	// toldGaveUp holds the deliveries given up whose warning this process logged (once each).
 	toldGaveUp map[string]bool
+	// known is the state as this process last made it, saved or not: a store that cannot
+	// write must not make the sweeper forget what it redelivered (load merges it in).
+	known *state
 }
 
 // New returns a sweeper; hooks returns a JWT-authenticated client (go-githubapp's
@@ -515,19 +519,34 @@ func (e *RetryAfterError) Error() string                     { return e.Err.Erro
 func (e *RetryAfterError) Unwrap() error                     { return e.Err }
 func (e *RetryAfterError) RetryAfterDuration() time.Duration { return e.Wait }
 
+// load reads the state the store holds (another replica may have swept since), merged with
+// what this process knows and may not have saved: per delivery the most attempts, and the
+// later wait GitHub asked for.
 func (s *Sweeper) load(ctx context.Context) (state, error) {
 	st := state{GUIDs: map[string]attempt{}}
-	v, err := s.cursors.GetCursor(ctx, CursorName)
-	if err != nil || v == "" {
-		return st, nil // none yet (ErrNotFound) or unreadable: start afresh
+	if v, err := s.cursors.GetCursor(ctx, CursorName); err == nil && v != "" {
+		// (none yet, or unreadable: start afresh)
+		if err := json.Unmarshal([]byte(v), &st); err != nil || st.GUIDs == nil {
+			st = state{GUIDs: map[string]attempt{}}
+		}
 	}
-	if err := json.Unmarshal([]byte(v), &st); err != nil || st.GUIDs == nil {
-		return state{GUIDs: map[string]attempt{}}, nil
+	if s.known != nil {
+		if s.known.NotBefore.After(st.NotBefore) {
+			st.NotBefore = s.known.NotBefore
+		}
+		for guid, a := range s.known.GUIDs {
+			if b, ok := st.GUIDs[guid]; !ok || a.N > b.N || (a.N == b.N && a.Ingested && !b.Ingested) {
+				st.GUIDs[guid] = a
+			}
+		}
 	}
 	return st, nil
 }
 
+// save keeps st in this process, then in the store.
 func (s *Sweeper) save(ctx context.Context, st state) error {
+	known := state{NotBefore: st.NotBefore, GUIDs: maps.Clone(st.GUIDs)}
+	s.known = &known
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode redelivery state: %w", err)

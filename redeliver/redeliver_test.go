@@ -234,3 +234,29 @@ func TestGivenUpDeliveryIsTakenFromGitHubsRecord(t *testing.T) {
 		t.Fatalf("taken in twice: %+v %v, took %v, %d reads", rep, err, got, hooks.reads)
 	}
 }
+
+// brokenCursors reads but cannot write (a full disk).
+type brokenCursors struct{ memCursors }
+
+func (brokenCursors) PutCursor(context.Context, string, string) error {
+	return errors.New("database or disk is full")
+}
+
+// A store that cannot write does not make the sweeper forget what it redelivered: the sweeps
+// fail (nothing proves anything), but a delivery is redelivered at most max_attempts times (a
+// full disk once made 221 redeliveries of 30 deliveries in six minutes).
+func TestSweepRemembersWhatItCouldNotSave(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hooks := &fakeHooks{deliveries: []*github.HookDelivery{delivery(1, "a", 502, now.Add(-time.Minute))}, arrive: 502}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, brokenCursors{memCursors{}},
+		Options{MaxAttempts: 3, Confirm: 20 * time.Millisecond, ConfirmPoll: 5 * time.Millisecond}, func() time.Time { return now })
+	for i := range 20 {
+		if _, err := s.Sweep(context.Background()); err == nil && len(hooks.redelivered) > 0 {
+			t.Fatalf("sweep %d: no error though nothing could be saved", i+1)
+		}
+		now = now.Add(time.Second)
+	}
+	if len(hooks.redelivered) != 3 {
+		t.Fatalf("redelivered %d times (%v), want max_attempts (3)", len(hooks.redelivered), hooks.redelivered)
+	}
+}
