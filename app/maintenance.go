@@ -132,6 +132,13 @@ func (a *App) PruneNow(ctx context.Context) (int64, error) {
 	if n > 0 {
 		zerolog.Ctx(ctx).Info().Int64("changes", n).Msg("pruned old history")
 	}
+	sessions, err := a.store.PruneRevokedSessions(ctx, time.Now())
+	if err != nil {
+		return n, err
+	}
+	if sessions > 0 {
+		zerolog.Ctx(ctx).Debug().Int64("sessions", sessions).Msg("forgot signed-out sessions past their expiry")
+	}
 	return n, nil
 }
 

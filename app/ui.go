@@ -38,7 +38,7 @@ func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 		}
 	}
 	auth, err := webauth.New(webauth.Options{GitHub: gh, PublicURL: cfg.PublicBase(), SessionKey: []byte(cfg.UI.SessionKey),
-		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now})
+		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now, Revocations: a.store})
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}

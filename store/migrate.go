@@ -236,6 +236,19 @@ var migrations = []migration{
 			`ALTER TABLE items ADD COLUMN provisional_at {{ts}}`,
 		},
 	},
+	{
+		version: 11,
+		name:    "revoked sessions",
+		stmts: []string{
+			// A page session signed out is refused by every replica until it would have
+			// expired, even if its cookie was copied before (webauth).
+			`CREATE TABLE revoked_sessions (
+				id    TEXT PRIMARY KEY,
+				until {{ts}} NOT NULL
+			)`,
+			`CREATE INDEX revoked_sessions_until ON revoked_sessions (until)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

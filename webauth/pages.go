@@ -16,16 +16,20 @@ const (
 	pageGitHubFailed
 	pageUnavailable
 	pageBadCSRF
+	pageSessionUnknown
+	pageNotSignedOut
 )
 
 var pageText = map[pageKind]struct{ title, body string }{
-	pageSignedOut:    {"Signed out", "You are signed out of ralph-gate."},
-	pageDenied:       {"Not a member", "The board health pages are for members of the organizations whose boards ralph-gate enforces."},
-	pageBadState:     {"Sign-in expired", "This sign-in was not started here or took too long. Start again."},
-	pageDeclined:     {"Sign-in not completed", "GitHub did not complete the sign-in."},
-	pageGitHubFailed: {"Sign-in failed", "GitHub could not confirm who you are. Try again in a moment."},
-	pageUnavailable:  {"Membership unknown", "ralph-gate cannot reach GitHub to check your organization membership. Try again in a moment."},
-	pageBadCSRF:      {"Sign-out refused", "The sign-out form was not sent from this page. Sign out from a page of ralph-gate."},
+	pageSignedOut:      {"Signed out", "You are signed out of ralph-gate."},
+	pageDenied:         {"Not a member", "The board health pages are for members of the organizations whose boards ralph-gate enforces."},
+	pageBadState:       {"Sign-in expired", "This sign-in was not started here or took too long. Start again."},
+	pageDeclined:       {"Sign-in not completed", "GitHub did not complete the sign-in."},
+	pageGitHubFailed:   {"Sign-in failed", "GitHub could not confirm who you are. Try again in a moment."},
+	pageUnavailable:    {"Membership unknown", "ralph-gate cannot reach GitHub to check your organization membership. Try again in a moment."},
+	pageBadCSRF:        {"Sign-out refused", "The sign-out form was not sent from this page. Sign out from a page of ralph-gate."},
+	pageSessionUnknown: {"Session unknown", "ralph-gate cannot reach its database to check your session. Try again in a moment."},
+	pageNotSignedOut:   {"Not signed out", "ralph-gate could not record your sign-out in its database, so your session is still open. Try again in a moment."},
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>

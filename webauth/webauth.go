@@ -67,6 +67,16 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Revocations, when set, keeps the sessions signed out: a cookie copied before its
+	// session signed out is refused by every replica (store.Store implements it). Without
+	// it, signing out clears the cookie only.
+	Revocations Revocations
+}
+
+// Revocations keeps signed-out sessions until they would have expired.
+type Revocations interface {
+	RevokeSession(ctx context.Context, id string, until time.Time) error
+	SessionRevoked(ctx context.Context, id string) (bool, error)
 }
 
 // Auth guards the pages.
@@ -164,7 +174,12 @@ func (a *Auth) Wrap(pages http.Handler) http.Handler {
 // guard admits signed-in members only.
 func (a *Auth) guard(pages http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := a.cookies.session(r)
+		sess, ok, err := a.signedIn(r)
+		if err != nil {
+			zerolog.Ctx(r.Context()).Warn().Err(err).Msg("ui: cannot tell whether a session was signed out")
+			a.page(w, http.StatusServiceUnavailable, pageSessionUnknown)
+			return
+		}
 		if !ok {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				http.Redirect(w, r, LoginPath+"?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
@@ -186,6 +201,20 @@ func (a *Auth) guard(pages http.Handler) http.Handler {
 		}
 		pages.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxViewer, v)))
 	})
+}
+
+// signedIn is the request's session when its cookie holds one that was not signed out; err
+// when the store cannot tell.
+func (a *Auth) signedIn(r *http.Request) (session, bool, error) {
+	sess, ok := a.cookies.session(r)
+	if !ok || a.opts.Revocations == nil {
+		return sess, ok, nil
+	}
+	revoked, err := a.opts.Revocations.SessionRevoked(r.Context(), sess.ID)
+	if err != nil {
+		return session{}, false, err
+	}
+	return sess, !revoked, nil
 }
 
 // member reports whether login belongs to every organization, from the cache when it can.
@@ -210,7 +239,7 @@ func (a *Auth) member(ctx context.Context, login string) (bool, error) {
 // login starts the OAuth flow (or goes straight on when already signed in).
 func (a *Auth) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.URL.Query().Get("next"))
-	if _, ok := a.cookies.session(r); ok {
+	if _, ok, _ := a.signedIn(r); ok { // (a store that cannot tell: sign in again)
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
@@ -318,6 +347,14 @@ func (a *Auth) logout(w http.ResponseWriter, r *http.Request) {
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue(CSRFField)), []byte(want)) != 1 {
 		a.page(w, http.StatusForbidden, pageBadCSRF)
 		return
+	}
+	if a.opts.Revocations != nil {
+		// Kept until the cookie would have expired: a copy of it is refused meanwhile.
+		if err := a.opts.Revocations.RevokeSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0)); err != nil {
+			zerolog.Ctx(r.Context()).Warn().Err(err).Str("login", sess.Login).Msg("ui: cannot sign out: the session could not be revoked")
+			a.page(w, http.StatusServiceUnavailable, pageNotSignedOut)
+			return
+		}
 	}
 	a.cookies.clear(w, a.cookies.sessionName(), "/")
 	zerolog.Ctx(r.Context()).Info().Str("login", sess.Login).Msg("ui: signed out")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -58,6 +59,31 @@ type env struct {
 	members *countingMembers
 	clock   *clock
 	logs    *bytes.Buffer
+	revoked *memRevocations
+}
+
+// memRevocations keeps revoked sessions in memory; broken makes it fail.
+type memRevocations struct {
+	mu     sync.Mutex
+	ids    map[string]time.Time
+	broken error
+}
+
+func (m *memRevocations) RevokeSession(_ context.Context, id string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.broken != nil {
+		return m.broken
+	}
+	m.ids[id] = until
+	return nil
+}
+
+func (m *memRevocations) SessionRevoked(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.ids[id]
+	return ok, m.broken
 }
 
 // start runs ghsim and an app serving pages behind Auth, both over real HTTP.
@@ -87,7 +113,7 @@ repos: [app]
 	}
 	t.Cleanup(func() { cancel(); _ = sim.Close() })
 
-	e := &env{t: t, sim: sim, simURL: simURL, clock: &clock{now: time.Now()}, logs: &bytes.Buffer{}}
+	e := &env{t: t, sim: sim, simURL: simURL, clock: &clock{now: time.Now()}, logs: &bytes.Buffer{}, revoked: &memRevocations{ids: map[string]time.Time{}}}
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -105,7 +131,7 @@ repos: [app]
 	}
 	e.members = &countingMembers{next: NewInstallationMembers(creator)}
 	e.auth, err = New(Options{GitHub: cfg, PublicURL: srv.URL, SessionKey: sessionKey, Orgs: []string{"acme"},
-		Members: e.members, Now: e.clock.Now})
+		Members: e.members, Now: e.clock.Now, Revocations: e.revoked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,6 +500,41 @@ func TestLogoutNeedsPOSTAndTheCSRFToken(t *testing.T) {
 	}
 	if p := bob.get("/ui/"); !strings.Contains(p.body, secretData+" for bob") {
 		t.Fatal("alice's sign-out signed bob out")
+	}
+}
+
+// Signing out revokes the session for every replica: a copy of its cookie taken before is
+// refused afterwards (it stayed valid for the rest of its 8 hours). When the sign-out cannot be
+// recorded, the page says so and the session stays open, rather than pretending.
+func TestSignOutRevokesACopiedCookie(t *testing.T) {
+	e := start(t, withMembers)
+	alice := e.browser()
+	p := alice.signIn("/ui/", "alice")
+	_, token, _ := strings.Cut(p.body, "csrf=")
+	u, _ := url.Parse(e.appURL + "/ui/")
+	copied := e.browser()
+	copied.Jar.SetCookies(u, alice.Jar.Cookies(u))
+	if p := copied.get("/ui/"); !strings.Contains(p.body, secretData+" for alice") {
+		t.Fatalf("the copied cookie does not sign in: %d %s", p.status, p.body)
+	}
+
+	e.revoked.broken = errors.New("database is locked")
+	if p := alice.post(LogoutPath, url.Values{CSRFField: {token}}); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "Not signed out") {
+		t.Fatalf("sign-out with the store failing: %d %s", p.status, p.body)
+	}
+	e.revoked.broken = nil
+	if p := alice.get("/ui/"); !strings.Contains(p.body, secretData+" for alice") {
+		t.Fatalf("the session closed though its sign-out failed: %s", p.body)
+	}
+
+	if p := alice.post(LogoutPath, url.Values{CSRFField: {token}}); p.status != http.StatusOK || !strings.Contains(p.body, "Signed out") {
+		t.Fatalf("sign-out: %d %s", p.status, p.body)
+	}
+	if p := copied.get("/ui/"); strings.Contains(p.body, secretData) || !strings.HasPrefix(p.url, e.simURL+"/login/oauth/authorize?") {
+		t.Fatalf("the copied cookie still signs in after sign-out: %d %s %s", p.status, p.url, p.body)
+	}
+	if p := copied.post(LogoutPath, url.Values{CSRFField: {token}}); strings.Contains(p.body, secretData) {
+		t.Fatalf("%s", p.body)
 	}
 }
 
