@@ -13,7 +13,8 @@ import (
 // With BatchJudge, a change that may be reverted at once (provisional.go) is not walked by its
 // job, which waits for the proof with the others: the intake puts its item on a list and wakes
 // RevertAtOnce, which takes the whole list and writes the reverts together (guarded writes of
-// one board share their turns, and the check each needs is made on the read its turn makes).
+// one board share their turns, and the check each needs is made, and the revert journaled, on
+// the read its turn makes).
 // A revert at once then costs the write's read and mutation, no read of its own, and a burst
 // of refused moves costs a few of each, not two requests a move.
 
@@ -85,12 +86,13 @@ func (e *Enforcer) RevertAtOnce(ctx context.Context) int {
 	return n
 }
 
-// revertTogether journals each item's provisional revert under its lock, writes them together
-// (each checked on the card its turn reads) and records what became of each write.
+// revertTogether prepares each item's provisional revert from its record, under its lock,
+// and writes them together: each is checked, and journaled, on the card its turn reads.
 func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceItem) {
 	type prepared struct {
-		w  *walk
-		wr StateWrite
+		w    *walk
+		wr   StateWrite
+		lctx context.Context
 	}
 	var ready []prepared
 	for _, it := range items {
@@ -106,7 +108,7 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceIt
 		if err != nil {
 			zerolog.Ctx(lctx).Debug().Err(err).Msg("could not revert at once; the move waits for its proof")
 		} else if ok {
-			ready = append(ready, prepared{w, wr})
+			ready = append(ready, prepared{w, wr, lctx})
 		}
 	}
 	if len(ready) == 0 {
@@ -118,24 +120,13 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceIt
 	}
 	for i, err := range b.SetStatesIf(ctx, writes) {
 		p := ready[i]
-		l := itemLogger(ctx, p.wr.Item).With().Str("delivery", p.w.pending[0].DeliveryID).Logger()
-		lctx := l.WithContext(ctx)
-		unlock, lerr := e.items.lock(lctx, p.wr.Item.ID)
-		if lerr != nil {
-			continue
-		}
-		if rec, found, lerr := e.items.load(lctx, p.wr.Item.ID); lerr == nil && found && rec.ProvisionalFor == p.w.rec.ProvisionalFor {
-			p.w.rec = rec
-			if werr := e.provisionalWritten(lctx, p.w, p.wr, err); werr != nil {
-				zerolog.Ctx(lctx).Debug().Err(werr).Msg("could not record a provisional revert's write")
-			}
-		}
-		unlock()
+		l := zerolog.Ctx(p.lctx).With().Str("delivery", p.w.pending[0].DeliveryID).Logger()
+		e.provisionalWritten(l.WithContext(ctx), p.w, p.wr, err)
 	}
 }
 
-// preparedAtOnce loads an item's record and reports, under its lock, and journals its
-// provisional revert when they still let it.
+// preparedAtOnce loads an item's record and reports, under its lock, and prepares its
+// provisional revert when they let it.
 func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk) (StateWrite, bool, error) {
 	var err error
 	if w.rec, w.found, err = e.items.load(ctx, w.it.ID); err != nil || !w.found {
@@ -145,7 +136,8 @@ func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk) (StateWrite, boo
 		return StateWrite{}, false, err
 	}
 	w.it.Number, w.it.Repo = w.rec.IssueNumber, w.rec.Repo
-	return e.provisionalPrepare(ctx, w, w.it)
+	wr, ok := e.provisionalPrepare(w, w.it)
+	return wr, ok, nil
 }
 
 // itemLogger is the context's logger with the keys a job's lines carry for an item read.

@@ -201,9 +201,9 @@ type walk struct {
 	// lifecycle event's): its automation names it. eventTo is the state a lifecycle event
 	// judged legal moved the item to (the walk writes the card).
 	cause, eventTo string
-	// seen is the item as a provisional revert's write read it when its turn came (set by
-	// the write's check, which may run on another goroutine).
-	seen atomic.Pointer[Item]
+	// atOnce is what a provisional revert's check left when it let the write go (set by the
+	// write's check, which may run on another goroutine: provisional.go).
+	atOnce atomic.Pointer[atOnceWrite]
 }
 
 // walk goes through an item's reported changes in the order of its history (policy.Sequence
@@ -305,9 +305,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		}
 		switch a.Kind {
 		case policy.ActWait:
-			if err := e.provisionalRevert(ctx, w); err != nil {
-				return Result{}, err
-			}
+			e.provisionalRevert(ctx, w)
 			return e.hold(ctx, w, a)
 		case policy.ActDone:
 			if err := e.provisionalNeverLanded(ctx, w); err != nil {

@@ -26,50 +26,58 @@ import (
 // lets it be written at once (policy.Provisional): the move waits for its proof.
 var errNotAtOnce = errors.New("the card no longer lets the move be reverted at once")
 
+// atOnceWrite is what a provisional revert's check left once it let the write go: the item as
+// its turn read it, and the record with the revert journaled.
+type atOnceWrite struct {
+	it  Item
+	rec Record
+}
+
 // provisionalRevert writes the provisional revert of the walk's only waiting report when it
 // qualifies; otherwise (or when GitHub refuses the write) the report waits for the proof.
 // The caller holds the item's lock.
-func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) error {
+func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 	it := w.it
 	if !w.read {
 		// The guarded write reads the card when its turn comes, and the check is made on
 		// that read: the record tells which item to write.
 		it = Item{ID: w.rec.ItemID, ProjectID: w.rec.ProjectID, Owner: w.owner, Number: w.rec.IssueNumber, Repo: w.rec.Repo}
 	}
-	wr, ok, err := e.provisionalPrepare(ctx, w, it)
-	if err != nil || !ok {
-		return err
+	if wr, ok := e.provisionalPrepare(w, it); ok {
+		e.provisionalWritten(ctx, w, wr, setStateIf(ctx, w.board, wr))
 	}
-	return e.provisionalWritten(ctx, w, wr, setStateIf(ctx, w.board, wr))
 }
 
-// provisionalPrepare journals the provisional revert of the walk's only waiting report when
-// the record and the reports let it, and returns the write to make: guarded (only over the
-// refused value), and checked on the card as read when the write's turn comes, which has the
-// last word (provisionalHolds). The caller holds the item's lock.
-func (e *Enforcer) provisionalPrepare(ctx context.Context, w *walk, it Item) (StateWrite, bool, error) {
+// provisionalPrepare returns the provisional revert of the walk's only waiting report when the
+// record and the reports let it: guarded (only over the refused value), and checked on the
+// card as read when the write's turn comes, which has the last word. Only then, right before
+// the mutation, is the revert journaled (its check commits the record, as loaded: a walk that
+// recorded anything since makes the commit, and so the write, fail), so a revert the card did
+// not let go leaves no journal behind.
+func (e *Enforcer) provisionalPrepare(w *walk, it Item) (StateWrite, bool) {
 	if !w.found {
-		return StateWrite{}, false, nil
+		return StateWrite{}, false
 	}
 	o, _, ok := e.revertsAtOnce(w.rec, w.pending)
 	if !ok {
-		return StateWrite{}, false, nil
+		return StateWrite{}, false
 	}
 	in := policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending)}
 	rec := w.rec
 	rec.Provisional, rec.ProvisionalOver, rec.ProvisionalFor, rec.ProvisionalAt = rec.LastLegalState, o.To, o.DeliveryID, o.At
-	if err := e.commit(ctx, w, Step{Record: rec}); err != nil {
-		return StateWrite{}, false, err
-	}
-	read := &w.seen
+	done := &w.atOnce
 	check := func(ctx context.Context, cur Item) error {
 		if err := e.provisionalHolds(ctx, in, o, cur); err != nil {
 			return err
 		}
-		read.Store(&cur)
+		journaled, err := e.items.commit(ctx, Step{Record: rec})
+		if err != nil {
+			return fmt.Errorf("journal the revert at once: %w", err)
+		}
+		done.Store(&atOnceWrite{it: cur, rec: journaled})
 		return nil
 	}
-	return StateWrite{Item: it, From: o.To, State: rec.LastLegalState, Check: check}, true, nil
+	return StateWrite{Item: it, From: o.To, State: rec.LastLegalState, Check: check}, true
 }
 
 // provisionalHolds says whether the card, as read when the write's turn came, still lets the
@@ -104,31 +112,34 @@ func (e *Enforcer) provisionalHolds(ctx context.Context, in policy.SequenceInput
 	return nil
 }
 
-// provisionalWritten records what became of a provisional revert's write: written (logged),
-// not written because the card moved meanwhile or no longer lets it (the journal cleared: the
-// move waits for its proof), or failed (the journal stays: it may have landed, and the
-// proof's walk tells from the board or the write's report). The caller holds the item's lock.
-func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrite, err error) error {
+// provisionalWritten takes in what became of a provisional revert's write: written (logged);
+// not journaled because the card moved meanwhile or no longer lets it, or the journal could not
+// be committed (nothing was written: the move waits for its proof); or journaled and the write
+// failed (the journal stays: it may have landed, and the proof's walk tells from the board or
+// the write's report).
+func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrite, err error) {
 	log := zerolog.Ctx(ctx)
+	done := w.atOnce.Swap(nil)
+	if done != nil {
+		w.rec, w.found = done.rec, true
+	}
 	switch {
-	case errors.Is(err, ErrBoardMoved) || errors.Is(err, errNotAtOnce):
-		rec := w.rec
-		rec.forgetProvisional()
+	case done == nil:
+		if !errors.Is(err, ErrBoardMoved) && !errors.Is(err, errNotAtOnce) {
+			log.Debug().Err(err).Int("issue", wr.Item.Number).Msg("could not revert at once; the move waits for its proof")
+		}
 		w.read = false
-		return e.commit(ctx, w, Step{Record: rec})
+		return
 	case err != nil:
 		log.Warn().Err(err).Int("issue", wr.Item.Number).Msg("provisional revert failed; the move waits for the proof")
 		w.read = false
-		return nil
+		return
 	}
-	if cur := w.seen.Load(); cur != nil {
-		w.it, w.read = *cur, true
-	}
+	w.it, w.read = done.it, true
 	w.it.State = wr.State
 	o := w.pending[0]
 	moveLine{Issue: w.it.Number, From: wr.From, To: wr.State, Actor: o.Actor, Verdict: VerdictReverted}.on(log.Info()).
 		Msg("reverted an illegal move provisionally; it is explained once every earlier change is known")
-	return nil
 }
 
 // revertsAtOnce returns the item's only waiting report and policy's refusal of it when the
