@@ -149,7 +149,13 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 		return fmt.Sprintf("it was %s at %s, and ralph-gate has not judged that change yet",
 			map[bool]string{true: "closed", false: "reopened"}[h.ev.Closed], h.ev.At.UTC().Format(time.RFC3339)), h.ev.At, nil
 	case h.found && eventLeftClosed(h.last) == open && !undoOwed(h.last), !h.found && !h.dated && !open && legal != st.Done && legal != st.Canceled:
-		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", time.Time{}, nil
+		at := time.Time{}
+		if h.found && h.dated && h.ev.Closed == !open && h.ev.Closed != eventLeftClosed(h.last) {
+			// The timeline's newest is that change, of the held one's second (a later one
+			// would be h.later): it is dated, and a chain caused earlier does not wait for it.
+			at = h.ev.At
+		}
+		return map[bool]string{true: "it is open", false: "it is closed"}[open] + ", and ralph-gate has not judged that change yet", at, nil
 	}
 	return "", time.Time{}, nil
 }
