@@ -271,7 +271,11 @@ func (a *App) ingestDelivery(ctx context.Context, event, guid string, payload []
 func (a *App) routes() http.Handler {
 	mux := http.NewServeMux()
 	secret := []byte(a.cfg.GitHub.App.WebhookSecret)
-	dispatcher := githubapp.NewEventDispatcher(a.eventHandlers(), a.cfg.GitHub.App.WebhookSecret, githubapp.WithErrorCallback(dispatchError))
+	var guarded []githubapp.EventHandler
+	for _, h := range a.eventHandlers() {
+		guarded = append(guarded, replayGuard{next: h, store: a.store, held: a.maint.gaps.RequestSweep})
+	}
+	dispatcher := githubapp.NewEventDispatcher(guarded, a.cfg.GitHub.App.WebhookSecret, githubapp.WithErrorCallback(dispatchError))
 	hook := a.metrics.Webhooks(webhookIntake(secret, a.cfg.Server, dispatcher))
 	if a.hookWrap != nil {
 		hook = a.hookWrap(hook)

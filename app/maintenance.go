@@ -41,6 +41,7 @@ func newMaintenance(a *App, gate *ghboard.Gate) *maintenance {
 		MaxPerSweep: a.cfg.Redelivery.MaxPerSweep,
 		MaxAttempts: a.cfg.Redelivery.MaxAttempts,
 		Ingest:      a.ingestDelivery,
+		Suspects:    heldDeliveries{a.store},
 	}, nil)
 	m.gaps = newSweeps(m.sweeper)
 	return m
@@ -131,6 +132,9 @@ func (a *App) PruneNow(ctx context.Context) (int64, error) {
 	}
 	if n > 0 {
 		zerolog.Ctx(ctx).Info().Int64("changes", n).Msg("pruned old history")
+	}
+	if _, err := a.store.PruneDeliveryBodies(ctx, cutoff); err != nil {
+		return n, err
 	}
 	sessions, err := a.store.PruneRevokedSessions(ctx, time.Now())
 	if err != nil {

@@ -136,7 +136,7 @@ func (e *Enforcer) preparedAtOnce(ctx context.Context, w *walk) (StateWrite, boo
 		return StateWrite{}, false, err
 	}
 	w.it.Number, w.it.Repo = w.rec.IssueNumber, w.rec.Repo
-	wr, ok := e.provisionalPrepare(w, w.it)
+	wr, ok := e.provisionalPrepare(w, w.it, false)
 	return wr, ok, nil
 }
 

@@ -103,23 +103,46 @@ type keyedEntry struct {
 }
 
 func (k *keyedMutex) lock(key string) (unlock func()) {
+	e := k.hold(key)
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.release(key, e)
+	}
+}
+
+// tryLock is lock when nobody holds the key, and false (holding nothing) when someone does.
+func (k *keyedMutex) tryLock(key string) (unlock func(), ok bool) {
+	e := k.hold(key)
+	if !e.mu.TryLock() {
+		k.release(key, e)
+		return nil, false
+	}
+	return func() {
+		e.mu.Unlock()
+		k.release(key, e)
+	}, true
+}
+
+// hold counts one more holder (or waiter) of the key's entry.
+func (k *keyedMutex) hold(key string) *keyedEntry {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	e := k.locks[key]
 	if e == nil {
 		e = &keyedEntry{}
 		k.locks[key] = e
 	}
 	e.holders++
-	k.mu.Unlock()
+	return e
+}
 
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		e.holders--
-		if e.holders == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
+// release counts one holder less, forgetting the entry once nobody holds it.
+func (k *keyedMutex) release(key string, e *keyedEntry) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e.holders--
+	if e.holders == 0 {
+		delete(k.locks, key)
 	}
 }

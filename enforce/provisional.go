@@ -43,7 +43,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 		// that read: the record tells which item to write.
 		it = Item{ID: w.rec.ItemID, ProjectID: w.rec.ProjectID, Owner: w.owner, Number: w.rec.IssueNumber, Repo: w.rec.Repo}
 	}
-	if wr, ok := e.provisionalPrepare(w, it); ok {
+	if wr, ok := e.provisionalPrepare(w, it, true); ok {
 		e.provisionalWritten(ctx, w, wr, setStateIf(ctx, w.board, wr))
 	}
 }
@@ -53,8 +53,10 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 // card as read when the write's turn comes, which has the last word. Only then, right before
 // the mutation, is the revert journaled (its check commits the record, as loaded: a walk that
 // recorded anything since makes the commit, and so the write, fail), so a revert the card did
-// not let go leaves no journal behind.
-func (e *Enforcer) provisionalPrepare(w *walk, it Item) (StateWrite, bool) {
+// not let go leaves no journal behind. locked says the caller holds the item's lock for the
+// whole write; otherwise the check takes this process's lock of the item if nobody holds it
+// (a walk under way: the move is its, and waits for its proof).
+func (e *Enforcer) provisionalPrepare(w *walk, it Item, locked bool) (StateWrite, bool) {
 	if !w.found {
 		return StateWrite{}, false
 	}
@@ -69,6 +71,13 @@ func (e *Enforcer) provisionalPrepare(w *walk, it Item) (StateWrite, bool) {
 	check := func(ctx context.Context, cur Item) error {
 		if err := e.provisionalHolds(ctx, in, o, cur); err != nil {
 			return err
+		}
+		if !locked {
+			unlock, ok := e.items.local.tryLock(rec.ItemID)
+			if !ok {
+				return errNotAtOnce
+			}
+			defer unlock()
 		}
 		journaled, err := e.items.commit(ctx, Step{Record: rec})
 		if err != nil {

@@ -223,3 +223,50 @@ func TestRevertAtOnceTogether(t *testing.T) {
 		t.Errorf("after the proof: states %q %q, %d comments; want both reverted and explained", h.state("A"), h.state("B"), h.board.adds)
 	}
 }
+
+// A revert at once never races a walk of its item in this process: when a walk has taken the
+// item's lock by the time the write's turn comes, the check lets nothing go and journals
+// nothing (the walk's own commit would otherwise fail on the journal's, and its job be retried
+// as a failure); the move waits for its proof.
+func TestRevertAtOnceLeavesAnItemUnderWay(t *testing.T) {
+	var h *harness
+	busy := &walkingBoard{}
+	h = newHarnessWith(t, nil, func(h *harness, o *Options) {
+		o.BatchJudge = true
+		busy.Board = h.board
+		o.Boards = func(context.Context, int64, string) (Board, error) { return busy, nil }
+	}, issueN("A", "Backlog", 1))
+	busy.e = h.svc.Enforcer
+	h.adoptAll("A")
+	h.unproven()
+	ch := h.board.move("A", "agent-1", "In Progress", h.now)
+	ch.Owner = "acme"
+	if _, err := h.svc.Enforcer.Observe(context.Background(), ch); err != nil {
+		t.Fatal(err)
+	}
+	before := h.record("A")
+	n := h.svc.Enforcer.RevertAtOnce(context.Background())
+	if rec := h.record("A"); n != 1 || busy.walked != 1 || h.state("A") != "In Progress" || rec.Provisional != "" || rec.Version != before.Version {
+		t.Fatalf("looked at %d (%d writes met a walk); state %q, record %+v (version %d before): want nothing written or journaled",
+			n, busy.walked, h.state("A"), rec, before.Version)
+	}
+}
+
+// walkingBoard takes each item's lock, as a walk would, while its guarded writes run.
+type walkingBoard struct {
+	Board
+	e      *Enforcer
+	walked int
+}
+
+func (b *walkingBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
+	for _, w := range ws {
+		unlock, err := b.e.items.lock(ctx, w.Item.ID)
+		if err != nil {
+			panic(err)
+		}
+		defer unlock()
+		b.walked++
+	}
+	return b.Board.SetStatesIf(ctx, ws)
+}

@@ -37,6 +37,25 @@ type Hooks interface {
 // under its own delivery GUID: what the app would have done had the delivery arrived.
 type Ingest func(ctx context.Context, event, guid string, payload []byte) error
 
+// Suspect is a delivery whose signed body the app had received before under another delivery
+// id (the id is outside the signature): a replay, unless GitHub's log lists the id (the same
+// move made twice in one second has one body).
+type Suspect struct {
+	DeliveryID, Event string
+	Body              []byte
+	ReceivedAt        time.Time
+}
+
+// Suspects keeps the deliveries held until a sweep tells (the app's store).
+type Suspects interface {
+	Suspects(ctx context.Context) ([]Suspect, error)
+	DropSuspect(ctx context.Context, deliveryID string) error
+}
+
+// suspectPatience is how long a held delivery GitHub's log does not list may still show up
+// there before it is taken for a replay.
+const suspectPatience = time.Minute
+
 // Cursors keeps the sweeper's memory (store.Store implements it).
 type Cursors interface {
 	GetCursor(ctx context.Context, name string) (string, error)
@@ -72,8 +91,11 @@ type Options struct {
 	ConfirmPoll time.Duration
 	// Ingest, when set, takes in a delivery given up on (MaxAttempts reached) from GitHub's
 	// record of it, so that its change is known with its real sender rather than found by the
-	// reconciler as a change of nobody's.
+	// reconciler as a change of nobody's; and a suspect delivery GitHub's log lists.
 	Ingest Ingest
+	// Suspects, when set (with Ingest), are the deliveries held as possible replays: one the
+	// listing shows is taken in, one it does not show within suspectPatience is dropped.
+	Suspects Suspects
 }
 
 func (o *Options) defaults() {
@@ -111,6 +133,9 @@ type Report struct {
 	Redelivered int
 	Waiting     int // redelivered recently, no newer attempt yet
 	GaveUp      int // MaxAttempts reached
+	// Suspects held as possible replays that GitHub's log listed (taken in), and that it did
+	// not (dropped as replays).
+	SuspectsTaken, Replays int
 	Ingested    int // of those, taken in from GitHub's record by this sweep (Options.Ingest)
 	Deferred    int // over MaxPerSweep: next sweep
 	Confirmed   int // redeliveries GitHub listed as delivered (2xx) within Options.Confirm
@@ -160,6 +185,41 @@ type attempt struct {
 	First  time.Time `json:"first"`  // when the delivery first failed (pruning)
 	// Ingested: given up on, its event was taken from GitHub's record (Options.Ingest).
 	Ingested bool `json:"ingested,omitempty"`
+}
+
+// settleSuspects takes in each held delivery GitHub's listing shows (listed) and drops, as a
+// replay, each one it should show and does not: received after covered (with slack for the
+// two clocks) and more than suspectPatience ago. The others wait for a later sweep.
+func (s *Sweeper) settleSuspects(ctx context.Context, listed func(guid string) bool, covered, now time.Time, rep *Report) error {
+	if s.opts.Suspects == nil || s.opts.Ingest == nil {
+		return nil
+	}
+	held, err := s.opts.Suspects.Suspects(ctx)
+	if err != nil {
+		return fmt.Errorf("suspect deliveries: %w", err)
+	}
+	log := zerolog.Ctx(ctx)
+	for _, d := range held {
+		switch {
+		case listed(d.DeliveryID):
+			if err := s.opts.Ingest(ctx, d.Event, d.DeliveryID, d.Body); err != nil {
+				log.Warn().Err(err).Str("guid", d.DeliveryID).Msg("could not take in a held delivery GitHub lists; the next sweep tries again")
+				continue
+			}
+			rep.SuspectsTaken++
+			log.Info().Str("guid", d.DeliveryID).Str("event", d.Event).Msg("took in a delivery whose body came before under another id: GitHub lists it")
+		case !covered.IsZero() && d.ReceivedAt.After(covered.Add(proofSlack)) && now.Sub(d.ReceivedAt) > suspectPatience:
+			rep.Replays++
+			log.Warn().Str("guid", d.DeliveryID).Str("event", d.Event).Time("received_at", d.ReceivedAt).
+				Msg("ignored a replayed delivery: its body came before under another id, and GitHub never made this one")
+		default:
+			continue
+		}
+		if err := s.opts.Suspects.DropSuspect(ctx, d.DeliveryID); err != nil {
+			return fmt.Errorf("drop suspect delivery: %w", err)
+		}
+	}
+	return nil
 }
 
 // ingest reads a delivery given up on from GitHub (its payload, as sent) and takes its event
@@ -219,6 +279,7 @@ func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, erro
 		horizon = since.Add(-proofSlack)
 	}
 	listedAll := false
+	var oldest time.Time // the oldest delivery listed
 	opt := &github.ListCursorOptions{PerPage: 100}
 	maxPages := s.opts.MaxPages
 	if !since.IsZero() {
@@ -249,6 +310,9 @@ listing:
 				listedAll = true
 				break listing // newest first: everything after is older
 			}
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
 			g := byGUID[d.GetGUID()]
 			if g == nil {
 				g = &guidInfo{first: at}
@@ -271,6 +335,13 @@ listing:
 		opt.Cursor = resp.Cursor
 	}
 
+	covered := oldest // the listing shows every delivery since
+	if listedAll {
+		covered = horizon
+	}
+	if err := s.settleSuspects(ctx, func(guid string) bool { return byGUID[guid] != nil }, covered, now, &rep); err != nil {
+		return rep, err
+	}
 	var failed []string
 	for guid, g := range byGUID {
 		if !g.succeeded && guid != "" {

@@ -260,3 +260,52 @@ func TestSweepRemembersWhatItCouldNotSave(t *testing.T) {
 		t.Fatalf("redelivered %d times (%v), want max_attempts (3)", len(hooks.redelivered), hooks.redelivered)
 	}
 }
+
+// memSuspects holds suspect deliveries in memory.
+type memSuspects struct{ held []Suspect }
+
+func (m *memSuspects) Suspects(context.Context) ([]Suspect, error) { return m.held, nil }
+
+func (m *memSuspects) DropSuspect(_ context.Context, id string) error {
+	for i, d := range m.held {
+		if d.DeliveryID == id {
+			m.held = append(m.held[:i:i], m.held[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// A delivery held because its body came before under another id is taken in once GitHub's log
+// lists it (the same move made twice in one second), and dropped as a replay once the listing
+// covers it and a minute has passed without it; one not yet covered, or too recent, waits.
+func TestSuspectDeliveriesAreSettledByGitHubsLog(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hooks := &fakeHooks{deliveries: []*github.HookDelivery{
+		delivery(3, "real-twin", 200, now.Add(-30*time.Second)),
+		delivery(2, "first", 200, now.Add(-31*time.Second)),
+		delivery(1, "older", 200, now.Add(-10*time.Minute)),
+	}}
+	sus := &memSuspects{held: []Suspect{
+		{DeliveryID: "real-twin", Event: "projects_v2_item", Body: []byte(`{"x":1}`), ReceivedAt: now.Add(-30 * time.Second)},
+		{DeliveryID: "replay", Event: "projects_v2_item", Body: []byte(`{"x":1}`), ReceivedAt: now.Add(-2 * time.Minute)},
+		{DeliveryID: "replay-recent", Event: "projects_v2_item", Body: []byte(`{"x":1}`), ReceivedAt: now.Add(-20 * time.Second)},
+	}}
+	var took []string
+	ingest := func(_ context.Context, event, guid string, payload []byte) error {
+		took = append(took, guid+" "+event+" "+string(payload))
+		return nil
+	}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, memCursors{}, Options{Ingest: ingest, Suspects: sus}, func() time.Time { return now })
+	rep, err := s.Sweep(context.Background())
+	if err != nil || rep.SuspectsTaken != 1 || rep.Replays != 1 || len(took) != 1 || took[0] != `real-twin projects_v2_item {"x":1}` {
+		t.Fatalf("%+v %v, took %v", rep, err, took)
+	}
+	if len(sus.held) != 1 || sus.held[0].DeliveryID != "replay-recent" {
+		t.Fatalf("still held: %+v", sus.held)
+	}
+	now = now.Add(time.Minute)
+	if rep, err := s.Sweep(context.Background()); err != nil || rep.Replays != 1 || len(sus.held) != 0 || len(took) != 1 {
+		t.Fatalf("a minute later: %+v %v, held %+v, took %v", rep, err, sus.held, took)
+	}
+}

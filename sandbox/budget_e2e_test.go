@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghsim"
@@ -116,5 +119,64 @@ func TestFailedDeliveryKeepsItsSender(t *testing.T) {
 	}
 	for _, c := range e.comments(30) {
 		t.Errorf("a comment on alice's legal move: %s", c.Body)
+	}
+}
+
+// A signed delivery replayed under a new X-GitHub-Delivery (the id is outside the signature) is
+// not judged again: agent-1's illegal move, replayed, made a second `reverted` row and a second
+// line in the comment. It is held until GitHub's delivery log shows the new id, which it never
+// does (the sweep drops it as a replay after a minute: redeliver's tests).
+func TestReplayedDeliveryIsNotJudgedAgain(t *testing.T) {
+	t.Parallel()
+	seed := strings.Replace(mcpSeed, "users:\n", "users:\n  - {login: agent-1, token: agent-1-gh-token}\n", 1)
+	e := start(t, "sqlite", []byte(seed), nil)
+	ctx := t.Context()
+	e.settle()
+	e.move("agent-1", 2, "In Progress")
+	// Replayed at once, while the move is fresh (a replay seconds later is an old report its
+	// history no longer takes).
+	var original ghsim.Delivery
+	for deadline := time.Now().Add(10 * time.Second); original.GUID == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, d := range e.sb.Sim.Deliveries() {
+			if d.Event == "projects_v2_item" && d.StatusCode/100 == 2 && strings.Contains(string(d.Payload()), `"login":"agent-1"`) {
+				original = d
+			}
+		}
+	}
+	if original.GUID == "" {
+		t.Fatal("no delivery of agent-1's move")
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.sb.AppURL+app.WebhookRoute, bytes.NewReader(original.Payload()))
+	for k, v := range original.Headers() {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("X-GitHub-Delivery", "replayed-"+original.GUID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("the replay was answered %d", resp.StatusCode)
+	}
+	e.settle()
+	e.wantState(2, "Backlog")
+	rep, err := e.sb.App.SweepNow(ctx)
+	if err != nil || rep.SuspectsTaken != 0 || rep.Replays != 0 {
+		t.Fatalf("sweep %+v %v: the replay is neither taken in nor dropped within its minute", rep, err)
+	}
+	e.settle()
+	reverted := 0
+	for _, a := range e.audit(2) {
+		if a.Verdict == enforce.VerdictReverted {
+			reverted++
+		}
+	}
+	lines := 0
+	for _, c := range e.comments(2) {
+		lines += strings.Count(c.Body, "moved this from")
+	}
+	if reverted != 1 || lines != 1 {
+		t.Fatalf("%d reverted rows and %d comment lines after the replay, want 1 and 1", reverted, lines)
 	}
 }

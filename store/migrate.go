@@ -249,6 +249,27 @@ var migrations = []migration{
 			`CREATE INDEX revoked_sessions_until ON revoked_sessions (until)`,
 		},
 	},
+	{
+		version: 12,
+		name:    "delivery bodies",
+		stmts: []string{
+			// The digest of each delivery's signed body and the delivery that first brought it:
+			// the delivery id is outside the signature, so a body seen again under another id
+			// is held (suspect_deliveries) until GitHub's delivery log shows that id.
+			`CREATE TABLE delivery_bodies (
+				digest      TEXT PRIMARY KEY,
+				delivery_id TEXT NOT NULL,
+				received_at {{ts}} NOT NULL
+			)`,
+			`CREATE INDEX delivery_bodies_received ON delivery_bodies (received_at)`,
+			`CREATE TABLE suspect_deliveries (
+				delivery_id TEXT PRIMARY KEY,
+				event       TEXT NOT NULL,
+				body        TEXT NOT NULL,
+				received_at {{ts}} NOT NULL
+			)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {
