@@ -133,13 +133,13 @@ type Report struct {
 	Redelivered int
 	Waiting     int // redelivered recently, no newer attempt yet
 	GaveUp      int // MaxAttempts reached
+	Ingested    int // of those, taken in from GitHub's record by this sweep (Options.Ingest)
+	Deferred    int // over MaxPerSweep: next sweep
+	Confirmed   int // redeliveries GitHub listed as delivered (2xx) within Options.Confirm
+	Requests    int // GitHub requests made
 	// Suspects held as possible replays that GitHub's log listed (taken in), and that it did
 	// not (dropped as replays).
 	SuspectsTaken, Replays int
-	Ingested               int // of those, taken in from GitHub's record by this sweep (Options.Ingest)
-	Deferred               int // over MaxPerSweep: next sweep
-	Confirmed              int // redeliveries GitHub listed as delivered (2xx) within Options.Confirm
-	Requests               int // GitHub requests made
 	// Complete: every failed delivery back to the horizon was redelivered and seen to arrive,
 	// or has given up. A complete sweep proves that nothing failed before it began is missing.
 	Complete bool
