@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,8 +41,10 @@ const (
 //   - a missing or malformed X-Hub-Signature-256 (anything but "sha256=" and 64 hex digits,
 //     so no sha1= or sha512=) is a 401 before a byte of the body is read;
 //   - a declared Content-Length over the limit is a 413 before a byte is read;
-//   - at most cap(slots) bodies are read at once; a delivery that finds no slot within
-//     slotWait is a 503 with Retry-After;
+//   - at most cap(slots) bodies are read at once, at most half of them from one client address
+//     (a slow sender cannot hold every slot: GitHub delivers from others meanwhile; behind a
+//     proxy that buffers bodies, as ingress-nginx does, none is held at all); a delivery that
+//     finds no slot within slotWait is a 503 with Retry-After;
 //   - the body is hashed as it is read, into one buffer sized by its declared length (or
 //     grown in chunks, never copied), so at most cap(slots) × maxBody bytes of
 //     unauthenticated body are reachable at any time (the garbage collector frees refused
@@ -52,6 +56,7 @@ type intake struct {
 	secret   []byte
 	maxBody  int64
 	slots    chan struct{}
+	byAddr   addrSlots // the slots each client address holds
 	slotWait time.Duration
 	next     http.Handler
 
@@ -75,7 +80,8 @@ func webhookIntake(secret []byte, server config.Server, next http.Handler) *inta
 }
 
 func newIntake(secret []byte, maxBody int64, concurrent int, wait time.Duration, next http.Handler) *intake {
-	return &intake{secret: secret, maxBody: maxBody, slots: make(chan struct{}, concurrent), slotWait: wait, next: next}
+	return &intake{secret: secret, maxBody: maxBody, slots: make(chan struct{}, concurrent), slotWait: wait, next: next,
+		byAddr: addrSlots{per: max(1, concurrent/2), held: map[string]*addrEntry{}}}
 }
 
 func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +114,7 @@ func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = nil // dropped before its slot is freed
 	}
 	in.buffered.Add(-held)
-	<-in.slots
+	in.release(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -151,22 +157,100 @@ func parseSignature(values []string) ([]byte, bool) {
 	return sum, true
 }
 
-// acquire takes a read slot, waiting up to slotWait (or until the client goes away).
+// acquire takes one of its client address's slots and a read slot, waiting up to slotWait in
+// all (or until the client goes away).
 func (in *intake) acquire(r *http.Request) bool {
+	timer := time.NewTimer(in.slotWait)
+	defer timer.Stop()
+	addr := clientAddr(r)
+	if !in.byAddr.acquire(addr, timer.C, r.Context().Done()) {
+		return false
+	}
 	select {
 	case in.slots <- struct{}{}:
 		return true
 	default:
 	}
-	timer := time.NewTimer(in.slotWait)
-	defer timer.Stop()
 	select {
 	case in.slots <- struct{}{}:
 		return true
 	case <-timer.C:
-		return false
 	case <-r.Context().Done():
-		return false
+	}
+	in.byAddr.release(addr)
+	return false
+}
+
+// release gives back what acquire took.
+func (in *intake) release(r *http.Request) {
+	<-in.slots
+	in.byAddr.release(clientAddr(r))
+}
+
+// clientAddr is the request's client address without its port (the peer: a forwarded-for
+// header is anyone's to write).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// addrSlots bounds the read slots one client address holds at once.
+type addrSlots struct {
+	mu   sync.Mutex
+	per  int
+	held map[string]*addrEntry
+}
+
+type addrEntry struct {
+	slots chan struct{}
+	users int // holders and waiters: the entry is forgotten when none is left
+}
+
+// acquire takes one of addr's slots, waiting until timeout or done.
+func (a *addrSlots) acquire(addr string, timeout <-chan time.Time, done <-chan struct{}) bool {
+	a.mu.Lock()
+	e := a.held[addr]
+	if e == nil {
+		e = &addrEntry{slots: make(chan struct{}, a.per)}
+		a.held[addr] = e
+	}
+	e.users++
+	a.mu.Unlock()
+	select {
+	case e.slots <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case e.slots <- struct{}{}:
+		return true
+	case <-timeout:
+	case <-done:
+	}
+	a.forget(addr, e)
+	return false
+}
+
+// release gives back one of addr's slots.
+func (a *addrSlots) release(addr string) {
+	a.mu.Lock()
+	e := a.held[addr]
+	a.mu.Unlock()
+	if e == nil {
+		return
+	}
+	<-e.slots
+	a.forget(addr, e)
+}
+
+func (a *addrSlots) forget(addr string, e *addrEntry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.users--; e.users == 0 {
+		delete(a.held, addr)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
@@ -134,6 +135,11 @@ func assertIdle(t *testing.T, in *intake) {
 	}
 	if n := len(in.slots); n != 0 {
 		t.Errorf("%d read slots still taken", n)
+	}
+	in.byAddr.mu.Lock()
+	defer in.byAddr.mu.Unlock()
+	if n := len(in.byAddr.held); n != 0 {
+		t.Errorf("%d client addresses still hold slots", n)
 	}
 }
 
@@ -290,6 +296,52 @@ func TestIntakeAnswers503WhenEveryReadSlotIsBusy(t *testing.T) {
 	assertIdle(t, in)
 }
 
+// One client address holds at most half the read slots: 150 slow connections from one address
+// once held all 16, and GitHub's deliveries of a person's move were answered 503 until the
+// sweeper gave up. Another address is read meanwhile.
+func TestIntakeKeepsSlotsForOtherAddresses(t *testing.T) {
+	h := &recorded{}
+	in := newIntake([]byte(testSecret), 1<<20, 4, 10*time.Millisecond, dispatcher(h))
+	const stranger = "203.0.113.7:40000"
+	var held []chan struct{}
+	release := make(chan struct{})
+	codes := make(chan int, 2)
+	for range 2 {
+		h := make(chan struct{}, 1)
+		held = append(held, h)
+		go func() {
+			r := webhook(t.Context(), &source{size: 1000, holdAt: 500, held: h, release: release}, 1000, bogus)
+			r.RemoteAddr = stranger
+			rec := httptest.NewRecorder()
+			in.ServeHTTP(rec, r)
+			codes <- rec.Code
+		}()
+	}
+	for _, h := range held {
+		<-h // two slots, half of the four, held by the stranger's slow bodies
+	}
+	small := []byte(`{"action":"opened"}`)
+	r := webhook(t.Context(), bytes.NewReader(small), int64(len(small)), sig256(small))
+	r.RemoteAddr = stranger
+	rec := httptest.NewRecorder()
+	in.ServeHTTP(rec, r)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a third body from the stranger: %d, want 503", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	in.ServeHTTP(rec, webhook(t.Context(), bytes.NewReader(small), int64(len(small)), sig256(small))) // another address
+	if rec.Code != http.StatusOK || !bytes.Equal(h.last(), small) {
+		t.Fatalf("a delivery from another address while the stranger holds its half: %d", rec.Code)
+	}
+	close(release)
+	for range 2 {
+		if code := <-codes; code != http.StatusUnauthorized {
+			t.Errorf("a slow body with a bad signature: %d, want 401", code)
+		}
+	}
+	assertIdle(t, in)
+}
+
 func heapInuse() int64 {
 	runtime.GC()
 	var m runtime.MemStats
@@ -327,12 +379,15 @@ func TestIntakeBoundsConcurrentUnauthenticatedBodies(t *testing.T) {
 			held, release := make(chan struct{}, n), make(chan struct{})
 			base := heapInuse()
 			codes := make(chan int, n)
-			for range n {
-				// Each sender stalls one byte short of max_body_bytes: its buffer is full.
+			for i := range n {
+				// Each sender stalls one byte short of max_body_bytes: its buffer is full. Each
+				// comes from an address of its own (one address holds at most half the slots).
 				src := &source{size: tt.size, holdAt: maxBody - 1, started: &started, held: held, release: release}
 				go func() {
 					rec := httptest.NewRecorder()
-					in.ServeHTTP(rec, webhook(t.Context(), src, tt.length, tt.sig))
+					r := webhook(t.Context(), src, tt.length, tt.sig)
+					r.RemoteAddr = fmt.Sprintf("198.51.100.%d:40000", i+1)
+					in.ServeHTTP(rec, r)
 					codes <- rec.Code
 				}()
 			}
