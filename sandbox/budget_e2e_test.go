@@ -70,6 +70,19 @@ func TestAgentCannotSpendTheBudget(t *testing.T) {
 	e.move("agent-1", 2, "In Progress")
 	e.settle()
 	e.wantState(2, "Backlog")
+
+	// Each refusal is counted, by its reason.
+	resp, err = http.Get(e.sb.AppURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`ralph_gate_mcp_refused_total{reason="batch"} 1`, fmt.Sprintf(`ralph_gate_mcp_refused_total{reason="rate"} %d`, refused)} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // A delivery GitHub could not make is not a change of nobody's: alice's legal move out of
