@@ -233,12 +233,6 @@ func (b *Board) SetState(ctx context.Context, it enforce.Item, state string) err
 	return nil
 }
 
-// SetStateIf writes an item's state only if GitHub still shows from when the write's turn
-// comes: SetStatesIf of one write.
-func (b *Board) SetStateIf(ctx context.Context, it enforce.Item, from, to string) error {
-	return b.SetStatesIf(ctx, []enforce.StateWrite{{Item: it, From: from, State: to}})[0]
-}
-
 // SetStatesIf writes each state only where its guard lets it when the write's turn comes
 // (enforce.StateWrite.Guard): the item is read again then (writes are paced, so the caller's
 // read may be seconds old), and the mutation follows at once. A card moved meanwhile is left

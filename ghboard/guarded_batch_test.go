@@ -90,7 +90,7 @@ func TestGuardedWritesShareTheirTurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = app.SetStateIf(ctx, items[i], "Done", "In Progress")
+			errs[i] = setStateIf(ctx, app, items[i], "Done", "In Progress")
 		}()
 	}
 	wg.Wait()
@@ -194,7 +194,7 @@ func TestBoardWritesGoBeforeComments(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the comment waits for the turn first
 	go func() {
 		defer wg.Done()
-		if err := app.SetStateIf(ctx, it, "Done", "In Progress"); err != nil {
+		if err := setStateIf(ctx, app, it, "Done", "In Progress"); err != nil {
 			t.Error(err)
 		}
 		mu.Lock()

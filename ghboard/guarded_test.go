@@ -11,7 +11,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/ghboard"
 )
 
-// SetStateIf reads the card once the write's turn has come, not before: a move made while the
+// A guarded write reads the card once the write's turn has come, not before: a move made while the
 // write waits out the pacing gap is seen, and nothing is written over it.
 func TestSetStateIfReadsWhenItsTurnComes(t *testing.T) {
 	srv, _, _ := startSim(t)
@@ -30,22 +30,27 @@ func TestSetStateIfReadsWhenItsTurnComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- paced.SetStateIf(ctx, it, "In Review", "Done") }()
+	go func() { done <- setStateIf(ctx, paced, it, "In Review", "Done") }()
 	time.Sleep(100 * time.Millisecond) // the guarded write is waiting for its turn
 	if err := other.SetState(ctx, it, "Backlog"); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, enforce.ErrBoardMoved) {
-		t.Fatalf("SetStateIf over a card moved meanwhile: %v, want ErrBoardMoved", err)
+		t.Fatalf("a guarded write over a card moved meanwhile: %v, want ErrBoardMoved", err)
 	}
 	if got, _ := paced.Item(ctx, it.ID); got.State != "Backlog" {
 		t.Fatalf("the card shows %q, want the newer move's Backlog", got.State)
 	}
 	// Unmoved, it writes.
-	if err := paced.SetStateIf(ctx, it, "Backlog", "Done"); err != nil {
+	if err := setStateIf(ctx, paced, it, "Backlog", "Done"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := paced.Item(ctx, it.ID); got.State != "Done" {
 		t.Fatalf("the card shows %q, want Done", got.State)
 	}
+}
+
+// setStateIf is one guarded write.
+func setStateIf(ctx context.Context, b *ghboard.Board, it enforce.Item, from, to string) error {
+	return b.SetStatesIf(ctx, []enforce.StateWrite{{Item: it, From: from, State: to}})[0]
 }

@@ -81,12 +81,5 @@ func (s *Store) DropSuspect(ctx context.Context, delivery string) error {
 // for three days; a replay of an older body is refused by its stale history).
 func (s *Store) PruneDeliveryBodies(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.exec(ctx, `DELETE FROM delivery_bodies WHERE received_at < ?`, s.t(cutoff))
-	if err != nil {
-		return 0, fmt.Errorf("store: prune delivery bodies: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("store: prune delivery bodies: %w", err)
-	}
-	return n, nil
+	return pruned(res, err, "delivery bodies")
 }

@@ -190,6 +190,18 @@ func (s *Store) ReleaseLock(ctx context.Context, itemID, holder string, now time
 	return affectedOne(res, "release lock on "+itemID)
 }
 
+// pruned is how many rows a pruning statement removed.
+func pruned(res sql.Result, err error, what string) (int64, error) {
+	if err != nil {
+		return 0, fmt.Errorf("store: prune %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: prune %s: %w", what, err)
+	}
+	return n, nil
+}
+
 func affectedOne(res sql.Result, what string) (bool, error) {
 	n, err := res.RowsAffected()
 	if err != nil {

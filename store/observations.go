@@ -185,14 +185,7 @@ func (s *Store) commitStep(ctx context.Context, st enforce.Step) (bool, error) {
 // a report older than its item's history is stale anyway) and returns how many it removed.
 func (s *Store) PruneObservations(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.exec(ctx, `DELETE FROM observations WHERE status <> ? AND received_at < ?`, string(enforce.ObservationPending), s.t(cutoff))
-	if err != nil {
-		return 0, fmt.Errorf("store: prune observations: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("store: prune observations: %w", err)
-	}
-	return n, nil
+	return pruned(res, err, "observations")
 }
 
 // PendingItemsBefore lists the items other than except whose history before t is not settled

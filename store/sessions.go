@@ -38,12 +38,5 @@ func (s *Store) SessionRevoked(ctx context.Context, id string) (bool, error) {
 // refused anyway).
 func (s *Store) PruneRevokedSessions(ctx context.Context, now time.Time) (int64, error) {
 	res, err := s.exec(ctx, `DELETE FROM revoked_sessions WHERE until < ?`, s.t(now))
-	if err != nil {
-		return 0, fmt.Errorf("store: prune revoked sessions: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("store: prune revoked sessions: %w", err)
-	}
-	return n, nil
+	return pruned(res, err, "revoked sessions")
 }
