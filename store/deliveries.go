@@ -25,13 +25,13 @@ func (s *Store) FirstDelivery(ctx context.Context, digest, delivery string, at t
 	if digest == "" || delivery == "" {
 		return "", errors.New("store: first delivery: digest and delivery id are required")
 	}
-	if _, err := s.exec(ctx, `INSERT INTO delivery_bodies (digest, delivery_id, received_at) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING`,
-		digest, delivery, s.t(at)); err != nil {
-		return "", fmt.Errorf("store: record delivery body: %w", err)
-	}
+	// One statement on the intake's path: the row as it stands after the insert (a conflict
+	// leaves its delivery as it was).
 	var first string
-	if err := s.queryRow(ctx, `SELECT delivery_id FROM delivery_bodies WHERE digest = ?`, digest).Scan(&first); err != nil {
-		return "", fmt.Errorf("store: first delivery: %w", err)
+	if err := s.queryRow(ctx, `INSERT INTO delivery_bodies (digest, delivery_id, received_at) VALUES (?, ?, ?)
+		ON CONFLICT (digest) DO UPDATE SET digest = excluded.digest RETURNING delivery_id`,
+		digest, delivery, s.t(at)).Scan(&first); err != nil {
+		return "", fmt.Errorf("store: record delivery body: %w", err)
 	}
 	return first, nil
 }
