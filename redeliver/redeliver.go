@@ -183,8 +183,10 @@ type attempt struct {
 	At     time.Time `json:"at"`     // when the last one was requested
 	Newest int64     `json:"newest"` // the newest attempt id GitHub showed then
 	First  time.Time `json:"first"`  // when the delivery first failed (pruning)
-	// Ingested: given up on, its event was taken from GitHub's record (Options.Ingest).
-	Ingested bool `json:"ingested,omitempty"`
+	// Ingested: given up on, its event was taken from GitHub's record (Options.Ingest);
+	// IngestTries: the tries that failed (at most MaxAttempts are made).
+	Ingested    bool `json:"ingested,omitempty"`
+	IngestTries int  `json:"ingest_tries,omitempty"`
 }
 
 // settleSuspects takes in each held delivery GitHub's listing shows (listed) and drops, as a
@@ -201,6 +203,11 @@ func (s *Sweeper) settleSuspects(ctx context.Context, listed func(guid string) b
 	log := zerolog.Ctx(ctx)
 	for _, d := range held {
 		switch {
+		case now.Sub(d.ReceivedAt) > s.opts.MaxAge:
+			// GitHub keeps its log no longer: held this long (it could not be taken in), it
+			// never will be.
+			log.Warn().Str("guid", d.DeliveryID).Str("event", d.Event).Time("received_at", d.ReceivedAt).
+				Msg("dropped a held delivery older than GitHub's delivery log")
 		case listed(d.DeliveryID):
 			if err := s.opts.Ingest(ctx, d.Event, d.DeliveryID, d.Body); err != nil {
 				log.Warn().Err(err).Str("guid", d.DeliveryID).Msg("could not take in a held delivery GitHub lists; the next sweep tries again")
@@ -357,15 +364,23 @@ listing:
 		switch {
 		case a.N >= s.opts.MaxAttempts:
 			rep.GaveUp++
-			if s.opts.Ingest != nil && !a.Ingested {
+			if s.opts.Ingest != nil && !a.Ingested && a.IngestTries < s.opts.MaxAttempts {
 				n, err := s.ingest(ctx, hooks, guid, g.newest)
 				rep.Requests += n
 				if err != nil {
 					if _, limited := waitFor(err, now); limited {
 						return stop(err)
 					}
-					log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).
-						Msg("could not take a failed webhook's event from GitHub's record; the next sweep tries again")
+					a.IngestTries++
+					st.GUIDs[guid] = a
+					if err := s.save(ctx, st); err != nil {
+						return rep, err
+					}
+					msg := "could not take a failed webhook's event from GitHub's record; the next sweep tries again"
+					if a.IngestTries == s.opts.MaxAttempts {
+						msg = "could not take a failed webhook's event from GitHub's record, and gave up: the reconciler will judge its change"
+					}
+					log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).Int("tries", a.IngestTries).Msg(msg)
 					continue
 				}
 				a.Ingested = true

@@ -309,3 +309,24 @@ func TestSuspectDeliveriesAreSettledByGitHubsLog(t *testing.T) {
 		t.Fatalf("a minute later: %+v %v, held %+v, took %v", rep, err, sus.held, took)
 	}
 }
+
+// Taking a given-up delivery from GitHub's record is tried at most max_attempts times: a read
+// that keeps failing costs max_attempts requests, not one every sweep for three days; a held
+// delivery older than GitHub's log is dropped.
+func TestTakingInIsBounded(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hooks := &fakeHooks{deliveries: []*github.HookDelivery{delivery(9, "a", 503, now.Add(-time.Minute))}, readErr: errors.New("404 Not Found")}
+	cur := memCursors{CursorName: fmt.Sprintf(`{"guids":{"a":{"n":3,"at":%q,"newest":9,"first":%q}}}`,
+		now.Add(-2*time.Minute).Format(time.RFC3339), now.Add(-time.Hour).Format(time.RFC3339))}
+	sus := &memSuspects{held: []Suspect{{DeliveryID: "stale", Event: "issues", Body: []byte(`{}`), ReceivedAt: now.Add(-73 * time.Hour)}}}
+	s := New(func(context.Context) (Hooks, error) { return hooks, nil }, cur,
+		Options{MaxAttempts: 3, Ingest: func(context.Context, string, string, []byte) error { return nil }, Suspects: sus}, func() time.Time { return now })
+	for range 10 {
+		if _, err := s.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hooks.reads != 3 || len(sus.held) != 0 {
+		t.Fatalf("%d reads of GitHub's record in 10 sweeps (want max_attempts, 3); held %+v", hooks.reads, sus.held)
+	}
+}
