@@ -35,11 +35,7 @@ func (s *server) boardHealth(ctx context.Context, _ string, in toolspec.HealthIn
 				policy.Retry{With: []policy.Suggestion{{Arg: "project", Kind: policy.Text, Values: s.projectNames(), Optional: true}}})
 		}
 	}
-	now := time.Now
-	if s.opts.Now != nil {
-		now = s.opts.Now
-	}
-	rep, err := s.opts.Health.Report(ctx, now())
+	rep, err := s.opts.Health.Report(ctx, s.now())
 	if err != nil {
 		return health.Report{}, err
 	}
