@@ -42,6 +42,7 @@ const (
 	yaml          = "gopkg.in/yaml.v3"
 	moderncSQLite = "modernc.org/sqlite"
 	xoauth2       = "golang.org/x/oauth2"
+	xtime         = "golang.org/x/time"
 )
 
 // layering pins the direct imports of every package of the module. It is the intended
@@ -105,6 +106,8 @@ var layering = map[string]layer{
 	"internal/dsn": {},
 	// Waits for work under way to end, or a shutdown's deadline (app, enforce).
 	"internal/drain": {},
+	// Counts the GitHub requests made on behalf of one piece of work (a façade tool call).
+	"internal/spend": {},
 	"internal/oracle": {
 		internal: []string{"policy"},
 	},
@@ -117,8 +120,8 @@ var layering = map[string]layer{
 	"marker": {},
 	// The MCP façade for agents: typed tools mapped to enforce use cases.
 	"mcpserver": {
-		internal: []string{"enforce", "health", "mcpserver/toolspec", "policy"},
-		external: []string{mcpSDK, zerolog},
+		internal: []string{"enforce", "health", "internal/spend", "mcpserver/toolspec", "policy"},
+		external: []string{mcpSDK, zerolog, xtime},
 	},
 	// The MCP contract: tool names, descriptions, typed input and output, input validation.
 	"mcpserver/toolspec": {
@@ -126,6 +129,7 @@ var layering = map[string]layer{
 	},
 	// Prometheus series and the adapters that feed them.
 	"metrics": {
+		internal: []string{"internal/spend"},
 		external: []string{prometheus},
 	},
 	// Decodes what GitHub sends: webhook payloads and GraphQL response envelopes.

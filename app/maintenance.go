@@ -122,8 +122,13 @@ func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, erro
 	return reports, first
 }
 
+// toolCallsKept is how long the façade's statistics (its tool calls, counted per minute) are
+// kept: a week.
+const toolCallsKept = 7 * 24 * time.Hour
+
 // PruneNow forgets the judged changes older than GitHub keeps deliveries (plus a day): a
-// redelivery of one of them could no longer come. It returns how many.
+// redelivery of one of them could no longer come. It returns how many. It also forgets the
+// façade's tool call counts older than toolCallsKept.
 func (a *App) PruneNow(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-a.cfg.Redelivery.MaxAge - 24*time.Hour)
 	n, err := a.store.PruneObservations(ctx, cutoff)
@@ -142,6 +147,14 @@ func (a *App) PruneNow(ctx context.Context) (int64, error) {
 	}
 	if sessions > 0 {
 		zerolog.Ctx(ctx).Debug().Int64("sessions", sessions).Msg("forgot signed-out sessions past their expiry")
+	}
+	// Rows, not minutes: a minute has a row per tool, agent, outcome, rule and bucket.
+	rows, err := a.store.PruneToolCalls(ctx, time.Now().Add(-toolCallsKept))
+	if err != nil {
+		return n, err
+	}
+	if rows > 0 {
+		zerolog.Ctx(ctx).Debug().Int64("rows", rows).Msg("forgot the façade's per-minute tool call counts older than a week")
 	}
 	return n, nil
 }

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/mcpserver"
+	"github.com/ralph-gate/ralph-gate/metrics"
 	"github.com/ralph-gate/ralph-gate/redeliver"
 	"github.com/ralph-gate/ralph-gate/store"
 )
@@ -29,6 +31,7 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		Version:     a.version,
 		Health:      HealthReader(a.cfg, a.store),
 		Limits:      a.mcpLimits(),
+		Calls:       toolCalls{metrics: a.metrics, store: a.store},
 	}
 	for _, p := range a.cfg.Projects {
 		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
@@ -37,6 +40,34 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Role: ag.Role, Commands: ag.Commands})
 	}
 	return mcpserver.New(opts)
+}
+
+// toolCalls counts the façade's tool calls in the metrics (when the app has them) and in the
+// store, per minute, where board_health, the board page and `ralph-gate report --facade` read
+// them across replicas and restarts. A call whose count cannot be stored is logged, not
+// failed: the agent's work went through.
+type toolCalls struct {
+	metrics *metrics.Metrics
+	store   *store.Store
+}
+
+var _ mcpserver.CallObserver = toolCalls{}
+
+func (t toolCalls) CallEnded(ctx context.Context, c enforce.ToolCall) {
+	if t.metrics != nil {
+		t.metrics.ToolCalled(c.Tool, c.Agent, c.Outcome, c.Rule, c.Duration)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := t.store.RecordToolCall(ctx, c); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("tool", c.Tool).Msg("could not count the tool call in the store")
+	}
+}
+
+func (t toolCalls) RequestMade(tool string) {
+	if t.metrics != nil {
+		t.metrics.ToolRequest(tool)
+	}
 }
 
 // mcpHandler serves the façade at /mcp behind bearer-token authentication. A token_env

@@ -88,7 +88,7 @@ func (f *Facade) permit(h Handoff) error {
 	return policy.NewRetryRefusal(fmt.Sprintf("Agent %s used command %s", h.Agent, cmd),
 		fmt.Sprintf("%s may only use the commands %s (config mcp.agents)", h.Agent, strings.Join(allowed, ", ")),
 		policy.Retry{With: []policy.Suggestion{{Arg: policy.ArgCommand, Kind: policy.Word, Values: allowed}},
-			Tail: ", or leave this issue to an agent that runs " + cmd})
+			Tail: ", or leave this issue to an agent that runs " + cmd}).Because(policy.RuleCommand)
 }
 
 // target resolves the handoff's intent or state for its command.
@@ -102,10 +102,10 @@ func (f *Facade) target(h Handoff) (string, error) {
 		why := "a handoff names exactly one: a semantic intent, or a direct state"
 		rt, ok := f.machine.Retries(h.Command)
 		if !ok {
-			return "", &policy.Refusal{Tried: what, Why: why, Options: []string{},
+			return "", &policy.Refusal{Tried: what, Why: why, Options: []string{}, Rule: policy.RuleCommand,
 				Recovery: h.Command + " has no intents and no direct states; ask a human to move the issue"}
 		}
-		return "", policy.NewRetryRefusal(what, why, rt)
+		return "", policy.NewRetryRefusal(what, why, rt).Because(policy.RuleArguments)
 	}
 	if hasIntent {
 		return f.machine.ResolveIntent(h.Command, h.Intent)
@@ -230,6 +230,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 				orNoState(cur.State), orNoState(a.from)),
 			Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
 			Options:  []string{},
+			Rule:     policy.RuleUnsettled,
 		}
 	}
 	res := HandoffResult{Item: cur, Command: a.cmd, PreviousState: a.from, NewState: a.to, Warnings: []string{}}
@@ -244,6 +245,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 			Why:      busy.why,
 			Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
 			Options:  []string{},
+			Rule:     policy.RuleUnsettled,
 		}
 	} else if err != nil {
 		return HandoffResult{}, err
@@ -258,6 +260,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 				Why:      fmt.Sprintf("#%d, a member of its group, has a change still being judged", member.number),
 				Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
 				Options:  []string{},
+				Rule:     policy.RuleUnsettled,
 			}
 		} else if err != nil {
 			return HandoffResult{}, err
@@ -305,6 +308,7 @@ func (f *Facade) unchanged(a *handoffAttempt, res HandoffResult) (HandoffResult,
 			Why:      fmt.Sprintf("%s is locked by %s", a.to, holder),
 			Recovery: fmt.Sprintf("pick another issue (pick_actionable_issue), or ask %s to hand it off", holder),
 			Options:  []string{holder},
+			Rule:     policy.RuleLockOwnership,
 		}
 	}
 	res.Rule, res.Reason = string(policy.RuleLegal), a.to+" is unchanged"

@@ -118,6 +118,7 @@ func (f *Facade) claimIntegration(ctx context.Context, b Board, it Item, h Hando
 					held.Repo, held.IssueNumber, held.Holder, held.Role),
 				Recovery: fmt.Sprintf("wait until #%d is integrated (it leaves %s), then retry; or pick an issue of another repository", held.IssueNumber, cur.State),
 				Options:  []string{},
+				Rule:     policy.RuleSerialized,
 			}
 		}
 		if _, err := f.store().ReleaseSlot(ctx, key, held.ItemID); err != nil {

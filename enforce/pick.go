@@ -148,7 +148,7 @@ func (f *Facade) claimState(req PickRequest) (string, error) {
 		if len(lockers) > 0 {
 			retry.With = append([]policy.Suggestion{{Arg: policy.ArgCommand, Kind: policy.Word, Values: lockers}}, retry.With...)
 		}
-		return "", policy.NewRetryRefusal(fmt.Sprintf("Claiming an issue for command %s", cmd), why, retry)
+		return "", policy.NewRetryRefusal(fmt.Sprintf("Claiming an issue for command %s", cmd), why, retry).Because(policy.RuleCommand)
 	}
 	if slices.Contains(m.AllowedNext(req.State, policy.ActorAgent), st) {
 		return st, nil
@@ -165,7 +165,7 @@ func (f *Facade) claimState(req PickRequest) (string, error) {
 	if len(from) > 0 {
 		retry.With = append([]policy.Suggestion{{Arg: ArgPickState, Kind: policy.Text, Values: from}}, retry.With...)
 	}
-	return "", policy.NewRetryRefusal(tried, why, retry)
+	return "", policy.NewRetryRefusal(tried, why, retry).Because(policy.RuleTransition)
 }
 
 // rank reads the projects' open, unlocked items in req.State and ranks them (policy.Pick),
@@ -226,7 +226,7 @@ func (f *Facade) roleMayPick(req PickRequest) error {
 	}
 	return policy.NewRetryRefusal(fmt.Sprintf("%s (%s) looked for work in %s", req.Handoff.Agent, role, req.State),
 		fmt.Sprintf("the %s role works on %s; %s", role, strings.Join(owns, ", "), ownedByText(roles.Owners(req.State))),
-		policy.Retry{With: []policy.Suggestion{{Arg: ArgPickState, Kind: policy.Text, Values: owns}}})
+		policy.Retry{With: []policy.Suggestion{{Arg: ArgPickState, Kind: policy.Text, Values: owns}}}).Because(policy.RuleRole)
 }
 
 // ownedByText says which roles own a state: "the analyst role owns it".

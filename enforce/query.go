@@ -67,13 +67,14 @@ func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int)
 	case len(found) == 0 && len(numbers) > 0:
 		return Item{}, policy.NewRetryRefusal(fmt.Sprintf("Issue %s is not on project %d", name, project),
 			"it is on the enforced project(s) "+strings.Join(numbers, ", "),
-			policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}})
+			policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}}).Because(policy.RuleNotFound)
 	case len(found) == 0:
 		return Item{}, &policy.Refusal{
 			Tried:    fmt.Sprintf("Issue %s is not on any project ralph-gate enforces", name),
 			Why:      "the workflow only applies to items of the configured projects",
 			Recovery: "check owner, repo and number, and add the issue to the project first (a human may need to)",
 			Options:  []string{},
+			Rule:     policy.RuleNotFound,
 		}
 	}
 	for _, it := range found {
@@ -81,7 +82,7 @@ func (f *Facade) Locate(ctx context.Context, b Board, ref IssueRef, project int)
 	}
 	return Item{}, policy.NewRetryRefusal(fmt.Sprintf("Issue %s is on several enforced projects", name),
 		"it is on projects "+strings.Join(numbers, ", "),
-		policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}})
+		policy.Retry{With: []policy.Suggestion{{Arg: ArgProject, Kind: policy.Literal, Values: numbers}}}).Because(policy.RuleArguments)
 }
 
 // Guidance is what an agent may do next from a state.
@@ -178,6 +179,7 @@ func (f *Facade) Group(ctx context.Context, b Board, it Item) (Group, error) {
 			Why:      "it is not an issue (" + it.ContentType + "), so it has no sub-issues or blockers",
 			Recovery: "use an issue number",
 			Options:  []string{},
+			Rule:     policy.RuleArguments,
 		}
 	}
 	var g Group
@@ -299,7 +301,7 @@ func (f *Facade) Position(ctx context.Context, b Board, it Item, opts policy.Pip
 // unknownPipelineState refuses to place the group of it while member m is in a state pipeline
 // detection does not know.
 func (f *Facade) unknownPipelineState(it Item, m Relative) *policy.Refusal {
-	r := &policy.Refusal{Tried: fmt.Sprintf("Finding the pipeline phase of #%d's group", it.Number), Options: []string{}}
+	r := &policy.Refusal{Tried: fmt.Sprintf("Finding the pipeline phase of #%d's group", it.Number), Options: []string{}, Rule: policy.RuleGroup}
 	if !f.machine.IsState(m.State) {
 		r.Why = fmt.Sprintf("#%d of the group is in %q, which is not a state of the workflow", m.Number, m.State)
 		r.Recovery = fmt.Sprintf("wait a few seconds for ralph-gate to put #%d back in its last legal state, then retry; if it stays, ask a human to set its Workflow State", m.Number)

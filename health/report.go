@@ -26,6 +26,8 @@ type Source interface {
 	QueueDepth(ctx context.Context) (int, error)
 	// LastSweep is when the newest complete redelivery sweep began (zero: none yet).
 	LastSweep(ctx context.Context) (time.Time, error)
+	// ToolCallCounts sums the façade's tool calls counted in the minutes since a time.
+	ToolCallCounts(ctx context.Context, since time.Time) ([]enforce.ToolCallCount, error)
 }
 
 // Options say what a report covers and when an age becomes a finding.
@@ -104,6 +106,9 @@ func (r *Reader) Report(ctx context.Context, now time.Time) (Report, error) {
 			return Report{}, fmt.Errorf("health of %s/%d: %w", ref.Owner, ref.Number, err)
 		}
 		rep.Projects = append(rep.Projects, p)
+	}
+	if rep.Facade, err = r.facade(ctx, now); err != nil {
+		return Report{}, fmt.Errorf("health: %w", err)
 	}
 	return rep, nil
 }

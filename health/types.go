@@ -10,6 +10,8 @@ import "time"
 type Report struct {
 	GeneratedAt time.Time `json:"generatedAt"`
 	Projects    []Project `json:"projects"`
+	// Facade is what agents did through the MCP façade (every project's together).
+	Facade Facade `json:"facade"`
 }
 
 // Project is one enforced project's health.

@@ -50,7 +50,7 @@ func (s *server) checkArguments(specs map[string]toolspec.Spec) mcp.Middleware {
 			agent := s.agent(s.callerOf(req))
 			if err := sp.CheckArguments(call.Params.Arguments, func(arg string) []string { return s.argumentValues(sp.Name, arg, agent) }); err != nil {
 				res := &mcp.CallToolResult{}
-				res.SetError(err)
+				res.SetError(ruled(err, policy.RuleArguments))
 				return res, nil
 			}
 			res, err := next(ctx, method, req)
@@ -83,7 +83,7 @@ func schemaRefusal(sp toolspec.Spec, err error) *policy.Refusal {
 		list = strings.Join(args, ", ")
 	}
 	return &policy.Refusal{Tried: sp.Name + ": the arguments do not match the tool's input schema", Why: err.Error(),
-		Recovery: "retry with only these arguments, each of its type: " + list, Options: []string{}}
+		Recovery: "retry with only these arguments, each of its type: " + list, Options: []string{}, Rule: policy.RuleArguments}
 }
 
 // argumentValues are an argument's valid values where the façade knows them, for Recovery

@@ -32,7 +32,7 @@ func (s *server) boardHealth(ctx context.Context, _ string, in toolspec.HealthIn
 		if !s.enforced(owner, number) {
 			return health.Report{}, policy.NewRetryRefusal(fmt.Sprintf("Project %s is not enforced", in.Project),
 				"the report covers only the configured projects",
-				policy.Retry{With: []policy.Suggestion{{Arg: "project", Kind: policy.Text, Values: s.projectNames(), Optional: true}}})
+				policy.Retry{With: []policy.Suggestion{{Arg: "project", Kind: policy.Text, Values: s.projectNames(), Optional: true}}}).Because(policy.RuleNotFound)
 		}
 	}
 	rep, err := s.opts.Health.Report(ctx, s.now())

@@ -94,7 +94,7 @@ func (s *server) limitCalls() mcp.Middleware {
 				s.opts.Limits.refused("rate")
 				res := &mcp.CallToolResult{}
 				res.SetError(retryAfter(fmt.Sprintf("%s: %s has called more than %d tools a minute", call.Params.Name, agent, s.opts.Limits.CallsPerMinute),
-					fmt.Sprintf("each agent may make %d tool calls a minute, in bursts of up to %d (config mcp.limits)", s.opts.Limits.CallsPerMinute, s.rates.burst), wait))
+					fmt.Sprintf("each agent may make %d tool calls a minute, in bursts of up to %d (config mcp.limits)", s.opts.Limits.CallsPerMinute, s.rates.burst), wait).Because(policy.RuleRate))
 				return res, nil
 			}
 			return next(ctx, method, req)
@@ -118,7 +118,7 @@ func (s *server) board(ctx context.Context, owner string) (enforce.Board, error)
 	}
 	s.opts.Limits.refused("budget")
 	return nil, retryAfter(fmt.Sprintf("The façade did not call GitHub for %s: %d of the installation's %d requests an hour are left", owner, rl.Remaining, rl.Limit),
-		fmt.Sprintf("the last %.0f%% are kept for enforcing the workflow (config mcp.limits.github_reserve)", reserve*100), rl.Reset.Sub(now))
+		fmt.Sprintf("the last %.0f%% are kept for enforcing the workflow (config mcp.limits.github_reserve)", reserve*100), rl.Reset.Sub(now)).Because(policy.RuleBudget)
 }
 
 // retryAfter is a refusal that asks to retry after wait (whole seconds, at least one).

@@ -56,6 +56,8 @@ type Options struct {
 	Now func() time.Time
 	// Limits bound what an agent may make the façade spend (limits.go).
 	Limits Limits
+	// Calls, when set, is told of every tool call (observe.go).
+	Calls CallObserver
 }
 
 type server struct {
@@ -72,10 +74,12 @@ func New(opts Options) *mcp.Server {
 			"When a tool refuses, its message ends with \"Recovery:\" naming exactly what to retry with.",
 	})
 	specs := map[string]toolspec.Spec{}
+	var tools []string
 	for _, sp := range toolspec.Tools() {
 		specs[sp.Name] = sp
+		tools = append(tools, sp.Name)
 	}
-	srv.AddReceivingMiddleware(s.limitCalls(), s.checkArguments(specs))
+	srv.AddReceivingMiddleware(s.observeCalls(tools), s.limitCalls(), s.checkArguments(specs))
 	addTool(srv, s, specs[toolspec.HandoffTicket], s.handoff)
 	addTool(srv, s, specs[toolspec.GetWorkflowState], s.state)
 	addTool(srv, s, specs[toolspec.DetectPipelinePosition], s.pipeline)
@@ -110,26 +114,22 @@ func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h fu
 		var zero Out
 		if n, ok := any(&in).(normalizer); ok {
 			if err := n.Normalize(); err != nil {
-				return nil, zero, spell(err, sp.Name)
+				return nil, zero, ruled(spell(err, sp.Name), policy.RuleArguments)
 			}
 		}
 		agent := s.callerOf(req)
 		if agent == "" {
 			return nil, zero, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no authenticated agent"}
 		}
-		log := zerolog.Ctx(ctx).With().Str("tool", sp.Name).Str("agent", agent).Logger()
-		ctx = log.WithContext(ctx)
+		ctx = zerolog.Ctx(ctx).With().Str("tool", sp.Name).Str("agent", agent).Logger().WithContext(ctx)
 		out, err := h(ctx, agent, in)
 		if err == nil {
 			return nil, out, nil
 		}
 		var refusal *policy.Refusal
 		if errors.As(err, &refusal) {
-			refusal = refusal.Spell(spelling(sp.Name))
-			log.Debug().Str("refusal", refusal.Error()).Msg("tool refused")
-			return nil, zero, refusal
+			return nil, zero, refusal.Spell(spelling(sp.Name))
 		}
-		log.Error().Err(err).Msg("tool failed")
 		return nil, zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "ralph-gate could not complete " + sp.Name + ": " + err.Error()}
 	})
 }
@@ -139,6 +139,15 @@ func spell(err error, tool string) error {
 	var refusal *policy.Refusal
 	if errors.As(err, &refusal) {
 		return refusal.Spell(spelling(tool))
+	}
+	return err
+}
+
+// ruled gives a refusal without a rule the rule given; other errors pass as they are.
+func ruled(err error, rule policy.Rule) error {
+	var refusal *policy.Refusal
+	if errors.As(err, &refusal) && refusal.Rule == "" {
+		refusal.Rule = rule
 	}
 	return err
 }
@@ -198,7 +207,7 @@ func (s *server) resolveOwner(owner string) (string, error) {
 			return owners[0], nil
 		}
 		return "", policy.NewRetryRefusal("No owner was given", "ralph-gate enforces projects of several organizations: "+strings.Join(owners, ", "),
-			policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners}}})
+			policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners}}}).Because(policy.RuleArguments)
 	}
 	for _, o := range owners {
 		if strings.EqualFold(o, owner) {
@@ -207,11 +216,11 @@ func (s *server) resolveOwner(owner string) (string, error) {
 	}
 	tried := fmt.Sprintf("Organization %q has no project ralph-gate enforces", owner)
 	if len(owners) == 0 {
-		return "", &policy.Refusal{Tried: tried, Why: "no project is configured", Options: []string{},
+		return "", &policy.Refusal{Tried: tried, Why: "no project is configured", Options: []string{}, Rule: policy.RuleNotFound,
 			Recovery: "ask a human to list the organization's projects under projects in the config"}
 	}
 	return "", policy.NewRetryRefusal(tried, "the façade acts only on the configured projects",
-		policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners, Optional: len(owners) == 1}}})
+		policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: owners, Optional: len(owners) == 1}}}).Because(policy.RuleNotFound)
 }
 
 // locate finds the issue's board and item.
@@ -228,7 +237,7 @@ func (s *server) locate(ctx context.Context, in toolspec.Issue) (enforce.Board, 
 		if def == "" {
 			return nil, enforce.Item{}, policy.NewRetryRefusal(fmt.Sprintf("No repo was given for issue #%d", in.Number),
 				"ralph-gate has no default repository (config mcp.default_repo)",
-				policy.Retry{With: []policy.Suggestion{{Arg: "repo", Kind: policy.Text, Hint: "the issue's repository name"}}})
+				policy.Retry{With: []policy.Suggestion{{Arg: "repo", Kind: policy.Text, Hint: "the issue's repository name"}}}).Because(policy.RuleArguments)
 		}
 		repo = def
 	}
@@ -244,7 +253,8 @@ func (s *server) locate(ctx context.Context, in toolspec.Issue) (enforce.Board, 
 	if errors.Is(err, enforce.ErrNotFound) {
 		// No such issue: a tool error the agent can act on, not a protocol error.
 		return nil, enforce.Item{}, &policy.Refusal{Tried: fmt.Sprintf("Issue %s/%s#%d was not found", owner, repo, in.Number),
-			Why: "GitHub has no such issue, or the App cannot see the repository", Recovery: "check owner, repo and number, then retry", Options: []string{}}
+			Why: "GitHub has no such issue, or the App cannot see the repository", Recovery: "check owner, repo and number, then retry", Options: []string{},
+			Rule: policy.RuleNotFound}
 	}
 	return b, it, err
 }
@@ -401,7 +411,7 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 	if len(projects) == 0 {
 		return toolspec.PickOutput{}, policy.NewRetryRefusal(fmt.Sprintf("Project %s/%d is not enforced", owner, in.Project),
 			"the façade acts only on the configured projects",
-			policy.Retry{With: []policy.Suggestion{{Arg: enforce.ArgProject, Kind: policy.Literal, Values: numbers, Optional: true}}})
+			policy.Retry{With: []policy.Suggestion{{Arg: enforce.ArgProject, Kind: policy.Literal, Values: numbers, Optional: true}}}).Because(policy.RuleNotFound)
 	}
 	b, err := s.board(ctx, owner)
 	if err != nil {

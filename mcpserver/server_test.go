@@ -155,19 +155,19 @@ func (b *board) ClosingIssues(context.Context, string, string, int) ([]enforce.I
 
 // fixture is a façade over the default workflow, an in-memory board and an SQLite store.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	board *board
 	opts  Options
 	st    *store.Store
 }
 
-func newFixture(t *testing.T, items ...enforce.Item) *fixture {
+func newFixture(t testing.TB, items ...enforce.Item) *fixture {
 	t.Helper()
 	return newFixtureSpec(t, nil, items...)
 }
 
 // newFixtureSpec is newFixture over the default workflow changed by edit (nil: unchanged).
-func newFixtureSpec(t *testing.T, edit func(*policy.Spec), items ...enforce.Item) *fixture {
+func newFixtureSpec(t testing.TB, edit func(*policy.Spec), items ...enforce.Item) *fixture {
 	t.Helper()
 	spec := policy.DefaultSpec()
 	if edit != nil {

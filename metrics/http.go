@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/internal/spend"
 )
 
 // knownEvents bounds the event label: the header is read before the signature is checked,
@@ -91,6 +93,7 @@ func (m *Metrics) GitHub(next http.RoundTripper) http.RoundTripper {
 			api = "graphql"
 		}
 		start := time.Now()
+		spend.Add(r.Context())
 		resp, err := next.RoundTrip(r)
 		m.githubLatency.WithLabelValues(api).Observe(time.Since(start).Seconds())
 		if err != nil {

@@ -45,6 +45,9 @@ type Metrics struct {
 	reverts        prometheus.Counter
 	provisional    *prometheus.CounterVec
 	mcpRefused     *prometheus.CounterVec
+	toolCalls      *prometheus.CounterVec
+	toolDuration   *prometheus.HistogramVec
+	toolRequests   *prometheus.CounterVec
 	automation     *prometheus.CounterVec
 	githubRequests *prometheus.CounterVec
 	githubErrors   *prometheus.CounterVec
@@ -89,6 +92,19 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 		Namespace: Namespace, Name: "mcp_refused_total",
 		Help: "Façade requests refused for a limit: batch (too many messages in one POST), rate (an agent's calls a minute), budget (the GitHub reserve kept for enforcement).",
 	}, []string{"reason"})
+	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "mcp_tool_calls_total",
+		Help: "Façade tool calls, by tool, agent (a configured one, else other), outcome (ok, refused, error, rate_limited) and the refusal's rule (\"\" unless refused or rate limited).",
+	}, []string{"tool", "agent", "outcome", "rule"})
+	m.toolDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "mcp_tool_duration_seconds",
+		Help:    "Time to answer one façade tool call, by tool.",
+		Buckets: ToolBuckets(),
+	}, []string{"tool"})
+	m.toolRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "mcp_github_requests_total",
+		Help: "GitHub requests made for façade tool calls, by tool (with the work a call set going, such as a walk a handoff woke).",
+	}, []string{"tool"})
 	m.provisional = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "provisional_reverts_total",
 		Help: "Illegal moves reverted at once, before every earlier change was known, by what the item's true history made of them (confirmed, withdrawn).",
@@ -118,7 +134,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.mcpRefused, m.automation,
+		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.mcpRefused, m.toolCalls, m.toolDuration, m.toolRequests, m.automation,
 		m.githubRequests, m.githubErrors, m.githubLatency, m.rateRemaining,
 	)
 	m.reconcile = newReconcileMetrics(reg)
@@ -167,6 +183,22 @@ func (m *Metrics) ProvisionalReverted(confirmed bool) {
 	}
 	m.provisional.WithLabelValues(outcome).Inc()
 }
+
+// ToolBuckets are the duration buckets of tool calls, in seconds: the bounds the store counts
+// tool calls by (enforce.DurationBounds; app's tests keep them equal).
+func ToolBuckets() []float64 {
+	return []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// ToolCalled records one façade tool call; its labels come from bounded sets (mcpserver
+// bounds them).
+func (m *Metrics) ToolCalled(tool, agent, outcome, rule string, took time.Duration) {
+	m.toolCalls.WithLabelValues(tool, agent, outcome, rule).Inc()
+	m.toolDuration.WithLabelValues(tool).Observe(took.Seconds())
+}
+
+// ToolRequest records one GitHub request made for a call of tool.
+func (m *Metrics) ToolRequest(tool string) { m.toolRequests.WithLabelValues(tool).Inc() }
 
 // MCPRefused records one façade request refused for a limit (mcpserver.Limits): batch, rate
 // or budget.

@@ -48,7 +48,7 @@ func (m *Machine) CheckConvergence(target string, members []Member) (Convergence
 		if m.IsState(target) {
 			tried = fmt.Sprintf("Target state %q is off the pipeline", target)
 		}
-		r := NewRetryRefusal(tried, why, Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}})
+		r := NewRetryRefusal(tried, why, Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}}).Because(RuleArguments)
 		r.Unknown = !m.IsState(target)
 		return ConvergenceResult{}, r
 	}

@@ -210,7 +210,7 @@ func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 	if who == "" {
 		who = "someone"
 	}
-	r := &Refusal{Tried: fmt.Sprintf("%s moved the item from %s to %s", who, displayFrom(c.From), quoteState(c.To)), Why: d.Reason}
+	r := &Refusal{Tried: fmt.Sprintf("%s moved the item from %s to %s", who, displayFrom(c.From), quoteState(c.To)), Why: d.Reason, Rule: d.Rule}
 	nums := func(ms []Member) []string {
 		out := make([]string, len(ms))
 		for i, mb := range ms {

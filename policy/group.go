@@ -104,5 +104,6 @@ func cycleRefusal(cycle []int) *Refusal {
 		Why:      "The links form a cycle: " + strings.Join(links, ", "),
 		Recovery: "remove one of these blockedBy links, then retry: " + strings.Join(links, ", "),
 		Options:  opts,
+		Rule:     RuleGroup,
 	}
 }

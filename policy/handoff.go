@@ -85,7 +85,7 @@ func (m *Machine) HandoffRefusal(cmd string, c Change, d Decision) *Refusal {
 		if len(others) > 0 {
 			rt.Tail = fmt.Sprintf("; other commands may move it to %s", joinOr(quotedStates(others)))
 		}
-		return NewRetryRefusal(r.Tried, r.Why, rt)
+		return NewRetryRefusal(r.Tried, r.Why, rt).Because(d.Rule)
 	case len(d.Allowed) > 0:
 		r.Recovery = fmt.Sprintf("%s has no valid handoff from %s; use the command whose outputs include one of %s, or ask a human", cmd, displayFrom(c.From), joinOr(quotedStates(d.Allowed)))
 	default:
@@ -107,7 +107,7 @@ func (m *Machine) CheckAdvance(parentState, target string) error {
 			tried = fmt.Sprintf("Target state %q is off the pipeline", target)
 		}
 		r := NewRetryRefusal(tried, "Children can only be advanced along the pipeline: "+strings.Join(pipe, ", "),
-			Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}})
+			Retry{With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: pipe}}}).Because(RuleArguments)
 		r.Unknown = !m.IsState(target)
 		return r
 	}
@@ -118,13 +118,14 @@ func (m *Machine) CheckAdvance(parentState, target string) error {
 			Why:      fmt.Sprintf("the parent is in %s, which is off the pipeline, so its children have nothing to follow", displayFrom(parentState)),
 			Recovery: "move the parent onto the pipeline first (a human may need to), then retry",
 			Options:  []string{},
+			Rule:     RuleConvergence,
 		}
 	}
 	if ti > pi {
 		ok := pipe[:pi+1]
 		return NewRetryRefusal(fmt.Sprintf("Advancing the children to %s", target),
 			fmt.Sprintf("the parent is only in %s, and children never get ahead of their parent", parentState),
-			Retry{Lead: fmt.Sprintf("hand the parent off to %s first, or", target), With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: slices.Clone(ok)}}})
+			Retry{Lead: fmt.Sprintf("hand the parent off to %s first, or", target), With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: slices.Clone(ok)}}}).Because(RuleConvergence)
 	}
 	return nil
 }

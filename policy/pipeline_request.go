@@ -19,20 +19,20 @@ func DecodePipelineRequest(data []byte) (PipelineInput, error) {
 	var in PipelineInput
 	if err := dec.Decode(&in); err != nil {
 		return PipelineInput{}, &Refusal{Tried: "The input is not a pipeline request", Why: err.Error(),
-			Recovery: "send " + pipelineExample, Options: []string{}}
+			Recovery: "send " + pipelineExample, Options: []string{}, Rule: RuleArguments}
 	}
 	if dec.More() {
 		return PipelineInput{}, &Refusal{Tried: "The input has more than one JSON value", Why: "a pipeline request is one JSON object",
-			Recovery: "send exactly one JSON object", Options: []string{}}
+			Recovery: "send exactly one JSON object", Options: []string{}, Rule: RuleArguments}
 	}
 	for i, issue := range in.Issues {
 		if issue.Number <= 0 {
 			return PipelineInput{}, &Refusal{Tried: fmt.Sprintf("issues[%d] has no positive number", i),
-				Why: "reasons and blocking lists name issues by number", Recovery: fmt.Sprintf("send issues[%d].number as the issue's number", i), Options: []string{}}
+				Why: "reasons and blocking lists name issues by number", Recovery: fmt.Sprintf("send issues[%d].number as the issue's number", i), Options: []string{}, Rule: RuleArguments}
 		}
 		if issue.SubIssueCount < 0 {
 			return PipelineInput{}, &Refusal{Tried: fmt.Sprintf("issues[%d].subIssueCount is negative", i),
-				Why: "it counts the issue's sub-issues", Recovery: fmt.Sprintf("send issues[%d].subIssueCount as the number of sub-issues (0 or more)", i), Options: []string{}}
+				Why: "it counts the issue's sub-issues", Recovery: fmt.Sprintf("send issues[%d].subIssueCount as the number of sub-issues (0 or more)", i), Options: []string{}, Rule: RuleArguments}
 		}
 		if !IsPipelineState(issue.WorkflowState) {
 			return PipelineInput{}, unknownPipelineState(i, issue.WorkflowState)
@@ -40,7 +40,7 @@ func DecodePipelineRequest(data []byte) (PipelineInput, error) {
 	}
 	if in.Options.StreamCount < 0 {
 		return PipelineInput{}, &Refusal{Tried: "options.streamCount is negative", Why: "it counts the work streams",
-			Recovery: "send options.streamCount as 0 (unknown) or the number of work streams", Options: []string{}}
+			Recovery: "send options.streamCount as 0 (unknown) or the number of work streams", Options: []string{}, Rule: RuleArguments}
 	}
 	return in, nil
 }
@@ -64,5 +64,6 @@ func unknownPipelineState(i int, state string) *Refusal {
 		Recovery: fmt.Sprintf(`send issues[%d].workflowState as one of %s, or "" when the issue has no state`, i, strings.Join(quoted, ", ")),
 		Options:  states,
 		Unknown:  true,
+		Rule:     RuleArguments,
 	}
 }

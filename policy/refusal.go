@@ -22,6 +22,56 @@ type Refusal struct {
 	// state, target, actor kind or estimate): the caller's input is wrong, rather than refused
 	// by a rule. The CLI answers these as usage errors.
 	Unknown bool `json:"unknown,omitempty"`
+	// Rule names what refused: a refused move's decision rule, or one of the refusal rules
+	// below. Empty where the refusal has none; Kind says which rule it counts under.
+	Rule Rule `json:"rule,omitempty"`
+}
+
+// The rules of refusals that are not a move's verdict (a refused move carries its decision's
+// rule). With the decision rules they are the bounded set a refusal is counted under.
+const (
+	// RuleArguments: the input is malformed or names something the workflow does not know.
+	RuleArguments Rule = "arguments"
+	// RuleNotFound: the issue, item or project is not there, or not one ralph-gate enforces.
+	RuleNotFound Rule = "not_found"
+	// RuleCommand: the caller may not use the command, or the command has no move to offer.
+	RuleCommand Rule = "command"
+	// RuleUnsettled: a change of the item or its group is still being judged; retry shortly.
+	RuleUnsettled Rule = "unsettled"
+	// RuleGroup: the item's group cannot be judged as it stands (a blocker cycle, a member in
+	// no pipeline state).
+	RuleGroup Rule = "group"
+	// RuleRate: the caller made more calls than it may in a minute.
+	RuleRate Rule = "rate"
+	// RuleBudget: the GitHub budget left is kept for enforcing the workflow.
+	RuleBudget Rule = "budget"
+	// RuleOther: a refusal that names no rule.
+	RuleOther Rule = "other"
+)
+
+// Rules lists every rule a refusal may count under, decision rules first.
+func Rules() []Rule {
+	return []Rule{RuleUnknownState, RuleNotInitial, RuleTransition, RuleHumansOnly, RuleLockOwnership, RuleBlockers,
+		RuleConvergence, RuleWIP, RuleRole, RuleSerialized, RuleArguments, RuleNotFound, RuleCommand, RuleUnsettled,
+		RuleGroup, RuleRate, RuleBudget, RuleOther}
+}
+
+// Kind is the rule the refusal counts under: its Rule when it is one of Rules, arguments for
+// an unknown name, else other.
+func (r *Refusal) Kind() Rule {
+	switch {
+	case r.Rule != "" && slices.Contains(Rules(), r.Rule):
+		return r.Rule
+	case r.Unknown:
+		return RuleArguments
+	}
+	return RuleOther
+}
+
+// Because returns the refusal with its rule set.
+func (r *Refusal) Because(rule Rule) *Refusal {
+	r.Rule = rule
+	return r
 }
 
 func (r *Refusal) Error() string {

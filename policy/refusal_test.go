@@ -95,3 +95,50 @@ func TestRefusalSpell(t *testing.T) {
 		t.Error("nil")
 	}
 }
+
+// TestRefusalKind: every refusal counts under one rule of the bounded set Rules lists.
+func TestRefusalKind(t *testing.T) {
+	m := defaultMachine(t)
+	_, unknownState := m.ResolveState("research", "Nowhere")
+	_, notOutput := m.ResolveState("research", "Done")
+	_, unknownCommand := m.ResolveState("no_such_command", "Done")
+	moved := m.RefusalFor(Change{From: "Backlog", To: "In Progress", Actor: "bot", ActorKind: ActorAgent},
+		m.Decide(Change{From: "Backlog", To: "In Progress", Actor: "bot", ActorKind: ActorAgent}))
+	_, badRequest := DecodePipelineRequest([]byte(`{"issues": [{"number": 0}]}`))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Rule
+	}{
+		{"a refused move carries its decision's rule", moved, RuleTransition},
+		{"an unknown state is an argument problem", unknownState, RuleArguments},
+		{"an unknown command is an argument problem", unknownCommand, RuleArguments},
+		{"a state the command cannot reach", notOutput, RuleCommand},
+		{"a malformed pipeline request", badRequest, RuleArguments},
+		{"a rule given", (&Refusal{}).Because(RuleRate), RuleRate},
+		{"no rule", &Refusal{}, RuleOther},
+		{"a rule outside the set", &Refusal{Rule: "made_up"}, RuleOther},
+		{"unknown wins over no rule", &Refusal{Unknown: true}, RuleArguments},
+	} {
+		var r *Refusal
+		if !errors.As(tc.err, &r) {
+			t.Fatalf("%s: %v is not a refusal", tc.name, tc.err)
+		}
+		if got := r.Kind(); got != tc.want {
+			t.Errorf("%s: Kind = %q, want %q (%v)", tc.name, got, tc.want, r)
+		}
+		if !slices.Contains(Rules(), r.Kind()) {
+			t.Errorf("%s: %q is not in Rules()", tc.name, r.Kind())
+		}
+	}
+	seen := map[Rule]bool{}
+	for _, r := range Rules() {
+		if seen[r] || r == "" {
+			t.Errorf("Rules() repeats or has an empty rule: %q", r)
+		}
+		seen[r] = true
+	}
+	if seen[RuleLegal] || seen[RuleApp] || seen[RuleBypass] {
+		t.Error("Rules() lists a rule that allows")
+	}
+}

@@ -37,7 +37,7 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 		return "", NewRetryRefusal(fmt.Sprintf("Intent %q is ambiguous for %s", it.name, c.name),
 			fmt.Sprintf("%s has several outputs: %s", c.name, strings.Join(c.direct, ", ")),
 			Retry{Lead: "use a direct state instead:", Drop: []Arg{ArgIntent},
-				With: []Suggestion{{Arg: ArgState, Kind: Text, Values: slices.Clone(c.direct)}}})
+				With: []Suggestion{{Arg: ArgState, Kind: Text, Values: slices.Clone(c.direct)}}}).Because(RuleArguments)
 	}
 	var supporters []string
 	for _, other := range m.commands {
@@ -49,7 +49,7 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 	if len(supporters) == 0 {
 		why = fmt.Sprintf("No command supports %s", it.name)
 	}
-	return "", m.retryRefusal(c, fmt.Sprintf("Intent %q is not defined for %s", it.name, c.name), why)
+	return "", m.retryRefusal(c, fmt.Sprintf("Intent %q is not defined for %s", it.name, c.name), why).Because(RuleCommand)
 }
 
 // ResolveState validates a direct state for a command: it must be one of the command's outputs
@@ -71,7 +71,7 @@ func (m *Machine) ResolveState(cmd, state string) (string, error) {
 		return state, nil
 	}
 	return "", m.retryRefusal(c, fmt.Sprintf("State %q is not a valid output for %s", state, c.name),
-		fmt.Sprintf("Valid states for %s are %s", c.name, strings.Join(c.direct, ", ")))
+		fmt.Sprintf("Valid states for %s are %s", c.name, strings.Join(c.direct, ", "))).Because(RuleCommand)
 }
 
 // validStates explains the valid states to someone who gave an unknown one, with a hint when

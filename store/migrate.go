@@ -270,6 +270,26 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 13,
+		name:    "tool calls",
+		stmts: []string{
+			// The MCP façade's tool calls, counted per minute, tool, agent, outcome, refusal
+			// rule and duration bucket (enforce.ToolCall): a bounded number of rows however
+			// many calls are made, to which every replica adds its own (Store.RecordToolCall).
+			`CREATE TABLE tool_calls (
+				minute   {{ts}} NOT NULL,
+				tool     TEXT NOT NULL,
+				agent    TEXT NOT NULL,
+				outcome  TEXT NOT NULL,
+				rule     TEXT NOT NULL,
+				bucket   INTEGER NOT NULL,
+				calls    BIGINT NOT NULL,
+				requests BIGINT NOT NULL,
+				PRIMARY KEY (minute, tool, agent, outcome, rule, bucket)
+			)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,20 @@ type boardData struct {
 	HygieneMore   int
 	Stale         int // stale locks
 	Long          int // long waits
+	// Facade is what agents did through the MCP façade: every project's calls together.
+	Facade []facadeWindow
+}
+
+// usageTable is one table of the façade section: its rows by tool or by agent.
+type usageTable struct {
+	By   string
+	Rows []health.Usage
+}
+
+// facadeWindow is the façade's use over one span, for the page.
+type facadeWindow struct {
+	Name string
+	health.FacadeWindow
 }
 
 // capped is the first n elements of s (all of them when all is set) and how many are left.
@@ -83,7 +99,8 @@ func (h *handler) board(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("%s/%d is not an enforced project.", owner, number))
 		return
 	}
-	d := boardData{P: *p, GeneratedAt: rep.GeneratedAt, All: all}
+	d := boardData{P: *p, GeneratedAt: rep.GeneratedAt, All: all,
+		Facade: []facadeWindow{{"Last hour", rep.Facade.Hour}, {"Last day", rep.Facade.Day}}}
 	counts, limits := make(map[string]int, len(p.States)), map[string]int{}
 	var over []string
 	for _, s := range p.States {
@@ -136,7 +153,12 @@ func (h *handler) funcs() template.FuncMap {
 		"statusText":   http.StatusText,
 		// Text from outside (an agent's reason, a login) without bidi overrides or other
 		// invisible characters, as comments show it.
-		"visible": enforce.VisibleText,
+		"visible":  enforce.VisibleText,
+		"quantile": quantileText,
+		"byRule":   byRule,
+		"usageTable": func(by string, rows []health.Usage) usageTable {
+			return usageTable{By: by, Rows: rows}
+		},
 	}
 }
 
@@ -190,6 +212,32 @@ var findingLabels = map[string]string{
 func findingLabel(kind string) string { return cmpOr(findingLabels[kind], kind) }
 
 // when is a time as the pages show it, in UTC ("" for the zero time).
+// quantileText shows a duration quantile's bound in milliseconds: "≤ 25 ms", "> 1 min" past
+// the largest bucket, "–" with no call.
+func quantileText(ms float64) string {
+	switch {
+	case ms < 0:
+		return "> 1 min"
+	case ms == 0:
+		return "–"
+	}
+	return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
+}
+
+// byRule lists refusals by rule, most first: "transition 3, arguments 1".
+func byRule(m map[string]int) string {
+	rules := make([]string, 0, len(m))
+	for r := range m {
+		rules = append(rules, r)
+	}
+	slices.SortFunc(rules, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = fmt.Sprintf("%s %d", r, m[r])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func when(t time.Time) string {
 	if t.IsZero() {
 		return ""

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,6 +26,7 @@ func runReport(ctx context.Context, args []string, s streams) int {
 	file := fs.String("config", "", "configuration file naming the projects, the store and the health thresholds (default: the embedded config.yml, which names no project; RALPH_GATE_STORE_DSN counts as for serve)")
 	project := fs.String("project", "", "only this project, as owner/number (default: every configured project)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (the board_health tool's answer)")
+	facade := fs.Bool("facade", false, "print what agents did through the MCP façade over the last hour and day, per tool and per agent, instead of the projects' health (with --json: the answer's facade part)")
 	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
 	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
 	if code, ok := parseFlags(fs, args, s); !ok {
@@ -38,7 +41,10 @@ func runReport(ctx context.Context, args []string, s streams) int {
 		}
 		return fail(s, "report", exitError, "cannot read the configuration: "+err.Error(), "check --config")
 	}
-	if len(cfg.Projects) == 0 {
+	if *facade && *project != "" {
+		return fail(s, "report", exitUsage, "--facade covers every agent's calls, not one project's", "leave --project out, or --facade")
+	}
+	if len(cfg.Projects) == 0 && !*facade {
 		return fail(s, "report", exitError, "the configuration names no project to report on", "give --config with the file the service runs with (its projects list)")
 	}
 	setStore(&cfg, *driver, *dsn)
@@ -75,16 +81,79 @@ func runReport(ctx context.Context, args []string, s streams) int {
 	if err != nil {
 		return fail(s, "report", exitError, "cannot compute the report: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
 	}
+	var out any = rep
+	if *facade {
+		out = rep.Facade
+	}
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := enc.Encode(out); err != nil {
 			return fail(s, "report", exitError, "cannot write the output: "+err.Error(), "")
 		}
 		return exitOK
 	}
+	if *facade {
+		printFacade(s.out, rep.Facade)
+		return exitOK
+	}
 	printReport(s.out, rep)
 	return exitOK
+}
+
+// printFacade writes the façade's use for a person: over the last hour, then the last day,
+// a table per tool and one per agent.
+func printFacade(w io.Writer, f health.Facade) {
+	for i, win := range []struct {
+		name string
+		w    health.FacadeWindow
+	}{{"last hour", f.Hour}, {"last day", f.Day}} {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Façade, %s (since %s): %d tool calls\n", win.name, win.w.Since.Format(time.RFC3339), win.w.Calls)
+		if win.w.Calls == 0 {
+			fmt.Fprintln(w, "  no agent called a tool")
+			continue
+		}
+		for _, t := range []struct {
+			head string
+			rows []health.Usage
+		}{{"TOOL", win.w.Tools}, {"AGENT", win.w.Agents}} {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "  %s\tCALLS\tOK\tREFUSED\tERRORS\tRATE LIMITED\tGITHUB\tP50\tP99\tREFUSED BY RULE\n", t.head)
+			for _, u := range t.rows {
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", u.Name, u.Calls, u.OK, u.Refused, u.Errors, u.RateLimited,
+					u.GitHubRequests, quantileText(u.P50Ms), quantileText(u.P99Ms), byRule(u.RefusedBy))
+			}
+			tw.Flush()
+		}
+	}
+}
+
+// quantileText shows a quantile bound: "≤ 25ms", "> 1m" past the largest bucket.
+func quantileText(ms float64) string {
+	if ms < 0 {
+		return "> 1m"
+	}
+	return "≤ " + time.Duration(ms*float64(time.Millisecond)).String()
+}
+
+// byRule lists refusals by rule, most first: "transition 3, arguments 1"; "-" for none.
+func byRule(m map[string]int) string {
+	rules := make([]string, 0, len(m))
+	for r := range m {
+		rules = append(rules, r)
+	}
+	slices.SortFunc(rules, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = fmt.Sprintf("%s %d", r, m[r])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // setStore applies --driver and --dsn to the configuration, as audit does.
