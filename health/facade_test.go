@@ -31,7 +31,7 @@ func TestFacadeSection(t *testing.T) {
 	call(20*time.Minute, "handoff_ticket", "agent-1", enforce.OutcomeRateLimited, "rate", time.Millisecond, 0)
 	call(30*time.Minute, "board_health", "agent-2", enforce.OutcomeError, "", 300*time.Millisecond, 0)
 	call(3*time.Hour, "handoff_ticket", "agent-2", enforce.OutcomeOK, "", 900*time.Millisecond, 3) // the day only
-	call(25*time.Hour, "handoff_ticket", "agent-2", enforce.OutcomeOK, "", time.Second, 3)        // neither
+	call(25*time.Hour, "handoff_ticket", "agent-2", enforce.OutcomeOK, "", time.Second, 3)         // neither
 	rep, err := health.New(source{Store: st}, options).Report(ctx, now)
 	if err != nil {
 		t.Fatal(err)

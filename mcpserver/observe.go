@@ -145,7 +145,7 @@ func (s *server) logCall(ctx context.Context, c enforce.ToolCall, caller, name s
 	if !ev.Enabled() {
 		return
 	}
-	ev = ev.Str("tool", c.Tool).Str("agent", c.Agent).Dur("duration", c.Duration).Str("outcome", c.Outcome).Int("github_requests", c.Requests)
+	ev = ev.Str("tool", c.Tool).Str("agent", c.Agent).Int64("took_ms", c.Duration.Milliseconds()).Str("outcome", c.Outcome).Int("github_requests", c.Requests)
 	if c.Tool == labelOther {
 		ev = ev.Str("asked_tool", escaped(name, maxArgRunes))
 	}
