@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,12 +132,16 @@ func printFacade(w io.Writer, f health.Facade) {
 	}
 }
 
-// quantileText shows a quantile bound: "≤ 25ms", "> 1m" past the largest bucket.
+// quantileText shows a quantile bound as the board page does: "≤ 25 ms", "> 1 min" past the
+// largest bucket, "–" with no call.
 func quantileText(ms float64) string {
-	if ms < 0 {
-		return "> 1m"
+	switch {
+	case ms < 0:
+		return "> 1 min"
+	case ms == 0:
+		return "–"
 	}
-	return "≤ " + time.Duration(ms*float64(time.Millisecond)).String()
+	return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
 }
 
 // byRule lists refusals by rule, most first: "transition 3, arguments 1"; "-" for none.
