@@ -84,7 +84,7 @@ var layering = map[string]layer{
 	},
 	// The GitHub adapter: implements enforce.Board with GitHub's GraphQL API.
 	"ghboard": {
-		internal: []string{"enforce", "payload"},
+		internal: []string{"enforce", "internal/spend", "payload"},
 	},
 	// An in-memory GitHub (REST, GraphQL, signed webhooks, faults) for tests, demo and
 	// benchmarks.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	meters "github.com/ralph-gate/ralph-gate/internal/spend"
 )
 
 // Guarded writes share their turn. Writes are paced (one mutation at a time, a pause between),
@@ -17,9 +18,10 @@ import (
 
 // guardedWrite is one guarded write waiting for its turn.
 type guardedWrite struct {
-	w    enforce.StateWrite
-	done chan struct{}
-	err  error
+	w     enforce.StateWrite
+	meter *meters.Meter // the caller's: a turn's requests are counted by its first write
+	done  chan struct{}
+	err   error
 }
 
 // guardBatcher queues one Board's guarded writes; one flusher at a time writes them.
@@ -41,7 +43,7 @@ func (g *guardBatcher) writeAll(ctx context.Context, b *Board, ws []guardedWrite
 	g.mu.Lock()
 	for i := range ws {
 		p := &ws[i]
-		p.done = make(chan struct{})
+		p.done, p.meter = make(chan struct{}), meters.From(ctx)
 		ps[i] = p
 		g.queue = append(g.queue, p)
 	}
@@ -81,7 +83,7 @@ func (g *guardBatcher) flush(ctx context.Context, b *Board) {
 			g.turns++
 			g.carried += int64(n)
 			g.mu.Unlock()
-			b.writeGuarded(ctx, batch)
+			b.writeGuarded(meters.With(ctx, batch[0].meter), batch)
 			return nil
 		})
 		if err != nil { // the turn was never taken (the context cannot end: a safeguard)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	meters "github.com/ralph-gate/ralph-gate/internal/spend"
 	"github.com/ralph-gate/ralph-gate/payload"
 )
 
@@ -63,10 +64,11 @@ func (n *itemNode) item() (enforce.Item, bool) {
 
 // pendingRead is one caller's read, waiting for a request to carry it.
 type pendingRead struct {
-	id   string
-	done chan struct{} // closed when it and err are set
-	it   enforce.Item
-	err  error
+	id    string
+	meter *meters.Meter // the caller's: a request is counted by the first read it carries
+	done  chan struct{} // closed when it and err are set
+	it    enforce.Item
+	err   error
 }
 
 // readBatcher combines the concurrent item reads of one Board.
@@ -80,7 +82,7 @@ type readBatcher struct {
 
 // Item reads an item with its Workflow State; concurrent reads of one Board share requests.
 func (b *Board) Item(ctx context.Context, itemID string) (enforce.Item, error) {
-	r := &pendingRead{id: itemID, done: make(chan struct{})}
+	r := &pendingRead{id: itemID, meter: meters.From(ctx), done: make(chan struct{})}
 	rb := &b.reads
 	rb.mu.Lock()
 	rb.queue = append(rb.queue, r)
@@ -109,7 +111,7 @@ func (b *Board) Items(ctx context.Context, ids []string) ([]enforce.Item, []erro
 	rb := &b.reads
 	rb.mu.Lock()
 	for i, id := range ids {
-		reads[i] = &pendingRead{id: id, done: make(chan struct{})}
+		reads[i] = &pendingRead{id: id, meter: meters.From(ctx), done: make(chan struct{})}
 	}
 	rb.queue = append(rb.queue, reads...)
 	rb.mu.Unlock()
@@ -175,7 +177,7 @@ func (b *Board) readBatch(ctx context.Context, batch []*pendingRead) {
 	for i, r := range batch {
 		ids[i] = r.id
 	}
-	items, errs := b.readItems(ctx, ids)
+	items, errs := b.readItems(meters.With(ctx, batch[0].meter), ids)
 	for i, r := range batch {
 		r.it, r.err = items[i], errs[i]
 		close(r.done)

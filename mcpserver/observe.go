@@ -40,8 +40,9 @@ const (
 
 // maxArgRunes bounds each argument's value in a call's log line, and maxArgsBytes the whole.
 const (
-	maxArgRunes  = 64
-	maxArgsBytes = 512
+	maxArgRunes    = 64
+	maxArgsBytes   = 512
+	maxDetailRunes = 256 // a refusal's text, as the agent read it
 )
 
 // observeCalls is the outermost receiving middleware: it times every tool call, meters the
@@ -155,8 +156,11 @@ func (s *server) logCall(ctx context.Context, c enforce.ToolCall, caller, name s
 	if c.Rule != "" {
 		ev = ev.Str("rule", c.Rule)
 	}
-	if detail != "" {
-		ev = ev.Str("detail", escaped(detail, 4*maxArgRunes))
+	switch {
+	case c.Outcome == enforce.OutcomeError:
+		ev = ev.Str("error", detail) // ralph-gate's own failure, whole
+	case detail != "":
+		ev = ev.Str("detail", escaped(detail, maxDetailRunes))
 	}
 	ev.Str("arguments", argumentsText(args)).Msg("tool call")
 }

@@ -211,7 +211,6 @@ var findingLabels = map[string]string{
 
 func findingLabel(kind string) string { return cmpOr(findingLabels[kind], kind) }
 
-// when is a time as the pages show it, in UTC ("" for the zero time).
 // quantileText shows a duration quantile's bound in milliseconds: "≤ 25 ms", "> 1 min" past
 // the largest bucket, "–" with no call.
 func quantileText(ms float64) string {
@@ -238,6 +237,7 @@ func byRule(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// when is a time as the pages show it, in UTC ("" for the zero time).
 func when(t time.Time) string {
 	if t.IsZero() {
 		return ""

@@ -26,6 +26,14 @@ type key struct{}
 // With returns ctx carrying m.
 func With(ctx context.Context, m *Meter) context.Context { return context.WithValue(ctx, key{}, m) }
 
+// From is ctx's Meter, nil when it has none. A request shared by several pieces of work is
+// sent with one of theirs (With(ctx, From(first))), so that it is counted once, by the work
+// it carries, not by whichever happened to send it.
+func From(ctx context.Context) *Meter {
+	m, _ := ctx.Value(key{}).(*Meter)
+	return m
+}
+
 // Add counts one request on ctx's Meter, if it has one.
 func Add(ctx context.Context) {
 	m, _ := ctx.Value(key{}).(*Meter)
