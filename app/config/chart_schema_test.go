@@ -159,7 +159,7 @@ func TestChartSchemaEnums(t *testing.T) {
 	root, cfg := loadChartConfigSchema(t)
 	enums := map[string][]any{}
 	schemaDrift(root, cfg, reflect.TypeOf(Config{}), "config", enums)
-	for _, want := range []string{"config.logging.level", "config.logging.format", "config.store.driver", "config.workflow.states[].kind"} {
+	for _, want := range []string{"config.logging.level", "config.logging.format", "config.store.driver", "config.workflow.states[].kind", "config.workflow.extends"} {
 		if _, ok := enums[want]; !ok {
 			t.Errorf("the schema has no enum at %s", want)
 		}
@@ -256,5 +256,132 @@ func TestChartSchemaDurationPattern(t *testing.T) {
 		if matched := re.MatchString(s); matched != (perr == nil) {
 			t.Errorf("duration %q: pattern matches=%v, time.ParseDuration accepts=%v", s, matched, perr == nil)
 		}
+	}
+}
+
+// schemaErrors checks a value against a schema node, for the keywords the chart's schema uses
+// (type, properties, additionalProperties, required, items, enum, minLength, minimum,
+// pattern, $ref), as helm does when it renders.
+func schemaErrors(root, node jsonSchema, v any, at string) []string {
+	node = resolve(root, node)
+	var errs []string
+	if e, ok := node["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return reflect.DeepEqual(x, v) }) {
+		errs = append(errs, fmt.Sprintf("%s: %v is not one of %v", at, v, e))
+	}
+	number, isNumber := 0.0, false
+	switch n := v.(type) {
+	case int:
+		number, isNumber = float64(n), true
+	case float64:
+		number, isNumber = n, true
+	}
+	switch typ, _ := node["type"].(string); typ {
+	case "object":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return append(errs, fmt.Sprintf("%s: want an object, got %T", at, v))
+		}
+		required, _ := node["required"].([]any)
+		for _, r := range required {
+			if _, ok := m[r.(string)]; !ok {
+				errs = append(errs, fmt.Sprintf("%s: missing property %q", at, r))
+			}
+		}
+		props, _ := node["properties"].(jsonSchema)
+		for k, val := range m {
+			if sub, ok := props[k].(jsonSchema); ok {
+				errs = append(errs, schemaErrors(root, sub, val, at+"/"+k)...)
+			} else if ap, ok := node["additionalProperties"].(jsonSchema); ok {
+				errs = append(errs, schemaErrors(root, ap, val, at+"/"+k)...)
+			} else if node["additionalProperties"] == false {
+				errs = append(errs, fmt.Sprintf("%s: additional property %q not allowed", at, k))
+			}
+		}
+	case "array":
+		list, ok := v.([]any)
+		if !ok {
+			return append(errs, fmt.Sprintf("%s: want an array, got %T", at, v))
+		}
+		items, _ := node["items"].(jsonSchema)
+		for i, item := range list {
+			errs = append(errs, schemaErrors(root, items, item, fmt.Sprintf("%s/%d", at, i))...)
+		}
+	case "string":
+		str, ok := v.(string)
+		if !ok {
+			return append(errs, fmt.Sprintf("%s: want a string, got %T", at, v))
+		}
+		if n, ok := node["minLength"].(float64); ok && float64(len([]rune(str))) < n {
+			errs = append(errs, fmt.Sprintf("%s: shorter than %v", at, n))
+		}
+		if p, ok := node["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(str) {
+			errs = append(errs, fmt.Sprintf("%s: does not match %s", at, p))
+		}
+	case "integer", "number":
+		if !isNumber || (typ == "integer" && number != float64(int64(number))) {
+			return append(errs, fmt.Sprintf("%s: want %s, got %T", at, typ, v))
+		}
+		if min, ok := node["minimum"].(float64); ok && number < min {
+			errs = append(errs, fmt.Sprintf("%s: below %v", at, min))
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			errs = append(errs, fmt.Sprintf("%s: want a boolean, got %T", at, v))
+		}
+	}
+	return errs
+}
+
+// A partial config.workflow extends the default workflow: the chart's schema accepts it at
+// render time and ralph-gate accepts the config.yml the chart renders from it; a value of
+// the wrong type (or outside a key's choices, or a named item without its name) is refused
+// by both.
+func TestChartSchemaAndConfigAgreeOnWorkflowSections(t *testing.T) {
+	root, cfg := loadChartConfigSchema(t)
+	var whole map[string]any
+	if err := yaml.Unmarshal(ralphgate.DefaultConfig(), &whole); err != nil {
+		t.Fatal(err)
+	}
+	wholeWorkflow := whole["workflow"].(map[string]any)
+	wholeWorkflow["extends"] = "none"
+	tests := []struct {
+		name     string
+		workflow any // config.workflow
+		valid    bool
+	}{
+		{"review_mode alone", "{review_mode: auto}", true},
+		{"one WIP limit", "{gates: {wip_limits: {In Progress: 2}}}", true},
+		{"one state's next", "{states: [{name: In Progress, next: [In Review, Human Needed, Ready for Plan]}]}", true},
+		{"a new state", "{states: [{name: Blocked, kind: human_gate, next: [In Progress]}, {name: In Progress, next: [In Review, Human Needed, Blocked]}]}", true},
+		{"extends: default", "{extends: default, automation: {comment_automation: true}}", true},
+		{"a whole workflow with extends: none", wholeWorkflow, true},
+		{"a review mode outside its choices", "{review_mode: sometimes}", false},
+		{"a string for a boolean", "{gates: {blockers: yes-please}}", false},
+		{"a string for a list", "{states: [{name: In Progress, next: Done}]}", false},
+		{"a word for a WIP limit", "{gates: {wip_limits: {In Progress: many}}}", false},
+		{"a state without its name", "{states: [{kind: queue, next: [Done]}]}", false},
+		{"a command without its name", "{commands: [{inputs: [Backlog]}]}", false},
+		{"an extends outside its choices", "{extends: nothing}", false},
+		{"a misspelt key", "{statez: []}", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wf := tt.workflow
+			if text, ok := wf.(string); ok {
+				if err := yaml.Unmarshal([]byte(text), &wf); err != nil {
+					t.Fatal(err)
+				}
+			}
+			values := map[string]any{"projects": []any{map[string]any{"owner": "acme", "number": 1}}, "workflow": wf}
+			schemaErrs := schemaErrors(root, cfg, values, "/config")
+			file, err := yaml.Marshal(values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, problems := parse(file)
+			if (len(schemaErrs) == 0) != tt.valid || (len(problems) == 0) != tt.valid {
+				t.Errorf("valid=%v, but the schema says %v and ralph-gate says %v", tt.valid, schemaErrs, problems)
+			}
+		})
 	}
 }

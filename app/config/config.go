@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,57 +180,115 @@ func Parse(data []byte) (Config, error) {
 
 // parse returns the decoded configuration (defaults applied) and every problem found.
 func parse(data []byte) (Config, Problems) {
-	cfg, problems, parsed := decode(data)
+	cfg, problems, parsed, origin := decode(data)
 	cfg.applyDefaults()
 	if parsed {
 		// Unknown keys and type errors do not hide the semantic problems: report them all.
-		problems = append(problems, unshadowed(problems, cfg.Validate())...)
+		problems = append(problems, origin.unshadowed(problems, cfg.Validate())...)
 	}
 	return cfg, problems
 }
 
-// decode reports unknown keys by path and type errors by line, all at once.
-// parsed is false when the text is not YAML at all.
-func decode(data []byte) (cfg Config, problems Problems, parsed bool) {
+// decode reports unknown keys by path and type errors by line, all at once, at the file's
+// key paths. The workflow section extends the embedded default's (merge.go); origin says
+// where the merged workflow's values came from. parsed is false when the text is not YAML.
+func decode(data []byte) (cfg Config, problems Problems, parsed bool, origin *workflowOrigin) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, Problems{{Path: "(file)", Message: yamlMessage(err)}}, false
+		return Config{}, Problems{{Path: "(file)", Message: yamlMessage(err, data)}}, false, origin
 	}
 	if len(root.Content) == 0 {
-		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false
+		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false, origin
 	}
-	problems = append(problems, unknownKeys(root.Content[0], configShape(), "")...)
+	doc := root.Content[0]
+	// workflow.extends steers the merge and is no key of policy.Spec: it leaves the tree first.
+	section, extends, extendsProblems := takeExtends(doc)
+	problems = append(problems, unknownKeys(doc, configShape(), "")...)
+	problems = append(problems, extendsProblems...)
 	lines := map[int]string{}
-	typed := typeProblems(root.Content[0], configShape(), "", lines)
+	typed := typeProblems(doc, configShape(), "", lines)
 	problems = append(problems, typed...)
-	// A file without a workflow (or actors) section gets the embedded default's, whole: a
-	// workflow is never merged key by key with the default.
-	if !hasKey(root.Content[0], "workflow") || !hasKey(root.Content[0], "actors") {
-		def, defProblems, _ := decode(ralphgate.DefaultConfig())
-		if len(defProblems) > 0 {
-			return cfg, append(problems, defProblems...), true
+	// A file without an actors section gets the embedded default's, whole.
+	if !hasKey(doc, "actors") {
+		actors, err := defaultSection("actors")
+		if err == nil {
+			err = actors.Decode(&cfg.Actors)
 		}
-		if !hasKey(root.Content[0], "workflow") {
-			cfg.Workflow = def.Workflow
-		}
-		if !hasKey(root.Content[0], "actors") {
-			cfg.Actors = def.Actors
+		if err != nil {
+			return cfg, append(problems, Problem{Path: "actors", Message: err.Error()}), true, origin
 		}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&cfg); err != nil {
+	// The workflow is decoded from the merge of the file's section into the default's, which
+	// keeps the file's nodes, and so its lines, for every value the file gave.
+	wf, origin, err := effectiveWorkflow(section, extends)
+	if err != nil {
+		return cfg, append(problems, Problem{Path: "workflow", Message: err.Error()}), true, origin
+	}
+	problems = append(problems, origin.duplicates...)
+	if doc.Kind == yaml.MappingNode {
+		setValue(doc, "workflow", wf)
+	} else if err := wf.Decode(&cfg.Workflow); err != nil { // the file is refused as it is
+		problems = append(problems, Problem{Path: "workflow", Message: err.Error()})
+	}
+	if err := root.Decode(&cfg); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			problems = append(problems, placeDecodeErrors(te.Errors, typed, lines)...)
 		} else {
-			problems = append(problems, Problem{Path: "(file)", Message: yamlMessage(err)})
+			problems = append(problems, Problem{Path: "(file)", Message: yamlMessage(err, data)})
 		}
 	}
-	return cfg, problems, true
+	return cfg, problems, true, origin
 }
 
-func yamlMessage(err error) string {
-	return strings.TrimPrefix(err.Error(), "yaml: ")
+// yamlMessage words a YAML syntax error. yaml.v3 counts the line of a parser error (a key
+// indented less than its siblings, an item where none may be, a flow collection left open)
+// from 0 while it counts those of scanner errors (a quote left open, a tab) from 1, so a
+// parser error on line 16 said line 15, and one on line 1 no line at all: the line of a
+// parser error is counted from 1 here.
+func yamlMessage(err error, data []byte) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line, problem := 0, msg
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		problem = msg[len(m[0]):]
+	}
+	if !parserProblems[problem] {
+		return msg
+	}
+	// The line is the 0-based line of the construct being parsed, or of the problem when
+	// that construct starts on the first line; at the end of the text it may be the line
+	// after the last.
+	line++
+	if last := textLines(data); line > last {
+		line = max(last, 1)
+	}
+	return fmt.Sprintf("line %d: %s", line, problem)
+}
+
+// parserProblems are the problems yaml.v3's parser (parserc.go) reports; every other syntax
+// error comes from its scanner or reader.
+var parserProblems = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found undefined tag handle":             true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found duplicate %TAG directive":         true,
+}
+
+// textLines counts the lines of a text (a last line without a newline counts).
+func textLines(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // Validate reports every semantic problem with its key path.

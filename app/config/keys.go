@@ -64,8 +64,13 @@ func join(at, key string) string {
 	return at + "." + key
 }
 
+// yamlFields are the keys a mapping decoded into t may hold, with their types: its fields'
+// yaml names and its steering keys (workflow.extends, merge.go).
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
+	for _, k := range steeringKeys(t) {
+		out[k.name] = k.typ
+	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -91,6 +96,9 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 
 func knownList(t reflect.Type) string {
 	var names []string
+	for _, k := range steeringKeys(t) {
+		names = append(names, k.name)
+	}
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 		if name != "" && name != "-" {

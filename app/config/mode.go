@@ -69,12 +69,12 @@ func Preflight(file string, mode Mode, lookup func(string) (string, bool)) (Conf
 			return Config{}, nil, err
 		}
 	}
-	cfg, problems, parsed := decode(data)
+	cfg, problems, parsed, origin := decode(data)
 	problems = append(problems, cfg.ApplyEnv(lookup)...)
 	cfg.applyDefaults()
 	if parsed {
-		problems = append(problems, unshadowed(problems, cfg.Validate())...)
-		problems = appendNew(problems, unshadowed(problems, cfg.Check(mode, lookup))...)
+		problems = append(problems, origin.unshadowed(problems, cfg.Validate())...)
+		problems = appendNew(problems, origin.unshadowed(problems, cfg.Check(mode, lookup))...)
 	}
 	return cfg, problems, nil
 }

@@ -39,8 +39,8 @@ Without a file the embedded default, [config.yml](../config.yml), is used. Decod
 unknown key, or a value of the wrong type, is an error reported with its path (and line:
 ` + "`enforcement.coalesce_window: line 5: want a duration such as \"10m\", got 10`" + `), and a mistyped state
 gets the nearest one (` + "`unknown state \"Reserch Needed\" (did you mean \"Research Needed\"?)`" + `).
-A file without a ` + "`workflow`" + ` (or ` + "`actors`" + `) section gets the default's whole section, never merged
-key by key.
+A file without an ` + "`actors`" + ` section gets the default's whole section; a ` + "`workflow`" + ` section extends the
+default workflow, key by key ([how](#how-a-workflow-section-extends-the-default)).
 
 Every command runs the same checks before it acts, and each asks only for what it uses:
 
@@ -83,6 +83,9 @@ Secrets are best kept out of the file. These variables, when set, replace the ke
 		}
 		b.WriteString("| key | type | default | description |\n|---|---|---|---|\n")
 		rows(&b, name, t.Field(i).Type, v.Field(i), true, comments)
+		if name == "workflow" {
+			b.WriteString("\n" + workflowMergeDoc)
+		}
 	}
 	return b.Bytes(), nil
 }
@@ -91,6 +94,9 @@ Secrets are best kept out of the file. These variables, when set, replace the ke
 // list or a map, whose items the rows then describe).
 func rows(b *bytes.Buffer, path string, t reflect.Type, v reflect.Value, top bool, comments map[string]string) {
 	if t.Kind() == reflect.Struct && t != reflect.TypeOf(time.Duration(0)) {
+		for _, k := range steeringKeys(t) {
+			fmt.Fprintf(b, "| `%s` | %s | `%s` | %s |\n", path+"."+k.name, typeName(k.typ), k.def, cell(k.doc))
+		}
 		for i := 0; i < t.NumField(); i++ {
 			name := yamlName(t.Field(i))
 			if name == "" {

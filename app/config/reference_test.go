@@ -40,10 +40,14 @@ func TestReferenceCoversEveryKey(t *testing.T) {
 	}
 	for _, key := range []string{"server.port", "github.app.private_key", "store.dsn", "projects[].owner",
 		"enforcement.workers", "logging.format", "actors.agents", "workflow.states[].kind",
-		"workflow.intents[].targets", "workflow.gates.wip_limits", "workflow.automation.max_cascade_depth"} {
+		"workflow.intents[].targets", "workflow.gates.wip_limits", "workflow.automation.max_cascade_depth", "workflow.extends"} {
 		if !strings.Contains(string(got), "| `"+key+"` |") {
 			t.Errorf("the reference lacks %s", key)
 		}
+	}
+	// The merge of a workflow section into the default is documented after the workflow's keys.
+	if _, after, ok := strings.Cut(string(got), "## `workflow`"); !ok || !strings.Contains(after, "\n### How a workflow section extends the default\n") {
+		t.Error("the reference does not say how a workflow section extends the default, after the workflow's keys")
 	}
 	for _, section := range []string{"server", "github", "store", "projects", "enforcement", "logging", "actors", "workflow"} {
 		if !strings.Contains(string(got), "## `"+section+"`\n\n") || strings.Contains(string(got), "## `"+section+"`\n\n|") {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // validateReport is `validate --json`'s output (docs/TROUBLESHOOTING.md documents it): the
@@ -21,6 +23,9 @@ type validateReport struct {
 	Problems []config.Problem `json:"problems"`
 	// Workflow counts the machine's parts when the configuration is valid.
 	Workflow *workflowCounts `json:"workflow,omitempty"`
+	// EffectiveWorkflow is the workflow in effect (the default extended by the file's
+	// section), with --show-workflow, when one was decoded.
+	EffectiveWorkflow *policy.Spec `json:"effective_workflow,omitempty"`
 }
 
 type workflowCounts struct {
@@ -34,6 +39,7 @@ func runValidate(args []string, s streams) int {
 	file := fs.String("config", "", "configuration file (default: the embedded config.yml)")
 	forFlag := fs.String("for", "", "check what this command needs: serve (the default with --config), mcp (mcp --stdio) or file (the file alone; the default without --config)")
 	asJSON := fs.Bool("json", false, `print {"file","for","valid","problems":[{"path","message"}],"workflow"} as JSON`)
+	showWorkflow := fs.Bool("show-workflow", false, `after the report, print the workflow in effect (the embedded default extended by the file's workflow section) as YAML, whole; with --json, as "effective_workflow"`)
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
 	}
@@ -73,6 +79,11 @@ func runValidate(args []string, s streams) int {
 		rep.Valid = true
 		rep.Workflow = &workflowCounts{States: len(m.States()), Commands: len(m.Commands()), Intents: len(m.Intents())}
 	}
+	// Nothing of a workflow decodes from a file that is not YAML (or cannot be read).
+	decoded := err == nil && !reflect.ValueOf(cfg.Workflow).IsZero()
+	if *showWorkflow && decoded {
+		rep.EffectiveWorkflow = &cfg.Workflow
+	}
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
@@ -82,6 +93,11 @@ func runValidate(args []string, s streams) int {
 		}
 	} else {
 		printValidate(s, rep)
+		if *showWorkflow {
+			if code := printWorkflow(s, rep.EffectiveWorkflow); code != exitOK {
+				return code
+			}
+		}
 	}
 	if !rep.Valid {
 		return exitError
@@ -103,6 +119,24 @@ func printValidate(s streams, rep validateReport) {
 		fmt.Fprintln(s.out, p.String())
 	}
 	fmt.Fprintf(s.out, "%d problem(s) in %s, checked %s\n", len(rep.Problems), describe(rep.File), checkedFor(rep.For))
+}
+
+// printWorkflow prints the workflow in effect after the report, as a workflow section a file
+// may hold (config.WorkflowYAML).
+func printWorkflow(s streams, spec *policy.Spec) int {
+	if spec == nil {
+		fmt.Fprintln(s.out, "\n# No workflow to show: none was decoded (see the problems above).")
+		return exitOK
+	}
+	text, err := config.WorkflowYAML(*spec)
+	if err != nil {
+		fmt.Fprintf(s.err, "ralph-gate validate: --show-workflow: %v\n", err)
+		return exitError
+	}
+	fmt.Fprint(s.out, "\n# The workflow in effect, written whole (extends: none): pasted into a file, this section\n"+
+		"# is exactly this workflow.\n")
+	s.out.Write(text)
+	return exitOK
 }
 
 // checkedFor says in words what a mode checked.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,6 +77,107 @@ func TestValidateRefusesUnsafeStoreAndSecret(t *testing.T) {
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".yml") && e.Name() != "app.pem" {
 			t.Errorf("validate created %q", e.Name())
+		}
+	}
+}
+
+// validate --show-workflow prints, after the report, the workflow in effect (the default
+// extended by the file's section) as a section that reads back as the same workflow; it
+// changes neither the report nor the exit code.
+func TestValidateShowWorkflow(t *testing.T) {
+	clearAppEnv(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	const project = "projects: [{owner: acme, number: 1}]\n"
+	partial := write("partial.yml", project+"workflow:\n  review_mode: auto\n  states:\n    - name: In Progress\n      next: [In Review, Human Needed, Ready for Plan]\n")
+	typo := write("typo.yml", project+"workflow:\n  states:\n    - name: In Progress\n      next: [In Reveiw]\n")
+	notYAML := write("not-yaml.yml", "workflow: [\n")
+	const inProgress = "    - name: In Progress\n      kind: lock\n      description: Implementation underway\n      next: [In Review, Human Needed, Ready for Plan]\n"
+	const header = "\n# The workflow in effect, written whole (extends: none): pasted into a file, this section\n# is exactly this workflow.\nworkflow:\n  extends: none\n  field: Workflow State\n"
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string
+		absent   []string
+	}{
+		{"a partial workflow, merged", []string{"--config", partial, "--for", "file", "--show-workflow"}, exitOK,
+			[]string{partial + " is valid as a file: 11 states, 10 commands, 7 intents", header, inProgress, "    - name: Canceled\n", "  review_mode: auto\n"}, nil},
+		{"without the flag", []string{"--config", partial, "--for", "file"}, exitOK,
+			[]string{"is valid as a file"}, []string{"workflow:", "extends"}},
+		{"an invalid workflow is shown too", []string{"--config", typo, "--for", "file", "--show-workflow"}, exitError,
+			[]string{`workflow.states[6].next[0]: unknown state "In Reveiw" (did you mean "In Review"?) (the file's workflow.states[0].next[0], line 5)`,
+				"problem(s) in " + typo, header, "      next: [In Reveiw]\n"}, nil},
+		{"a file that is not YAML", []string{"--config", notYAML, "--for", "file", "--show-workflow"}, exitError,
+			[]string{"(file): line 1: ", "# No workflow to show: none was decoded (see the problems above).\n"}, []string{"workflow:"}},
+		{"the embedded default", []string{"--show-workflow"}, exitOK,
+			[]string{"the embedded config.yml is valid as a file", header, "  review_mode: skip\n"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"validate"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			for _, want := range tt.contains {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, bad := range tt.absent {
+				if strings.Contains(out, bad) {
+					t.Errorf("stdout has %q:\n%s", bad, out)
+				}
+			}
+		})
+	}
+
+	// The section printed is the same workflow on its own: validated, it prints itself again.
+	_, out, _ := runCLI(t, "", "validate", "--config", partial, "--for", "file", "--show-workflow")
+	_, section, _ := strings.Cut(out, "\nworkflow:\n")
+	again := write("again.yml", project+"workflow:\n"+section)
+	code, out2, _ := runCLI(t, "", "validate", "--config", again, "--for", "file", "--show-workflow")
+	if _, section2, _ := strings.Cut(out2, "\nworkflow:\n"); code != exitOK || section2 != section {
+		t.Errorf("the printed workflow does not read back as itself (exit %d):\n%s\nfrom\n%s", code, section2, section)
+	}
+
+	// --json carries it as effective_workflow, with the keys config.yml spells.
+	for _, show := range []bool{true, false} {
+		args := []string{"validate", "--json", "--config", partial, "--for", "file"}
+		if show {
+			args = append(args, "--show-workflow")
+		}
+		code, out, errOut := runCLI(t, "", args...)
+		var rep struct {
+			Valid             bool            `json:"valid"`
+			EffectiveWorkflow json.RawMessage `json:"effective_workflow"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || !rep.Valid {
+			t.Fatalf("validate --json (show %v): exit %d, %v\n%s%s", show, code, err, out, errOut)
+		}
+		if !show {
+			if rep.EffectiveWorkflow != nil {
+				t.Errorf("effective_workflow without --show-workflow:\n%s", out)
+			}
+			continue
+		}
+		var spec struct {
+			ReviewMode string `json:"review_mode"`
+			States     []struct {
+				Name, Kind string
+				Next       []string
+			} `json:"states"`
+		}
+		if err := json.Unmarshal(rep.EffectiveWorkflow, &spec); err != nil || spec.ReviewMode != "auto" || len(spec.States) != 11 ||
+			spec.States[6].Kind != "lock" || !slices.Equal(spec.States[6].Next, []string{"In Review", "Human Needed", "Ready for Plan"}) {
+			t.Errorf("effective_workflow: %v %+v\n%s", err, spec, rep.EffectiveWorkflow)
 		}
 	}
 }
