@@ -168,6 +168,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,
 		Enforced:       cfg.Enforces,
+		Mode:           modeOf(cfg),
 		Observer:       automationCounter{metrics: mx},
 		DecisionLink:   decisionLink(cfg),
 	})

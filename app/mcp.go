@@ -105,7 +105,12 @@ func HealthReader(cfg config.Config, st *store.Store) *health.Reader {
 	// The sweeper only reads its proof here: it never lists or redelivers anything.
 	src := storeHealth{Store: st, sweeper: redeliver.New(nil, st, redeliver.Options{}, nil)}
 	return health.New(src, health.Options{Projects: refs, Spec: cfg.Workflow,
-		StaleLockAfter: cfg.Health.StaleLockAfter, HumanWaitAfter: cfg.Health.HumanWaitAfter})
+		StaleLockAfter: cfg.Health.StaleLockAfter, HumanWaitAfter: cfg.Health.HumanWaitAfter, Mode: modeOf(cfg)})
+}
+
+// modeOf is each project's enforcement mode, as the configuration says.
+func modeOf(cfg config.Config) func(owner string, number int) enforce.Mode {
+	return func(owner string, number int) enforce.Mode { return enforce.Mode(cfg.ModeOf(owner, number)) }
 }
 
 // storeHealth is what a health report reads: the store, and when the newest complete

@@ -263,6 +263,7 @@ type actorStep struct {
 func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warning string, err error) {
 	it := s.item
 	write := false
+	automate := a.modeOf(it.Owner, it.ProjectNumber).Writes()
 	_, err = a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
 		write = false
 		if !found || !rec.known() {
@@ -273,7 +274,7 @@ func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warnin
 		}
 		rec.ProjectID, rec.IssueNumber, rec.Repo = it.ProjectID, it.Number, it.Repo
 		holder, since := rec.LockHolder, rec.LockSince
-		accept(&rec, Observation{To: s.to, At: s.at, Actor: s.actor}, s.dec)
+		accept(&rec, Observation{To: s.to, At: s.at, Actor: s.actor}, s.dec, automate)
 		if s.dec.TakesLock && strings.EqualFold(holder, s.actor) && !since.IsZero() {
 			rec.LockSince = since // a claim just before keeps its time
 		}
@@ -306,7 +307,9 @@ func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warnin
 	}
 	moved := it
 	moved.State = s.to
-	if err := a.run(ctx, b, moved, cause{at: s.at, why: s.why}); err != nil {
+	if !automate {
+		// Warn, evaluate: the agent's own move is made, no automation after it (modes.go).
+	} else if err := a.run(ctx, b, moved, cause{at: s.at, why: s.why}); err != nil {
 		finish("the automation after the move", err)
 	} else if err := a.automated(ctx, it.ID, s.to); err != nil {
 		finish("recording the automation as run", err)

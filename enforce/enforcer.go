@@ -521,6 +521,8 @@ func (e *Enforcer) finish(ctx context.Context, w *walk) (Result, error) {
 			switch o.Verdict {
 			case VerdictReverted:
 				return Result{Verdict: VerdictReverted, Reason: o.Reason, RevertedTo: o.LegalFrom}, nil
+			case VerdictWouldRevert:
+				return Result{Verdict: VerdictWouldRevert, Reason: o.Reason}, nil
 			case VerdictAllowed:
 				return Result{Verdict: VerdictAllowed, Reason: o.Reason}, nil
 			}
@@ -571,7 +573,9 @@ func (e *Enforcer) automatePending(ctx context.Context, w *walk, again bool) err
 	if auto == "" || !w.read {
 		return nil
 	}
-	if auto == w.rec.LastLegalState {
+	if auto == w.rec.LastLegalState && e.modeOf(w.it.Owner, w.it.ProjectNumber).Writes() {
+		// (Owed before the project left enforce: dropped, as automation is under warn and
+		// evaluate.)
 		it := w.it
 		it.State = auto
 		why := fmt.Sprintf("#%d moved to %s", w.it.Number, auto)

@@ -144,7 +144,10 @@ func violationLine(o Observation, legalNow string) string {
 		who = fmt.Sprintf("A change whose webhook named no sender (the author is unknown, so it is judged as an %s's)", o.ActorKind)
 	}
 	back := fmt.Sprintf("It is back in **%s**.", from)
-	if legalNow != o.LegalFrom {
+	switch {
+	case o.Verdict == VerdictWouldRevert:
+		back = fmt.Sprintf("It was not reverted, because the project is in warn mode; under enforce it would have been set back to **%s**.", from)
+	case legalNow != o.LegalFrom:
 		back = fmt.Sprintf("It was moved on by a later legal change before ralph-gate set it back; it is now in **%s**.", orNoState(legalNow))
 	}
 	recovery := o.Recovery
@@ -182,16 +185,30 @@ func renderViolations(vs []violation, count int) string {
 	for _, v := range vs {
 		b.WriteString(v.marker.String() + "\n")
 	}
+	verb := "reverted"
+	if standing(vs) {
+		verb = "would have reverted (the project is in warn mode: nothing was reverted)"
+	}
 	if count == 1 {
-		b.WriteString("**ralph-gate reverted a Workflow State change that the workflow does not allow.**\n\n")
+		fmt.Fprintf(&b, "**ralph-gate %s a Workflow State change that the workflow does not allow.**\n\n", verb)
 	} else {
-		fmt.Fprintf(&b, "**ralph-gate reverted %d Workflow State changes that the workflow does not allow.**\n\n", count)
+		fmt.Fprintf(&b, "**ralph-gate %s %d Workflow State changes that the workflow does not allow.**\n\n", verb, count)
 	}
 	for _, v := range vs {
 		b.WriteString("- " + v.line + "\n")
 	}
 	b.WriteString("\nAgents: hand off through ralph-gate's `handoff_ticket` tool to get the allowed moves. People: `ralph-gate policy check` explains any move.\n")
 	return b.String()
+}
+
+// standing reports whether every violation listed stood (warn mode): none was reverted.
+func standing(vs []violation) bool {
+	for _, v := range vs {
+		if v.marker.Verdict != string(VerdictWouldRevert) {
+			return false
+		}
+	}
+	return len(vs) > 0
 }
 
 // coalesce folds a new violation into an existing comment body.

@@ -65,6 +65,9 @@ type simHistory struct {
 	// Parents makes families: Parents[i] is item i's parent (an index), -1 for none. Missing:
 	// no item has a parent.
 	Parents []int `json:"parents,omitempty"`
+	// Mode is the project's mode (Options.Mode): "" and enforce revert, warn and evaluate
+	// leave refused moves standing.
+	Mode Mode `json:"mode,omitempty"`
 }
 
 // parentOf is item i's parent, -1 for none.
@@ -449,6 +452,7 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	if h.Together {
 		opts.Boards = func(context.Context, int64, string) (Board, error) { return w.board, nil }
 	}
+	opts.Mode = func(string, int) Mode { return h.Mode }
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
 	w.svc.Enforcer.inline = true
 	return w
@@ -489,6 +493,7 @@ func (w *simWorld) newOracle() *oracle.Oracle {
 			return slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == item })
 		}
 	}
+	or.Stands, or.Silent = !h.Mode.Writes(), h.Mode == ModeEvaluate
 	for i, s := range h.Items {
 		or.Start(simItemID(i), s)
 	}
@@ -1133,6 +1138,9 @@ func (w *simWorld) check() {
 					continue // a handoff's record, no explanation
 				}
 				owner, delivery := id, m.Delivery
+				if d, _, ok := strings.Cut(delivery, "#"); ok && !strings.HasPrefix(body, SummaryMarker) {
+					delivery = d // a close or reopen's report of this item, explained here (warn)
+				}
 				if strings.HasPrefix(body, SummaryMarker) {
 					if itemOf[delivery] != "" {
 						owner = itemOf[delivery]

@@ -56,12 +56,27 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	if err != nil {
 		return err
 	}
-	if dec.Verdict == policy.Allow || a.mergePath(o.Lifecycle, pc) {
-		accept(&rec, o, dec)
+	mode := e.modeOf(w.it.Owner, w.it.ProjectNumber)
+	allowed := dec.Verdict == policy.Allow || a.mergePath(o.Lifecycle, pc)
+	switch {
+	case !mode.Writes():
+		// Warn, evaluate: judged and audited, nothing written — the card stays where it is,
+		// and a refused close or reopen stands (explained under warn: modes.go).
+		o.Verdict, o.Rule, o.Reason = VerdictAllowed, string(dec.Rule), why+": the card is not moved (project in "+string(mode)+" mode)"
+		res = Result{Verdict: VerdictAllowed, Reason: why}
+		if !allowed {
+			o.Verdict, o.Reason, o.Recovery, o.Explained = VerdictWouldRevert, dec.Reason, "ask a human", mode == ModeEvaluate
+			if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+				o.Recovery = r.Recovery
+			}
+			res = Result{Verdict: VerdictWouldRevert, Reason: dec.Reason}
+		}
+	case allowed:
+		accept(&rec, o, dec, true)
 		o.Verdict, o.Rule, o.Reason = VerdictAutomated, string(dec.Rule), why
 		w.cause, w.eventTo = why, to
 		res = Result{Verdict: VerdictAllowed, Reason: why}
-	} else {
+	default:
 		// Refused: recorded first, then the close or reopen is undone and explained (undoEvent,
 		// also the step's explanation: explainStep), so a crash in between leaves it to the
 		// next walk, never judged twice.
@@ -74,7 +89,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	}
 	audit := e.rec.step(rec, o, o.LegalFrom)
 	audit.Cause = why
-	if o.Verdict == VerdictReverted {
+	if o.Verdict.Refused() {
 		audit.Cause = o.Lifecycle
 	}
 	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {

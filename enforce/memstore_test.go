@@ -275,7 +275,7 @@ func (m *memStore) Unexplained(_ context.Context, itemID string) ([]Observation,
 		return nil, err
 	}
 	out := m.list(func(o Observation) bool {
-		return o.ItemID == itemID && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained
+		return o.ItemID == itemID && o.Status == ObservationJudged && o.Verdict.Refused() && !o.Explained
 	})
 	slices.SortStableFunc(out, func(a, b Observation) int { return a.At.Compare(b.At) })
 	return out, nil
@@ -286,7 +286,7 @@ func (m *memStore) UnexplainedBy(_ context.Context, actor string, limit int) ([]
 		return nil, err
 	}
 	obs := m.list(func(o Observation) bool {
-		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.Explained && o.Lifecycle == ""
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.Explained && o.Lifecycle == ""
 	})
 	slices.SortStableFunc(obs, func(a, b Observation) int { return a.JudgedAt.Compare(b.JudgedAt) })
 	if limit > 0 && len(obs) > limit {
@@ -307,7 +307,7 @@ func (m *memStore) CountRefusedBy(_ context.Context, actor string, since time.Ti
 		return 0, err
 	}
 	return len(m.list(func(o Observation) bool {
-		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict == VerdictReverted && !o.JudgedAt.Before(since)
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.JudgedAt.Before(since)
 	})), nil
 }
 

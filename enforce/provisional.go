@@ -57,7 +57,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 // whole write; otherwise the check takes this process's lock of the item if nobody holds it
 // (a walk under way: the move is its, and waits for its proof).
 func (e *Enforcer) provisionalPrepare(w *walk, it Item, locked bool) (StateWrite, bool) {
-	if !w.found {
+	if !w.found || !e.modeOf(it.Owner, it.ProjectNumber).Writes() {
 		return StateWrite{}, false
 	}
 	o, _, ok := e.revertsAtOnce(w.rec, w.pending)
@@ -171,6 +171,9 @@ func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation
 // revertsAtOnceAtIntake reports whether a change just recorded may be reverted provisionally
 // (store reads only): RevertAtOnce's list takes it (atonce.go).
 func (e *Enforcer) revertsAtOnceAtIntake(ctx context.Context, ch Change) (bool, error) {
+	if !e.modeOf(ch.Owner, ch.ProjectNumber).Writes() {
+		return false, nil // warn, evaluate: nothing is reverted
+	}
 	rec, found, err := e.items.load(ctx, ch.ItemID)
 	if err != nil || !found {
 		return false, err

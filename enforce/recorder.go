@@ -162,7 +162,7 @@ func (r recorder) handoffComment(a *handoffAttempt, g Guidance) string {
 // retried job can tell whether it explained the step already.
 func violationMarker(o Observation) marker.Transition {
 	return marker.Transition{From: o.LegalFrom, To: o.To, At: o.At.UTC().Format(time.RFC3339), Actor: o.Actor,
-		Verdict: string(VerdictReverted), Rule: o.Rule, Delivery: o.DeliveryID}
+		Verdict: string(refusedVerdict(o.Verdict)), Rule: o.Rule, Delivery: o.DeliveryID}
 }
 
 func (r recorder) stamp() string { return r.now().UTC().Format(time.RFC3339) }

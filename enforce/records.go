@@ -78,6 +78,9 @@ const (
 	// move was allowed after all, or the value to go back to was another); the board is
 	// brought to the true outcome.
 	VerdictWithdrawn Verdict = "withdrawn"
+	// VerdictWouldRevert: a refused move left standing because its project is in warn or
+	// evaluate mode (modes.go): what enforce would have reverted.
+	VerdictWouldRevert Verdict = "would_revert"
 	// Told only as a job's result, never recorded:
 	VerdictSuperseded Verdict = "superseded" // refused, but a later legal move had already replaced it
 	VerdictWait       Verdict = "wait"       // its place in the item's history is not certain yet: retry
@@ -85,8 +88,11 @@ const (
 
 // AuditVerdicts lists the verdicts the audit log records.
 func AuditVerdicts() []Verdict {
-	return []Verdict{VerdictAllowed, VerdictReverted, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored, VerdictWithdrawn}
+	return []Verdict{VerdictAllowed, VerdictReverted, VerdictWouldRevert, VerdictAutomated, VerdictHandoff, VerdictAdopted, VerdictIgnored, VerdictWithdrawn}
 }
+
+// Refused reports whether v is a refused move's: reverted, or left standing (would_revert).
+func (v Verdict) Refused() bool { return v == VerdictReverted || v == VerdictWouldRevert }
 
 // Recorded reports whether v is a verdict the audit log records.
 func (v Verdict) Recorded() bool { return slices.Contains(AuditVerdicts(), v) }

@@ -46,6 +46,9 @@ type Options struct {
 	// StormDelay is how long a storm's first refused move waits before the summary is
 	// written, so that the reverts go first and one summary covers many (0: DefaultStormDelay).
 	StormDelay time.Duration
+	// Mode is the mode of each enforced project (modes.go); nil, or a mode that is not one:
+	// enforce.
+	Mode func(owner string, number int) Mode
 }
 
 // LifecycleStates names the states lifecycle sync moves items to.

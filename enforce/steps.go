@@ -224,8 +224,9 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	if o.At.After(rec.ObservedAt) {
 		rec.ObservedAt = o.At
 	}
+	mode := e.modeOf(w.it.Owner, w.it.ProjectNumber)
 	if o.Verdict == VerdictAllowed {
-		accept(&rec, o, dec)
+		accept(&rec, o, dec, mode.Writes())
 	} else {
 		rec.RejectedState = o.To
 		o.Recovery = "ask a human"
@@ -234,6 +235,11 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 		}
 		// A draft cannot be commented on: its revert is silent.
 		o.Explained = w.it.IsDraft()
+		if !mode.Writes() {
+			// Warn, evaluate: the move stands (explained under warn only).
+			o.Verdict, o.Explained = VerdictWouldRevert, o.Explained || mode == ModeEvaluate
+			stand(&rec, o, e.machine.IsLock(o.To))
+		}
 	}
 	audit := e.rec.step(rec, o, o.LegalFrom)
 	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit}); err != nil {
@@ -242,6 +248,9 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	moveLine{Issue: w.it.Number, From: o.LegalFrom, To: o.To, Actor: o.Actor, Verdict: o.Verdict}.on(zerolog.Ctx(ctx).Debug()).
 		Str("rule", o.Rule).Str("report", o.DeliveryID).Msg("judged a step")
 	res := Result{Verdict: VerdictAllowed, Reason: dec.Reason}
+	if o.Verdict == VerdictWouldRevert {
+		res = Result{Verdict: VerdictWouldRevert, Reason: dec.Reason}
+	}
 	if o.Verdict == VerdictReverted {
 		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
 		w.refused = o
@@ -270,7 +279,8 @@ func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at tim
 
 // accept makes an allowed step the item's legal state; the lock follows the decision: whoever
 // took it holds it (wherever the report of it came in the order), one who left it releases it.
-func accept(rec *Record, o Observation, dec policy.Decision) {
+// automate owes the step's automation (not under warn or evaluate: modes.go).
+func accept(rec *Record, o Observation, dec policy.Decision, automate bool) {
 	from := rec.LastLegalState
 	rec.LastLegalState, rec.RejectedState = o.To, ""
 	if o.At.After(rec.LegalAt) {
@@ -282,7 +292,7 @@ func accept(rec *Record, o Observation, dec policy.Decision) {
 	case dec.TakesLock || dec.ReleasesLock:
 		rec.LockHolder, rec.LockSince = "", time.Time{} // taken by an unknown actor, or left
 	}
-	if o.To != from {
+	if o.To != from && automate {
 		rec.AutomateState = o.To
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ func (e *explainLater) Error() string { return e.why }
 // actor's explanations are written one at a time (in this process and across replicas), so
 // that a summary never lists a step whose own comment is being written.
 func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) error {
-	if o.Lifecycle != "" {
+	if o.Lifecycle != "" && o.Verdict == VerdictReverted {
 		// A refused close or reopen: undone, and explained on its own.
 		return e.undoEvent(ctx, w, o)
 	}
@@ -177,7 +178,11 @@ func renderSummary(actor string, steps []RefusedStep, link func(line, deliveryID
 	for _, s := range steps {
 		b.WriteString(summaryMarker(s).String() + "\n")
 	}
-	fmt.Fprintf(&b, "@%s, **ralph-gate reverted %d Workflow State changes of yours that the workflow does not allow.** ", actor, len(steps))
+	verb := "reverted"
+	if !slices.ContainsFunc(steps, func(s RefusedStep) bool { return s.Verdict != VerdictWouldRevert }) {
+		verb = "would have reverted (the project is in warn mode: nothing was reverted)"
+	}
+	fmt.Fprintf(&b, "@%s, **ralph-gate %s %d Workflow State changes of yours that the workflow does not allow.** ", actor, verb, len(steps))
 	b.WriteString("They came together, so they are explained here at once rather than one comment per issue.\n\n")
 	for _, s := range steps {
 		line := fmt.Sprintf("%s#%d: **%s** → **%s** at %s. Refused: %s Now in **%s**.", s.Repo, s.IssueNumber,

@@ -28,6 +28,8 @@ type Source interface {
 	LastSweep(ctx context.Context) (time.Time, error)
 	// ToolCallCounts sums the façade's tool calls counted in the minutes since a time.
 	ToolCallCounts(ctx context.Context, since time.Time) ([]enforce.ToolCallCount, error)
+	// ProjectVerdicts lists a project's audit entries of one verdict since a time.
+	ProjectVerdicts(ctx context.Context, projectID string, v enforce.Verdict, since time.Time) ([]enforce.AuditEntry, error)
 }
 
 // Options say what a report covers and when an age becomes a finding.
@@ -41,6 +43,9 @@ type Options struct {
 	StaleLockAfter time.Duration
 	// HumanWaitAfter: an item waiting longer in a human_gate state is a long wait (0: never).
 	HumanWaitAfter time.Duration
+	// Mode is each project's mode (nil: enforce); a project in warn or evaluate mode reports
+	// what enforce would have reverted (modes.go).
+	Mode func(owner string, number int) enforce.Mode
 }
 
 // Reader computes reports.
@@ -165,6 +170,12 @@ func (r *Reader) project(ctx context.Context, ref enforce.ProjectRef, now time.T
 		}
 	}
 	p.Items = len(items)
+	p.Mode = string(r.modeOf(ref))
+	if !r.modeOf(ref).Writes() && p.ID != "" {
+		if p.WouldRevert, err = r.wouldRevert(ctx, p.ID, now); err != nil {
+			return p, err
+		}
+	}
 	counts := map[string]int{}
 	for _, it := range items {
 		state := it.state()

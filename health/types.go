@@ -19,6 +19,10 @@ type Project struct {
 	ID     string `json:"id"` // project node id (PVT_…); "" until the app has seen the project
 	Owner  string `json:"owner"`
 	Number int    `json:"number"`
+	// Mode is how the project is enforced: enforce, warn or evaluate (docs/ENFORCEMENT.md
+	// "Modes"). WouldRevert, under warn and evaluate, is what enforce would have reverted.
+	Mode        string       `json:"mode"`
+	WouldRevert *WouldRevert `json:"wouldRevert,omitempty"`
 	// SnapshotAt is when the newest reconciler pass read the project's items (titles, open,
 	// blockers); zero when no pass has completed. States and locks are newer: they follow
 	// every judged webhook.

@@ -17,8 +17,9 @@ type AuditFilter struct {
 	IssueNumber int
 	Repo        string // with IssueNumber, disambiguates issues of several repos
 	ItemID      string
-	Since       time.Time // entries at or after Since
-	Limit       int       // the newest Limit entries; 0 = all
+	Verdict     enforce.Verdict // only this verdict ("": all)
+	Since       time.Time       // entries at or after Since
+	Limit       int             // the newest Limit entries; 0 = all
 }
 
 const auditCols = `id, at, delivery_id, project_id, item_id, issue_number, repo, actor, actor_kind,
@@ -59,6 +60,9 @@ func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]enforce.AuditE
 	}
 	if f.ItemID != "" {
 		where, args = append(where, "item_id = ?"), append(args, f.ItemID)
+	}
+	if f.Verdict != "" {
+		where, args = append(where, "verdict = ?"), append(args, string(f.Verdict))
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "at >= ?"), append(args, s.t(f.Since))
@@ -300,4 +304,18 @@ func (s *Store) auditWhere(q AuditQuery) (where []string, args []any) {
 		add("at < ?", s.t(q.Until))
 	}
 	return where, args
+}
+
+// maxProjectVerdicts bounds how many entries ProjectVerdicts reads.
+const maxProjectVerdicts = 10000
+
+// ProjectVerdicts lists a project's audit entries of one verdict recorded at or after since,
+// newest first, at most 10,000 (the board health report's "what enforce would have done").
+func (s *Store) ProjectVerdicts(ctx context.Context, projectID string, v enforce.Verdict, since time.Time) ([]enforce.AuditEntry, error) {
+	out, err := s.auditRows(ctx, `SELECT `+auditCols+` FROM audit_log WHERE project_id = ? AND verdict = ? AND at >= ? ORDER BY at DESC, id DESC LIMIT ?`,
+		projectID, string(v), s.t(since.UTC()), maxProjectVerdicts)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s decisions of project %s: %w", v, projectID, err)
+	}
+	return out, nil
 }

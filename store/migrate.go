@@ -290,6 +290,15 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 14,
+		name:    "decisions by project and verdict",
+		stmts: []string{
+			// The board health report lists a project's moves that stood under warn or
+			// evaluate (verdict would_revert) without reading the whole audit log.
+			`CREATE INDEX audit_log_project_verdict ON audit_log (project_id, verdict, at)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -88,8 +88,8 @@ func (s *Store) PendingObservations(ctx context.Context, itemID string) ([]enfor
 
 // Unexplained lists an item's refused steps whose explanation is not on GitHub yet, oldest first.
 func (s *Store) Unexplained(ctx context.Context, itemID string) ([]enforce.Observation, error) {
-	return s.observations(ctx, `WHERE item_id = ? AND status = ? AND verdict = ? AND explained = ? ORDER BY at, judged_at, delivery_id`,
-		itemID, string(enforce.ObservationJudged), string(enforce.VerdictReverted), false)
+	return s.observations(ctx, `WHERE item_id = ? AND status = ? AND verdict IN (?, ?) AND explained = ? ORDER BY at, judged_at, delivery_id`,
+		itemID, string(enforce.ObservationJudged), string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), false)
 }
 
 // GetObservation returns one recorded report, or enforce.ErrNotFound.

@@ -17,9 +17,9 @@ func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]e
 	cols := "o." + strings.ReplaceAll(strings.Join(strings.Fields(observationCols), " "), ", ", ", o.")
 	q := `SELECT ` + cols + `, COALESCE(i.repo, ''), COALESCE(i.issue_number, 0), COALESCE(i.last_legal_state, '')
 		FROM observations o LEFT JOIN items i ON i.item_id = o.item_id
-		WHERE o.actor = ? AND o.explained = ? AND o.verdict = ? AND o.status = ? AND o.lifecycle = ''
+		WHERE o.actor = ? AND o.explained = ? AND o.verdict IN (?, ?) AND o.status = ? AND o.lifecycle = ''
 		ORDER BY o.judged_at, o.delivery_id`
-	args := []any{actor, false, string(enforce.VerdictReverted), string(enforce.ObservationJudged)}
+	args := []any{actor, false, string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged)}
 	if limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, limit)
@@ -51,8 +51,8 @@ func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]e
 // CountRefusedBy counts one actor's refused steps judged at or after since, on every item.
 func (s *Store) CountRefusedBy(ctx context.Context, actor string, since time.Time) (int, error) {
 	var n int
-	err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE actor = ? AND judged_at >= ? AND verdict = ? AND status = ?`,
-		actor, s.t(since.UTC()), string(enforce.VerdictReverted), string(enforce.ObservationJudged)).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE actor = ? AND judged_at >= ? AND verdict IN (?, ?) AND status = ?`,
+		actor, s.t(since.UTC()), string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: count refused steps of %q: %w", actor, err)
 	}

@@ -339,8 +339,8 @@ func relationExists(t *testing.T, s *Store, name string) bool {
 // observations): a new database never has it, and a database of version 2
 // loses it on Open and keeps everything else.
 func TestMigrationDropsDeliveries(t *testing.T) {
-	if got := SchemaVersion(); got != 13 {
-		t.Errorf("SchemaVersion() = %d, want 13", got)
+	if got := SchemaVersion(); got != 14 {
+		t.Errorf("SchemaVersion() = %d, want 14", got)
 	}
 	forEachDriver(t, func(t *testing.T, tg target) {
 		tests := []struct {
@@ -379,8 +379,8 @@ func TestMigrationDropsDeliveries(t *testing.T) {
 					}
 				}
 				applied, err := s.AppliedMigrations(ctx)
-				if err != nil || !slices.Equal(applied, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) {
-					t.Errorf("applied migrations = %v, %v; want [1 2 3 4 5 6 7 8 9 10 11 12 13]", applied, err)
+				if err != nil || !slices.Equal(applied, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}) {
+					t.Errorf("applied migrations = %v, %v; want [1 2 3 4 5 6 7 8 9 10 11 12 13 14]", applied, err)
 				}
 				if tt.from > 0 {
 					if it, err := s.GetItem(ctx, "I1"); err != nil || it.LastLegalState != "Backlog" || it.Version != 1 {

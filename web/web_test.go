@@ -269,7 +269,7 @@ func TestBadDecisionQueries(t *testing.T) {
 		{"since=yesterday", `Since &#34;yesterday&#34;: use 2006-01-02`},
 		{"until=2026-13-01", `Until &#34;2026-13-01&#34;`},
 		{"page=-1", `Unknown parameter &#34;page&#34;`},
-		{"verdict=maybe", `Verdict &#34;maybe&#34; is not one the audit log records: use one of allowed, reverted, automated, handoff, adopted, ignored, withdrawn.`},
+		{"verdict=maybe", `Verdict &#34;maybe&#34; is not one the audit log records: use one of allowed, reverted, would_revert, automated, handoff, adopted, ignored, withdrawn.`},
 		{"issue=acme%23x", `Issue &#34;acme#x&#34;: write owner/repo#12`},
 		{"issue=-3", `Issue &#34;-3&#34;`},
 		{"limit=-1", `Limit &#34;-1&#34;: the number of decisions per page is a whole number from 1 to 500.`},

@@ -84,6 +84,24 @@ type Store struct {
 type Project struct {
 	Owner  string `yaml:"owner"`
 	Number int    `yaml:"number"`
+	// Mode is how this project is enforced: evaluate, warn or enforce ("": enforcement.mode).
+	Mode string `yaml:"mode"`
+}
+
+// EnforcementModes are the enforcement modes (docs/ENFORCEMENT.md "Modes"), from the least written.
+func EnforcementModes() []string { return []string{"evaluate", "warn", "enforce"} }
+
+// ModeOf is the mode a project is enforced in: its own, else enforcement.mode, else enforce.
+func (c Config) ModeOf(owner string, number int) string {
+	for _, p := range c.Projects {
+		if strings.EqualFold(p.Owner, owner) && p.Number == number && p.Mode != "" {
+			return p.Mode
+		}
+	}
+	if c.Enforcement.Mode != "" {
+		return c.Enforcement.Mode
+	}
+	return "enforce"
 }
 
 // Enforcement tunes how changes are processed.
@@ -97,6 +115,9 @@ type Enforcement struct {
 	CoalesceWindow time.Duration `yaml:"coalesce_window"`
 	// Workers: how many changes are processed at once (changes of one item never overlap).
 	Workers int `yaml:"workers"`
+	// Mode is how the projects are enforced unless a project says otherwise: evaluate, warn
+	// or enforce.
+	Mode string `yaml:"mode"`
 }
 
 // Logging selects the log level and format.

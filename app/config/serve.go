@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,9 @@ func (c *Config) applyDefaults() {
 	if c.Enforcement.ReorderWindow == 0 {
 		c.Enforcement.ReorderWindow = 5 * time.Second
 	}
+	if c.Enforcement.Mode == "" {
+		c.Enforcement.Mode = "enforce"
+	}
 	if c.Enforcement.GapHold == 0 {
 		c.Enforcement.GapHold = 2 * time.Minute
 	}
@@ -121,6 +125,15 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) Problems {
 }
 
 // validateService checks the service sections (always, whether or not serving).
+// modeProblem says why a mode is not one, naming the valid ones and the nearest.
+func modeProblem(mode string) string {
+	msg := fmt.Sprintf("unknown mode %q: want evaluate, warn or enforce", mode)
+	if near, ok := Nearest(mode, EnforcementModes()); ok {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return msg
+}
+
 func (c Config) validateService() Problems {
 	var problems Problems
 	add := func(path, format string, args ...any) {
@@ -165,11 +178,17 @@ func (c Config) validateService() Problems {
 		if p.Number <= 0 {
 			add(at+".number", "must be a positive project number, got %d", p.Number)
 		}
+		if p.Mode != "" && !slices.Contains(EnforcementModes(), p.Mode) {
+			add(at+".mode", "%s", modeProblem(p.Mode))
+		}
 		key := strings.ToLower(p.Owner) + "/" + strconv.Itoa(p.Number)
 		if seen[key] {
 			add(at, "duplicate project %s/%d", p.Owner, p.Number)
 		}
 		seen[key] = true
+	}
+	if !slices.Contains(EnforcementModes(), c.Enforcement.Mode) {
+		add("enforcement.mode", "%s", modeProblem(c.Enforcement.Mode))
 	}
 	if c.Enforcement.ReorderWindow < 0 || c.Enforcement.ReorderWindow > time.Minute {
 		add("enforcement.reorder_window", "must be between 0s and 1m, got %s", c.Enforcement.ReorderWindow)

@@ -25,6 +25,7 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	repo := fs.String("repo", "", "with --item: only this repository (owner/name)")
 	since := fs.String("since", "", "only decisions at or after this time (RFC 3339, or a duration such as 1h meaning that long ago)")
 	limit := fs.Int("limit", 100, "at most this many (the newest); 0 = all")
+	verdict := fs.String("verdict", "", "only decisions of this verdict: "+verdictList()+" (would_revert: the refused moves a project in warn or evaluate mode let stand)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
 	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
 	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
@@ -34,7 +35,10 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	if *limit < 0 {
 		return fail(s, "audit", exitUsage, fmt.Sprintf("--limit %d is negative", *limit), "give 0 for every decision, or how many of the newest to print")
 	}
-	filter := store.AuditFilter{IssueNumber: *item, Repo: *repo, Limit: *limit}
+	filter := store.AuditFilter{IssueNumber: *item, Repo: *repo, Limit: *limit, Verdict: enforce.Verdict(*verdict)}
+	if *verdict != "" && !filter.Verdict.Recorded() {
+		return fail(s, "audit", exitUsage, fmt.Sprintf("--verdict %q is not a verdict the audit log records", *verdict), "give one of "+verdictList())
+	}
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
@@ -193,6 +197,15 @@ func terminalText(s string) string {
 
 func escapedInTerminal(r rune) bool {
 	return r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+}
+
+// verdictList names the verdicts the audit log records.
+func verdictList() string {
+	var vs []string
+	for _, v := range enforce.AuditVerdicts() {
+		vs = append(vs, string(v))
+	}
+	return strings.Join(vs, ", ")
 }
 
 func orNone(s string) string {

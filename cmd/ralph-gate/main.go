@@ -86,12 +86,12 @@ Usage:
   ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook, MCP at /mcp)
   ralph-gate mcp --stdio --config FILE [--agent NAME]
                                            serve the MCP façade on stdio for one local agent
-  ralph-gate audit [--item N] [--since T] [--limit N] [--json]
+  ralph-gate audit [--item N] [--since T] [--verdict V] [--limit N] [--json]
                    [--config FILE | --driver sqlite|postgres --dsn DSN]
                                            print recorded decisions (reads an existing store, never creates one)
-  ralph-gate report [--project OWNER/N] [--json] [--config FILE | --driver sqlite|postgres --dsn DSN]
+  ralph-gate report [--project OWNER/N | --facade] [--json] [--config FILE | --driver sqlite|postgres --dsn DSN]
                                            print each enforced project's health (reads an existing store, never creates one)
-  ralph-gate validate [--config FILE] [--for serve|mcp|file] [--json]
+  ralph-gate validate [--config FILE] [--for serve|mcp|file] [--json] [--show-workflow]
                                            check a configuration, reporting every problem
   ralph-gate register --org ORG [--webhook-url URL] [--out FILE | --k8s-secret NAME] [--github-url URL]
                                            create the GitHub App from app.yml and save its credentials

@@ -191,6 +191,7 @@ func printReport(w io.Writer, rep health.Report) {
 		} else {
 			fmt.Fprintf(w, ": %d items; board read %s ago (%s)\n", p.Items, health.Age(now.Sub(p.SnapshotAt)), p.SnapshotAt.Format(time.RFC3339))
 		}
+		printMode(w, p)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  STATE\tKIND\tITEMS\tLIMIT")
 		for _, st := range p.States {
@@ -241,6 +242,45 @@ func printReport(w io.Writer, rep health.Report) {
 		}
 		fmt.Fprintf(w, "  Service: %s\n", runtimeLine(p.Runtime, now))
 	}
+}
+
+// printMode says how a project is enforced and, under warn and evaluate, what enforce would
+// have reverted: counts by rule and actor, and the newest moves.
+func printMode(w io.Writer, p health.Project) {
+	if p.Mode == "" || p.Mode == "enforce" {
+		return
+	}
+	what := "nothing is reverted, commented or automated"
+	if p.Mode == "warn" {
+		what = "refused moves are explained, not reverted; nothing is automated"
+	}
+	fmt.Fprintf(w, "  Mode: %s (%s)\n", p.Mode, what)
+	wr := p.WouldRevert
+	if wr == nil {
+		fmt.Fprintln(w, "  Enforce would have reverted: unknown until the first reconciliation")
+		return
+	}
+	if wr.Count == 0 {
+		fmt.Fprintf(w, "  Enforce would have reverted nothing since %s\n", wr.Since.Format(time.RFC3339))
+		return
+	}
+	fmt.Fprintf(w, "  Enforce would have reverted %d moves since %s — by rule: %s; by actor: %s\n", wr.Count, wr.Since.Format(time.RFC3339),
+		byRule(wr.ByRule), byRule(wr.ByActor))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, m := range wr.Moves[:min(len(wr.Moves), 10)] {
+		fmt.Fprintf(tw, "    %s\t%s\t%s → %s\t%s\t%s\n", m.At.Format(time.RFC3339), itemName(m.Item), orNoState(m.From), orNoState(m.To), m.Actor, m.Rule)
+	}
+	tw.Flush()
+	if len(wr.Moves) > 10 || wr.Count > len(wr.Moves) {
+		fmt.Fprintf(w, "    … every one: ralph-gate audit --verdict would_revert\n")
+	}
+}
+
+func orNoState(state string) string {
+	if state == "" {
+		return "(no state)"
+	}
+	return state
 }
 
 func itemName(it health.ItemRef) string {

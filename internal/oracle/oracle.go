@@ -42,8 +42,13 @@ type Oracle struct {
 	// IssueClosed, when set, reports whether an item's issue ends closed; Check then compares
 	// it with the outcome's (a refused close or reopen is undone).
 	IssueClosed func(item string) bool
-	byApp       map[string]bool   // the item's legal state was last set by automation
-	writes      map[string][]Move // by item: the values the app wrote on its card (Wrote)
+	// Stands: refused moves are not reverted (a project in warn or evaluate mode). A refused
+	// move of the card then becomes the item's state (the history goes on from the value the
+	// board shows), a close, reopen or merge never moves the card and is never undone, and no
+	// automation runs. Silent: refused moves are not explained either (evaluate).
+	Stands, Silent bool
+	byApp          map[string]bool   // the item's legal state was last set by automation
+	writes         map[string][]Move // by item: the values the app wrote on its card (Wrote)
 }
 
 // LegalByAutomation reports whether an item's legal state was last set by the app's
@@ -156,7 +161,27 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 		}
 		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group}
 		d := o.m.Decide(c)
-		if d.Verdict != policy.Allow && !(closing && o.mergePath(c)) {
+		refused := d.Verdict != policy.Allow && !(closing && o.mergePath(c))
+		if o.Stands {
+			// Judged, nothing written: a refused move stands as the item's state; a lifecycle
+			// event leaves the card and the issue as they are.
+			if refused {
+				out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: to, Rule: d.Rule}
+			} else {
+				out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(to))
+			}
+			if issue {
+				out.Closed = closing
+			}
+			if mv.Lifecycle == "" {
+				out.Legal, out.Holder = to, ""
+				if o.m.IsLock(to) {
+					out.Holder = mv.Actor
+				}
+			}
+			continue
+		}
+		if refused {
 			out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: to, Rule: d.Rule}
 			if issue {
 				out.Closed = !closing // undone
@@ -212,7 +237,7 @@ func (o *Oracle) Step(item string, mv Move) {
 	if out.Legal != before && o.byApp != nil {
 		o.byApp[item] = false
 	}
-	if o.Family != nil && !mv.App && out.Legal != before {
+	if o.Family != nil && !mv.App && out.Legal != before && !o.Stands {
 		o.automate(item, mv.At)
 	}
 }
@@ -453,6 +478,9 @@ func (o *Oracle) Check(item, board, holder string, explained map[string]int) []s
 	var first []string
 	for k, order := range o.Orders(item) {
 		out := o.Judge(item, order)
+		if o.Silent {
+			out.Violations = nil // none is explained (evaluate)
+		}
 		diffs := Compare(item, board, holder, o.IsLock(out.Legal), explained, out)
 		if o.IssueClosed != nil && o.IssueClosed(item) != out.Closed {
 			diffs = append(diffs, fmt.Sprintf("%s: issue closed=%v, want closed=%v", item, o.IssueClosed(item), out.Closed))

@@ -114,6 +114,7 @@ func Tools() []Spec {
 			Description: "Report the health of every enforced project (or of project, \"owner/number\"), computed from what ralph-gate has recorded, without asking GitHub: the number of items in each state with its WIP limit, the locks with their holder and age (stale ones flagged), the items waiting in a human gate and for how long, open items waiting in a queue whose blockers have all closed, items with no state, " +
 				"and a hygiene list of findings (stale_lock, wip_over_limit, long_human_wait, unblocked_waiting, unset_state), most pressing first, each with a sentence saying what to do. " +
 				"States and locks follow every judged change; titles, open and blockers are as of snapshotAt, the newest reconciliation. Ages are in nanoseconds (ageNs). " +
+				"mode is how the project is enforced (enforce, warn, evaluate); under warn and evaluate, wouldRevert is what enforce would have reverted in the last week (count, byRule, byActor, the newest moves). " +
 				"facade sums the tool calls of every agent over the last hour and day, per tool and per agent: calls, ok, refused (refusedBy counts refusals by rule), errors, rateLimited, githubRequests, and p50Ms/p99Ms." + errorsNote,
 			ReadOnly: true, Idempotent: true,
 		},
