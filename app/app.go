@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-github/v89/github"
 	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -229,13 +230,28 @@ func (a *App) Store() *store.Store { return a.store }
 // Handler serves every route.
 func (a *App) Handler() http.Handler { return a.handler }
 
+// ErrGitHubUnavailable is a start that failed because GitHub could not be reached, or
+// answered with a server error or a rate limit: serve keeps its port, not ready, and tries
+// again (docs/TROUBLESHOOTING.md).
+var ErrGitHubUnavailable = errors.New("GitHub cannot be reached")
+
+// isRateLimited reports whether err is one of GitHub's rate limits (primary or secondary).
+func isRateLimited(err error) bool {
+	var rl *github.RateLimitError
+	var ab *github.AbuseRateLimitError
+	return errors.As(err, &rl) || errors.As(err, &ab)
+}
+
 func fetchAppLogin(ctx context.Context, creator githubapp.ClientCreator) (string, error) {
 	client, err := creator.NewAppClient()
 	if err != nil {
 		return "", fmt.Errorf("github app client: %w", err)
 	}
-	app, _, err := client.Apps.Get(ctx, "")
+	app, resp, err := client.Apps.Get(ctx, "")
 	if err != nil {
+		if resp == nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || isRateLimited(err) {
+			return "", fmt.Errorf("authenticate as the github app: %w: %w", ErrGitHubUnavailable, err)
+		}
 		return "", fmt.Errorf("authenticate as the github app (check github.app.integration_id and the private key): %w", err)
 	}
 	if app.GetSlug() == "" {

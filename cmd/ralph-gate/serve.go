@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
-	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
 )
 
@@ -25,14 +25,27 @@ func runServe(ctx context.Context, args []string, s streams) int {
 	}
 	logger := newLogger(s.err, cfg.Logging)
 	ctx = logger.WithContext(ctx)
-	// CheckBoards: /readyz stays 503 until every enforced board has the workflow's options.
-	a, err := app.New(ctx, cfg, app.Options{Version: version, CheckBoards: true})
+	addr := net.JoinHostPort(cfg.Server.Address, strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		logger.Error().Err(err).Msg("cannot listen")
+		return exitError
+	}
+	// Until the App has authenticated, the port answers: alive, not ready (starting.go).
+	wait := serveStarting(ln)
+	// CheckBoards: /readyz stays 503 until every enforced board has the workflow's options.
+	a, err := newWhenGitHubAnswers(ctx, cfg, wait)
+	if err != nil {
+		wait.stop()
+		if ctx.Err() != nil {
+			logger.Info().Msg("ralph-gate stopped before it could start")
+			return exitOK
+		}
 		logger.Error().Err(err).Msg("ralph-gate cannot start")
 		return exitError
 	}
-	ln, err := net.Listen("tcp", a.ListenAddress())
-	if err != nil {
+	wait.stop()
+	if ln, err = net.Listen("tcp", ln.Addr().String()); err != nil {
 		logger.Error().Err(err).Msg("cannot listen")
 		return exitError
 	}

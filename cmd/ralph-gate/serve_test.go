@@ -206,3 +206,49 @@ func TestServeBecomesReadyOnceTheBoardsCanBeChecked(t *testing.T) {
 		t.Errorf("want one line for the wait and one for its end:\n%s", sv.stderr.String())
 	}
 }
+
+// serve outlives a GitHub outage at start: while GET /app answers 502 it holds its port,
+// alive (/healthz 200) and not ready (/readyz 503 saying it waits for GitHub; a webhook gets
+// 503 and is redelivered), and becomes ready once GitHub answers — it used to exit at once.
+func TestServeWaitsForGitHubAtStart(t *testing.T) {
+	clearAppEnv(t)
+	file, sim := startSimServer(t, nil, nil)
+	if err := sim.SetFaults(ghsim.Faults{ErrorRate: 1, Operations: []string{"rest:GET /app"}}); err != nil {
+		t.Fatal(err)
+	}
+	sv := startServe(t, file)
+	sv.waitFor(t, "/readyz", http.StatusServiceUnavailable, "waiting for GitHub", 10*time.Second)
+	resp, err := http.Post(sv.url+"/api/github/hook", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a webhook while waiting: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if err := sim.SetFaults(ghsim.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	sv.waitFor(t, "/readyz", http.StatusOK, "ready", 45*time.Second)
+	if n := len(sv.stderr.lines("GitHub cannot be reached yet")); n == 0 || n > 8 {
+		t.Errorf("%d lines about the wait, want a few (backoff):\n%s", n, sv.stderr.String())
+	}
+}
+
+// Credentials GitHub refuses still stop serve at once: waiting would fix nothing.
+func TestServeStopsOnRefusedCredentials(t *testing.T) {
+	clearAppEnv(t)
+	file, _ := startSimServer(t, nil, nil)
+	editConfig(t, file, func(c map[string]any) {
+		gh := c["github"].(map[string]any)
+		app := gh["app"].(map[string]any)
+		app["integration_id"] = 999999 // not the simulator's App
+		c["server"] = map[string]any{"address": "127.0.0.1", "port": 0}
+		c["store"] = map[string]any{"driver": "sqlite", "dsn": filepath.Join(filepath.Dir(file), "ralph-gate.db")}
+	})
+	var stderr logBuffer
+	code := run(context.Background(), []string{"serve", "--config", file}, streams{in: strings.NewReader(""), out: io.Discard, err: &stderr})
+	if code == exitOK || !strings.Contains(stderr.String(), "check github.app.integration_id") {
+		t.Errorf("serve with an App GitHub does not know: exit %d\n%s", code, stderr.String())
+	}
+}
