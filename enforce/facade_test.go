@@ -260,7 +260,7 @@ func TestGroup(t *testing.T) {
 	t.Run("not an issue", func(t *testing.T) {
 		pr := issueN("R", "In Review", 40)
 		pr.ContentType = ContentPullRequest
-		asRefusal(t, errOf(h.svc.Facade.Group(bg, h.board, pr)), "it is not an issue (PullRequest)")
+		asRefusal(t, errOf(h.svc.Facade.Group(bg, h.board, pr)), "It is not an issue (PullRequest)")
 	})
 	t.Run("github failures", func(t *testing.T) {
 		hb := newHookBoard(h.board)
@@ -558,7 +558,7 @@ func TestHandoffRefusedAndAuditedAsIgnored(t *testing.T) {
 		rule  string // audited as ignored with this rule ("": not audited)
 		calls int    // Family reads
 	}{
-		{name: "open blockers", id: "A", ho: Handoff{Agent: "agent-2", Command: "research", Intent: "lock"}, want: `open blockers: #5 "Issue X" is in Backlog and #6 "elsewhere" is in open`, rule: "blockers"},
+		{name: "open blockers", id: "A", ho: Handoff{Agent: "agent-2", Command: "research", Intent: "lock"}, want: `open blockers: #5 "Issue X" is open, in Backlog and #6 "elsewhere" is open`, rule: "blockers"},
 		{name: "the group is not ready", id: "P", ho: Handoff{Agent: "agent-2", Command: "plan", Intent: "lock"}, want: "needs the whole group at Ready for Plan", rule: "convergence"},
 		{name: "another agent's lock", id: "L", ho: Handoff{Agent: "agent-2", Command: "research", Intent: "complete"}, want: "locked by agent-1", rule: "lock_ownership"},
 		{name: "re-entering another agent's lock", id: "L", ho: Handoff{Agent: "agent-2", Command: "research", Intent: "lock"}, want: "Research in Progress is locked by agent-1"},

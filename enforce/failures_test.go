@@ -537,7 +537,7 @@ func TestBlockersAndWIPGates(t *testing.T) {
 	}
 	h.board.breakOn(nil, "Family")
 	res := h.process(blocked)
-	if res.Verdict != VerdictReverted || !strings.Contains(res.Reason, `open blockers: #5 "Issue X" is in open`) {
+	if res.Verdict != VerdictReverted || !strings.Contains(res.Reason, `open blockers: #5 "Issue X" is open`) {
 		t.Fatalf("%+v", res)
 	}
 

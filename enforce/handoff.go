@@ -69,9 +69,8 @@ var errClaimLost = errors.New("claimed by someone else first")
 func (f *Facade) permit(h Handoff) error {
 	cmd, ok := f.CanonicalCommand(h.Command)
 	if !ok {
-		// Unknown: policy's resolution explains the valid commands.
-		_, err := f.machine.ResolveIntent(h.Command, lockIntent)
-		return err
+		// Unknown: policy names the commands the agent may use.
+		return f.machine.CheckCommand(h.Command, h.Commands)
 	}
 	if len(h.Commands) == 0 || slices.ContainsFunc(h.Commands, func(c string) bool {
 		got, _ := f.CanonicalCommand(c)
@@ -86,31 +85,40 @@ func (f *Facade) permit(h Handoff) error {
 		}
 	}
 	return policy.NewRetryRefusal(fmt.Sprintf("Agent %s used command %s", h.Agent, cmd),
-		fmt.Sprintf("%s may only use the commands %s (config mcp.agents)", h.Agent, strings.Join(allowed, ", ")),
+		fmt.Sprintf("the agent %s may only use the commands %s (config mcp.agents)", h.Agent, strings.Join(allowed, ", ")),
 		policy.Retry{With: []policy.Suggestion{{Arg: policy.ArgCommand, Kind: policy.Word, Values: allowed}},
 			Tail: ", or leave this issue to an agent that runs " + cmd}).Because(policy.RuleCommand)
 }
 
-// target resolves the handoff's intent or state for its command.
-func (f *Facade) target(h Handoff) (string, error) {
+// target resolves the handoff's intent or state for its command. A refusal's Recovery names
+// only what the agent may ask for from the item's state (from; policy.ResolveHandoff): the
+// intents and direct states its command may use there, for its kind and role, and what its
+// other commands would do.
+func (f *Facade) target(h Handoff, from string) (string, error) {
+	ask := policy.HandoffAsk{Command: h.Command, Intent: h.Intent, State: h.ToState, From: from, Actor: h.Agent,
+		Kind: policy.ActorAgent, Role: h.Role, Commands: h.Commands}
 	hasIntent, hasState := strings.TrimSpace(h.Intent) != "", strings.TrimSpace(h.ToState) != ""
 	if hasIntent == hasState {
 		what := "Neither intent nor to_state was given"
 		if hasIntent {
 			what = "Both intent and to_state were given"
 		}
-		why := "a handoff names exactly one: a semantic intent, or a direct state"
-		rt, ok := f.machine.Retries(h.Command)
-		if !ok {
-			return "", &policy.Refusal{Tried: what, Why: why, Options: []string{}, Rule: policy.RuleCommand,
-				Recovery: h.Command + " has no intents and no direct states; ask a human to move the issue"}
-		}
-		return "", policy.NewRetryRefusal(what, why, rt).Because(policy.RuleArguments)
+		return "", f.machine.HandoffRetryRefusal(ask, what, "a handoff names exactly one: a semantic intent, or a direct state")
 	}
-	if hasIntent {
-		return f.machine.ResolveIntent(h.Command, h.Intent)
+	return f.machine.ResolveHandoff(ask)
+}
+
+// settledFrom is the state a handoff of it starts from: its last legal state once ralph-gate
+// knows the item, else the board's.
+func (f *Facade) settledFrom(ctx context.Context, it Item) (string, error) {
+	rec, found, err := f.items.load(ctx, it.ID)
+	if err != nil {
+		return "", err
 	}
-	return f.machine.ResolveState(h.Command, h.ToState)
+	if found && rec.known() {
+		return rec.LastLegalState, nil
+	}
+	return it.State, nil
 }
 
 // Handoff moves an item for an agent: it checks the command, resolves the intent or state,
@@ -122,7 +130,11 @@ func (f *Facade) Handoff(ctx context.Context, b Board, it Item, h Handoff) (Hand
 	if err := f.permit(h); err != nil {
 		return HandoffResult{}, err
 	}
-	to, err := f.target(h)
+	from, err := f.settledFrom(ctx, it)
+	if err != nil {
+		return HandoffResult{}, err
+	}
+	to, err := f.target(h, from)
 	if err != nil {
 		return HandoffResult{}, err
 	}
@@ -268,7 +280,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 		a.dec = f.machine.Decide(pc)
 	}
 	if a.dec.Verdict != policy.Allow {
-		refusal := f.machine.HandoffRefusal(a.cmd, pc, a.dec)
+		refusal := f.machine.HandoffRefusal(a.cmd, h.Commands, pc, a.dec)
 		f.audit(ctx, f.rec.handoffAudit(a, VerdictIgnored, "refused handoff: "+refusal.Error()))
 		return HandoffResult{}, refusal
 	}

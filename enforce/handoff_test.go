@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,10 @@ func TestClaimRaceHasOneWinner(t *testing.T) {
 		for _, r := range results {
 			if r.Claimed != nil {
 				winners++
+				// The best issue is reported as the claim left it.
+				if r.Best == nil || r.Best.Item.State != "Research in Progress" || r.Best.Item.State != r.Claimed.NewState || !r.Best.Locked {
+					t.Errorf("the claimed issue %+v, claimed into %s", r.Best, r.Claimed.NewState)
+				}
 			} else if r.Best != nil {
 				t.Errorf("a loser got %+v", r.Best)
 			}
@@ -109,5 +114,81 @@ func TestClaimRaceHasOneWinner(t *testing.T) {
 		if winners != 1 || h.state("A") != "Research in Progress" || h.board.adds != 1 {
 			t.Fatalf("round %d: %d winners, state %s, %d comments", round, winners, h.state("A"), h.board.adds)
 		}
+	}
+}
+
+// A refused handoff's Recovery names only what the agent may do from the item's state — for
+// its kind, its role and its commands — and every value it names, retried as written, is not
+// refused again by the table, the agent's kind or its role.
+func TestHandoffRecoveryFollowsTheItemsState(t *testing.T) {
+	tableRules := []string{string(policy.RuleUnknownState), string(policy.RuleNotInitial), string(policy.RuleTransition),
+		string(policy.RuleHumansOnly), string(policy.RuleRole)}
+	tests := []struct {
+		name    string
+		roles   bool
+		state   string
+		ho      Handoff
+		want    string
+		wantNot []string
+	}{
+		{"research to Done from Research Needed", false, "Research Needed", Handoff{Agent: "agent-1", Command: "research", ToState: "Done"},
+			"from Research Needed, research may retry", []string{"close", "cancel", "release"}},
+		{"close from Research Needed", false, "Research Needed", Handoff{Agent: "agent-1", Command: "research", Intent: "close"},
+			"Research Needed → Done is not a transition", []string{"close (", "cancel ("}},
+		{"neither intent nor state", false, "Backlog", Handoff{Agent: "agent-1", Command: "research", Commands: []string{"research"}},
+			"Neither intent nor to_state", []string{"lock (", "other commands"}},
+		{"the table refuses", false, "Backlog", Handoff{Agent: "agent-1", Command: "research", Intent: "lock"},
+			"is not a transition", []string{"lock ("}},
+		{"a builder out of Research Needed", true, "Research Needed", Handoff{Agent: "agent-1", Role: "builder", Command: "research", Intent: "complete"},
+			"the analyst role owns it", []string{"lock (", "complete (", `"Ready for Plan"`}},
+		{"an analyst to Done", true, "Research Needed", Handoff{Agent: "agent-1", Role: "analyst", Command: "research", ToState: "Done",
+			Commands: []string{"triage", "split", "research"}}, "from Research Needed, research may retry", []string{"close", "cancel"}},
+	}
+	harness := func(roles bool, state string) *harness {
+		if roles {
+			return newRolesHarness(t, policy.ReviewSkip, issueN("A", state, 1))
+		}
+		return newHarness(t, issueN("A", state, 1))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := harness(tt.roles, tt.state)
+			h.adoptAll("A")
+			_, err := h.handoff("A", tt.ho)
+			r := asRefusal(t, err, tt.want)
+			for _, w := range tt.wantNot {
+				if strings.Contains(r.Recovery, w) {
+					t.Errorf("the Recovery names %q: %s", w, r.Error())
+				}
+			}
+			if r.Retry == nil {
+				t.Fatalf("no retry: %s", r.Error())
+			}
+			for _, s := range r.Retry.With {
+				for _, v := range s.Values {
+					again := tt.ho
+					switch s.Arg {
+					case policy.ArgIntent:
+						again.Intent, again.ToState = v, ""
+					case policy.ArgState:
+						again.Intent, again.ToState = "", v
+					default:
+						t.Fatalf("the Recovery suggests %s: %s", s.Arg, r.Error())
+					}
+					h := harness(tt.roles, tt.state)
+					h.adoptAll("A")
+					res, err := h.handoff("A", again)
+					var rr *policy.Refusal
+					switch {
+					case err == nil && !res.Changed:
+						t.Errorf("%s %s changes nothing", s.Arg, v)
+					case errors.As(err, &rr) && (rr.Retry != nil && rr.Rule == policy.RuleArguments || slices.Contains(tableRules, string(rr.Rule)) || rr.Rule == policy.RuleCommand):
+						t.Errorf("the Recovery suggests %s %s, which is refused again: %s\n(first: %s)", s.Arg, v, rr.Error(), r.Error())
+					case err != nil && rr == nil:
+						t.Errorf("%s %s: %v", s.Arg, v, err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -33,7 +33,8 @@ type Pick struct {
 }
 
 // PickResult is the answer: the best issue (nil when nothing qualifies) and the others in rank
-// order; with Claim, the handoff that locked it and the issues lost to other claimers.
+// order; with Claim, the handoff that locked it (Best is then as the claim left it: locked,
+// in the state the claim moved it to) and the issues lost to other claimers.
 type PickResult struct {
 	Best         *Pick
 	Alternatives []Pick
@@ -109,7 +110,11 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 			switch {
 			case err == nil:
 				res.Best, res.Alternatives, res.Claimed = &ranked[i], ranked[i+1:], &hr
+				// The best issue as it is now: claimed, in the state the claim moved it to.
 				res.Best.Locked = true
+				if hr.NewState != "" {
+					res.Best.Item.State = hr.NewState
+				}
 				return res, nil
 			case errors.As(err, &refusal):
 				res.Passed = append(res.Passed, Passed{Item: p.Item, Reason: refusal.Error()})

@@ -44,12 +44,13 @@ func TestFacadeRefusalsSuggestRoles(t *testing.T) {
 	}{
 		{"unknown workflow state", pick(PickRequest{State: "Nowhere"}), `Unknown workflow state "Nowhere"`,
 			[]string{"pick_state=Backlog|Research Needed|Research in Progress|Ready for Plan|Plan in Progress|Plan in Review|In Progress|In Review|Human Needed|Done|Canceled"}, false},
-		{"a claim with a command without a lock", claim("Research Needed", "ralph_triage"), "a claim locks the issue with triage's lock intent, and triage has none",
+		{"a claim with a command without a lock", claim("Research Needed", "ralph_triage"), "A claim locks the issue with triage's lock intent, and triage has none",
 			[]string{"command=research|plan|plan_epic|impl", "claim=false"}, false},
 		{"a claim where the lock cannot be entered", claim("Backlog", "research"), "an agent may not move an issue from Backlog to Research in Progress",
 			[]string{"pick_state=Research Needed", "claim=false"}, false},
 		{"a handoff with neither intent nor state", errOf(h.handoff("A", Handoff{Agent: "agent-1", Command: "research"})), "Neither intent nor to_state",
-			[]string{"state=Research in Progress|Ready for Plan|Human Needed", "intent=lock|complete|escalate|release|reject|close|cancel"}, true},
+			// Only what research may do from Research Needed: no release (it is there), no close or cancel.
+			[]string{"intent=lock|complete|escalate|reject", "state=Research in Progress|Ready for Plan|Human Needed"}, true},
 		{"an issue on several projects", errOf(h.svc.Facade.Locate(bg, h.board, IssueRef{Owner: "acme", Repo: "app", Number: 2}, 0)), "several enforced projects",
 			[]string{"project=1|2"}, false},
 		{"an issue not on the project named", errOf(h.svc.Facade.Locate(bg, h.board, IssueRef{Owner: "acme", Repo: "app", Number: 1}, 2)), "is not on project 2",

@@ -48,7 +48,7 @@ func (s *server) checkArguments(specs map[string]toolspec.Spec) mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			agent := s.agent(s.callerOf(req))
-			if err := sp.CheckArguments(call.Params.Arguments, func(arg string) []string { return s.argumentValues(sp.Name, arg, agent) }); err != nil {
+			if err := sp.CheckArguments(call.Params.Arguments, func(arg string) []string { return s.argumentValues(arg, agent) }); err != nil {
 				res := &mcp.CallToolResult{}
 				res.SetError(ruled(err, policy.RuleArguments))
 				return res, nil
@@ -88,7 +88,7 @@ func schemaRefusal(sp toolspec.Spec, err error) *policy.Refusal {
 
 // argumentValues are an argument's valid values where the façade knows them, for Recovery
 // lines; nil otherwise.
-func (s *server) argumentValues(tool, arg string, agent Agent) []string {
+func (s *server) argumentValues(arg string, agent Agent) []string {
 	m := s.opts.Facade.Machine()
 	switch arg {
 	case "command":
@@ -113,9 +113,6 @@ func (s *server) argumentValues(tool, arg string, agent Agent) []string {
 	case "owner":
 		return s.owners()
 	case "project":
-		if tool == toolspec.BoardHealth {
-			return s.projectNames()
-		}
 		var out []string
 		for _, p := range s.opts.Projects {
 			out = append(out, fmt.Sprint(p.Number))

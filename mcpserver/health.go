@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -19,30 +21,25 @@ type HealthReporter interface {
 	Report(ctx context.Context, now time.Time) (health.Report, error)
 }
 
-// boardHealth answers board_health: the report of every enforced project, or of the one asked.
+// boardHealth answers board_health: the report of every enforced project, of one organization's
+// (owner), or of the one asked (project, a number as every tool takes it; owner when the
+// enforced projects belong to several organizations and the number is on more than one).
 func (s *server) boardHealth(ctx context.Context, _ string, in toolspec.HealthInput) (health.Report, error) {
 	if s.opts.Health == nil {
 		return health.Report{}, errors.New("the board health report is not wired into this server")
 	}
-	var owner string
-	var number int
-	if in.Project != "" {
-		o, n, _ := strings.Cut(in.Project, "/")
-		owner, number = o, atoi(n)
-		if !s.enforced(owner, number) {
-			return health.Report{}, policy.NewRetryRefusal(fmt.Sprintf("Project %s is not enforced", in.Project),
-				"the report covers only the configured projects",
-				policy.Retry{With: []policy.Suggestion{{Arg: "project", Kind: policy.Text, Values: s.projectNames(), Optional: true}}}).Because(policy.RuleNotFound)
-		}
+	keep, err := s.healthProjects(in)
+	if err != nil {
+		return health.Report{}, err
 	}
 	rep, err := s.opts.Health.Report(ctx, s.now())
 	if err != nil {
 		return health.Report{}, err
 	}
-	if in.Project != "" {
+	if keep != nil {
 		kept := rep.Projects[:0]
 		for _, p := range rep.Projects {
-			if strings.EqualFold(p.Owner, owner) && p.Number == number {
+			if slices.ContainsFunc(keep, func(k enforce.ProjectRef) bool { return strings.EqualFold(k.Owner, p.Owner) && k.Number == p.Number }) {
 				kept = append(kept, p)
 			}
 		}
@@ -51,26 +48,47 @@ func (s *server) boardHealth(ctx context.Context, _ string, in toolspec.HealthIn
 	return rep, nil
 }
 
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
-// enforced reports whether owner/number is one of the configured projects.
-func (s *server) enforced(owner string, number int) bool {
+// healthProjects are the projects board_health reports on: nil for every one.
+func (s *server) healthProjects(in toolspec.HealthInput) ([]enforce.ProjectRef, error) {
+	if in.Owner == "" && in.Project == 0 {
+		return nil, nil
+	}
+	var owner string
+	if in.Owner != "" {
+		o, err := s.resolveOwner(in.Owner)
+		if err != nil {
+			return nil, err
+		}
+		owner = o
+	}
+	var keep []enforce.ProjectRef
+	var numbers []string
 	for _, p := range s.opts.Projects {
-		if strings.EqualFold(p.Owner, owner) && p.Number == number {
-			return true
+		if owner != "" && !strings.EqualFold(p.Owner, owner) {
+			continue
+		}
+		numbers = append(numbers, strconv.Itoa(p.Number))
+		if in.Project == 0 || p.Number == in.Project {
+			keep = append(keep, p)
 		}
 	}
-	return false
-}
-
-// projectNames lists the configured projects as owner/number.
-func (s *server) projectNames() []string {
-	out := make([]string, 0, len(s.opts.Projects))
-	for _, p := range s.opts.Projects {
-		out = append(out, p.Owner+"/"+strconv.Itoa(p.Number))
+	if len(keep) == 0 {
+		where := "is not enforced"
+		if owner != "" {
+			where = "of " + owner + " is not enforced"
+		}
+		return nil, policy.NewRetryRefusal(fmt.Sprintf("Project %d %s", in.Project, where),
+			"the report covers only the configured projects",
+			policy.Retry{With: []policy.Suggestion{{Arg: enforce.ArgProject, Kind: policy.Literal, Values: numbers, Optional: true}}}).Because(policy.RuleNotFound)
 	}
-	return out
+	if in.Project != 0 && owner == "" && len(keep) > 1 {
+		var orgs []string
+		for _, p := range keep {
+			orgs = append(orgs, p.Owner)
+		}
+		return nil, policy.NewRetryRefusal(fmt.Sprintf("Project %d is ambiguous", in.Project),
+			"projects of several organizations have that number: "+strings.Join(orgs, ", "),
+			policy.Retry{With: []policy.Suggestion{{Arg: "owner", Kind: policy.Text, Values: orgs}}}).Because(policy.RuleArguments)
+	}
+	return keep, nil
 }

@@ -55,25 +55,56 @@ func TestBoardHealth(t *testing.T) {
 	}
 	cs := f.session("agent-1")
 
+	// project is a project number, as every tool takes it; owner picks the organization.
 	tests := []struct {
-		name    string
-		args    map[string]any
-		refusal string // "" for a report
+		name     string
+		args     map[string]any
+		projects []enforce.ProjectRef // the enforced projects, when not only acme/1
+		refusal  string               // "" for a report
+		replay   bool                 // the Recovery's retry gets the report
 	}{
 		{name: "every project", args: map[string]any{}},
-		{name: "one project", args: map[string]any{"project": "acme/1"}},
-		{name: "owner in another case", args: map[string]any{"project": "ACME/1"}},
-		{name: "not enforced", args: map[string]any{"project": "acme/2"}, refusal: `Project acme/2 is not enforced. the report covers only the configured projects. Recovery: retry with project "acme/1" (or leave project out)`},
-		{name: "not a project", args: map[string]any{"project": "acme"}, refusal: `"acme" is not a project: want owner/number`},
-		{name: "a number", args: map[string]any{"project": 1}, refusal: "project"},
+		{name: "one project", args: map[string]any{"project": 1}},
+		{name: "one project of an organization", args: map[string]any{"owner": "acme", "project": 1}},
+		{name: "owner in another case", args: map[string]any{"owner": "ACME", "project": 1}},
+		{name: "an organization's projects", args: map[string]any{"owner": "acme"}},
+		{name: "not enforced", args: map[string]any{"project": 2},
+			refusal: `Project 2 is not enforced. The report covers only the configured projects. Recovery: retry with project 1 (or leave project out)`, replay: true},
+		{name: "not enforced in the organization", args: map[string]any{"owner": "acme", "project": 7},
+			refusal: `Project 7 of acme is not enforced. The report covers only the configured projects. Recovery: retry with project 1 (or leave project out)`, replay: true},
+		{name: "an organization not enforced", args: map[string]any{"owner": "globex", "project": 1},
+			refusal: `Organization "globex" has no project ralph-gate enforces`, replay: true},
+		{name: "owner/number as before", args: map[string]any{"project": "acme/1"},
+			refusal: "board_health: argument `project` must be an integer, got a string (\"acme/1\")", replay: true},
+		{name: "a number as a string", args: map[string]any{"project": "1"},
+			refusal: "Recovery: retry with project 1", replay: true},
+		{name: "a number on two organizations", args: map[string]any{"project": 1},
+			projects: []enforce.ProjectRef{project, {Owner: "globex", Number: 1}},
+			refusal:  `Project 1 is ambiguous. Projects of several organizations have that number: acme, globex. Recovery: retry with owner "acme" or "globex"`, replay: true},
+		{name: "negative", args: map[string]any{"project": -1}, refusal: "Invalid project"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cs := cs
+			if tt.projects != nil {
+				saved := f.opts.Projects
+				f.opts.Projects = tt.projects
+				cs = f.session("agent-1")
+				f.opts.Projects = saved
+			}
 			var got health.Report
 			msg := callTool(t, cs, toolspec.BoardHealth, tt.args, &got)
 			if tt.refusal != "" {
 				if !strings.Contains(msg, tt.refusal) || !strings.Contains(msg, "Recovery:") {
 					t.Fatalf("refusal %q, want it to say %q", msg, tt.refusal)
+				}
+				if !tt.replay {
+					return
+				}
+				// The retry the Recovery asks for gets the report.
+				again := replay(t, specOf(t, toolspec.BoardHealth), tt.args, parseRecovery(t, msg), nil)
+				if msg := callTool(t, cs, toolspec.BoardHealth, again, &got); msg != "" {
+					t.Fatalf("the retry %v is refused: %s", again, msg)
 				}
 				return
 			}

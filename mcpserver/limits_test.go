@@ -69,7 +69,7 @@ func TestAgentRateLimit(t *testing.T) {
 		}
 	}
 	msg := callTool(t, agent1, toolspec.GetWorkflowState, map[string]any{"number": 1}, &out)
-	want := "get_workflow_state: agent-1 has called more than 30 tools a minute. each agent may make 30 tool calls a minute, in bursts of up to 3 (config mcp.limits). Recovery: retry after 2 s (Retry-After: 2)"
+	want := "get_workflow_state: agent-1 has called more than 30 tools a minute. Each agent may make 30 tool calls a minute, in bursts of up to 3 (config mcp.limits). Recovery: retry after 2 s (Retry-After: 2)"
 	if msg != want {
 		t.Fatalf("the call past the burst:\n got %q\nwant %q", msg, want)
 	}
@@ -117,7 +117,7 @@ func TestGitHubReserveIsKeptForEnforcement(t *testing.T) {
 	cs := f.session("agent-1")
 	var out toolspec.StateOutput
 	msg := callTool(t, cs, toolspec.GetWorkflowState, map[string]any{"number": 1}, &out)
-	want := "The façade did not call GitHub for acme: 2499 of the installation's 5000 requests an hour are left. the last 50% are kept for enforcing the workflow (config mcp.limits.github_reserve). Recovery: retry after 600 s (Retry-After: 600)"
+	want := "The façade did not call GitHub for acme: 2499 of the installation's 5000 requests an hour are left. The last 50% are kept for enforcing the workflow (config mcp.limits.github_reserve). Recovery: retry after 600 s (Retry-After: 600)"
 	if msg != want || cb.calls.Load() != 0 || refused.get("budget") != 1 {
 		t.Fatalf("below the reserve: %d GitHub calls, %d refusals counted, message\n got %q\nwant %q", cb.calls.Load(), refused.get("budget"), msg, want)
 	}

@@ -155,7 +155,7 @@ func TestEveryToolCallIsObserved(t *testing.T) {
 			want: enforce.ToolCall{Tool: toolspec.HandoffTicket, Outcome: enforce.OutcomeRefused, Rule: "transition"}, level: "info"},
 		{name: "an argument of the wrong type", tool: toolspec.GetWorkflowState, args: map[string]any{"number": "one"},
 			want: enforce.ToolCall{Tool: toolspec.GetWorkflowState, Outcome: enforce.OutcomeRefused, Rule: "arguments"}, level: "info"},
-		{name: "a project not enforced", tool: toolspec.BoardHealth, args: map[string]any{"project": "nobody/9"},
+		{name: "a project not enforced", tool: toolspec.BoardHealth, args: map[string]any{"project": 9},
 			want: enforce.ToolCall{Tool: toolspec.BoardHealth, Outcome: enforce.OutcomeRefused, Rule: "not_found"}, level: "info"},
 		{name: "a tool the façade does not have", tool: "drop_table", args: map[string]any{},
 			want: enforce.ToolCall{Tool: "other", Outcome: enforce.OutcomeRefused, Rule: "arguments"}, level: "info"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -44,6 +45,10 @@ func parseRecovery(t *testing.T, msg string) recovery {
 	if _, rest, ok := strings.Cut(rec, "retry without "); ok {
 		names, _, _ := strings.Cut(rest, ", with ")
 		out.drop = regexp.MustCompile(`, | and `).Split(names, -1)
+	}
+	// "retry with number 3 instead of issue": the suggestion replaces issue.
+	if m := regexp.MustCompile(` instead of (\w+(?:(?:, | and )\w+)*)`).FindStringSubmatch(rec); m != nil {
+		out.drop = append(out.drop, regexp.MustCompile(`, | and `).Split(m[1], -1)...)
 	}
 	with := regexp.MustCompile(`with ([A-Za-z_]\w*) (set to |"(?:[^"\\]|\\.)*"|[^\s,()]+)`)
 	for _, m := range with.FindAllStringSubmatch(rec, -1) {
@@ -234,7 +239,7 @@ func TestRecoveriesReplay(t *testing.T) {
 			setup: lockedBy("agent-2", 4)},
 		{name: "re-entering another agent's lock", tool: toolspec.HandoffTicket, args: handoff(map[string]any{"number": 4, "intent": "lock"}), want: "is locked by agent-2", replay: none,
 			setup: lockedBy("agent-2", 4)},
-		{name: "open blockers", tool: toolspec.HandoffTicket, args: handoff(map[string]any{"number": 5, "intent": "lock"}), want: "open blockers", replay: none},
+		{name: "open blockers", tool: toolspec.HandoffTicket, args: handoff(map[string]any{"number": 5, "intent": "lock"}), want: `open blockers: #2 "Issue" is open, in Backlog`, replay: none},
 		{name: "group not converged", tool: toolspec.HandoffTicket, args: handoff(map[string]any{"number": 8, "command": "plan", "intent": "lock"}), want: "needs the whole group", replay: none},
 		{name: "WIP limit", tool: toolspec.HandoffTicket, args: handoff(map[string]any{"intent": "lock"}), want: "WIP limit", replay: none,
 			edit: func(s *policy.Spec) { s.Gates.WIPLimits = map[string]int{"Research in Progress": 0} }},
@@ -267,7 +272,7 @@ func TestRecoveriesReplay(t *testing.T) {
 		{name: "stream count out of range", tool: toolspec.DetectPipelinePosition, args: map[string]any{"number": 1, "streamCount": 500}, want: "Invalid streamCount", replay: ok,
 			hints: map[string]any{"streamCount": 2}},
 		{name: "a group member in an unknown state", tool: toolspec.DetectPipelinePosition, args: map[string]any{"number": 9}, want: `#9 of the group is in "Bogus"`, replay: none},
-		{name: "not an issue", tool: toolspec.DetectPipelinePosition, args: map[string]any{"number": 12}, want: "it is not an issue", replay: none},
+		{name: "not an issue", tool: toolspec.DetectPipelinePosition, args: map[string]any{"number": 12}, want: "It is not an issue", replay: none},
 		{name: "a blockedBy cycle", tool: toolspec.DetectPipelinePosition, args: map[string]any{"number": 14}, want: "form a cycle", replay: none,
 			setup: func(_ *testing.T, f *fixture) {
 				f.board.blockers[issue(14, "").ContentID] = []string{issue(15, "").ContentID}
@@ -311,6 +316,18 @@ func TestRecoveriesReplay(t *testing.T) {
 		{name: "claim as a string", tool: toolspec.PickActionableIssue, args: map[string]any{"workflowState": "Research Needed", "claim": "yes", "command": "research"}, want: "must be a boolean", replay: ok},
 		{name: "state for workflowState", tool: toolspec.PickActionableIssue, args: map[string]any{"state": "Research Needed"}, want: "unknown argument `state`", replay: ok},
 		{name: "missing targetState", tool: toolspec.CheckConvergence, args: map[string]any{"number": 1}, want: "argument `targetState` is missing", replay: ok},
+		// Another tool's name, or an API's, for an argument: the argument meant, with the value.
+		{name: "issue for number", tool: toolspec.GetWorkflowState, args: map[string]any{"issue": 3}, want: "Recovery: retry with number 3 instead of issue", replay: ok},
+		{name: "issue_number for number", tool: toolspec.HandoffTicket, args: map[string]any{"issue_number": "#1", "command": "research", "intent": "lock", "reason": "r"},
+			want: "Recovery: retry with number 1 instead of issue_number", replay: ok},
+		{name: "to_state for targetState", tool: toolspec.CheckConvergence, args: map[string]any{"number": 1, "to_state": "Ready for Plan"},
+			want: `Recovery: retry with targetState "Ready for Plan" instead of to_state`, replay: ok},
+		{name: "state for targetState", tool: toolspec.AdvanceChildren, args: map[string]any{"number": 6, "state": "Ready for Plan"},
+			want: `Recovery: retry with targetState "Ready for Plan" instead of state`, replay: ok},
+		{name: "owner/number for board_health's project", tool: toolspec.BoardHealth, args: map[string]any{"project": "acme/1"},
+			want: "Recovery: retry with project 1", replay: ok},
+		{name: "board_health's project not enforced", tool: toolspec.BoardHealth, args: map[string]any{"project": 2},
+			want: "Project 2 is not enforced", replay: ok},
 		{name: "an argument describe_workflow does not take", tool: toolspec.DescribeWorkflow, args: map[string]any{"verbose": true}, want: "describe_workflow: unknown argument `verbose`", replay: ok},
 	}
 	for _, tt := range tests {
@@ -333,6 +350,9 @@ func TestRecoveriesReplay(t *testing.T) {
 			}
 			if strings.Count(msg, ". Recovery: ") != 1 || strings.Contains(msg, "validating") {
 				t.Fatalf("not in the three-part form: %q", msg)
+			}
+			if m := lowerSentence.FindString(msg); m != "" {
+				t.Errorf("a sentence starts in lower case (%q): %s", m, msg)
 			}
 			t.Log(msg)
 			rec := parseRecovery(t, msg)
@@ -360,6 +380,9 @@ func TestRecoveriesReplay(t *testing.T) {
 	}
 }
 
+// lowerSentence finds a sentence of a refusal that starts with an ordinary word in lower case.
+var lowerSentence = regexp.MustCompile(`\. (the|it|a|an|got|no|only|each|every|this|its|there|children|integers|one|both|neither)\b`)
+
 // lockedBy makes agent hold the lock of issue n (Research Needed → Research in Progress).
 func lockedBy(agent string, n int) func(*testing.T, *fixture) {
 	return func(t *testing.T, f *fixture) {
@@ -386,7 +409,7 @@ func TestBadArguments(t *testing.T) {
 		toolspec.AdvanceChildren:        {"number": 1, "targetState": "Research Needed"},
 		toolspec.PickActionableIssue:    {"workflowState": "Research Needed"},
 		toolspec.DescribeWorkflow:       {},
-		toolspec.BoardHealth:            {"project": "acme/1"},
+		toolspec.BoardHealth:            {"project": 1},
 	}
 	hints := map[string]any{"number": 1, "reason": "r", "streamCount": 1, "project": 1, "repo": "app", "owner": "acme"}
 	type badCase struct {
@@ -472,8 +495,8 @@ func TestSchemaRefusal(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"the validator's text", errors.New(`validating "arguments": validating root: unexpected additional properties ["x"]`), "handoff_ticket: the arguments do not match the tool's input schema. validating"},
-		{"a refusal", refusal, "t. w. Recovery: r"},
+		{"the validator's text", errors.New(`validating "arguments": validating root: unexpected additional properties ["x"]`), "handoff_ticket: the arguments do not match the tool's input schema. Validating"},
+		{"a refusal", refusal, "T. W. Recovery: r"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
@@ -489,4 +512,114 @@ func TestSchemaRefusal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// values lists every value a Recovery suggests, argument by argument, as an agent reads it:
+// `with intent lock (→ A) or complete (→ B), or with to_state "A" or "B"` gives intent lock,
+// intent complete, to_state "A", to_state "B"; and the states its "other commands you may use
+// move it to" names, with their commands.
+func values(msg string) (with []suggestion, others [][2]string) {
+	_, rec, _ := strings.Cut(msg, "Recovery: ")
+	rec, tail, _ := strings.Cut(rec, "; other commands you may use move it to ")
+	value := regexp.MustCompile(`^(?:"(?:[^"\\]|\\.)*"|[A-Za-z_][\w.-]*)(?: \(→ [^)]*\))?`)
+	for _, loc := range regexp.MustCompile(`with ([A-Za-z_]\w*) `).FindAllStringSubmatchIndex(rec, -1) {
+		arg, rest := rec[loc[2]:loc[3]], rec[loc[1]:]
+		for {
+			v := value.FindString(rest)
+			if v == "" || strings.HasPrefix(rest, "set to ") {
+				break
+			}
+			word, _, _ := strings.Cut(v, " (→")
+			with = append(with, suggestion{arg: arg, value: word})
+			rest = rest[len(v):]
+			if strings.HasPrefix(rest, ", or with") || !strings.HasPrefix(rest, ", ") && !strings.HasPrefix(rest, " or ") {
+				break
+			}
+			rest = strings.TrimPrefix(strings.TrimPrefix(rest, ", "), " or ")
+		}
+	}
+	for _, m := range regexp.MustCompile(`"((?:[^"\\]|\\.)*)" \(([a-z_]+(?:(?:, | or )[a-z_]+)*)\)`).FindAllStringSubmatch(tail, -1) {
+		for _, cmd := range regexp.MustCompile(`, | or `).Split(m[2], -1) {
+			others = append(others, [2]string{cmd, m[1]})
+		}
+	}
+	return with, others
+}
+
+// refusedAgain: the message refuses a handoff for a reason of the table, the agent's kind,
+// its role or its command's resolution — what a Recovery's values must never run into.
+var refusedAgain = regexp.MustCompile(`is not a transition|is for humans only|is not allowed: an item with no state|may not move an item|is not a valid output|is not defined for|Unknown (state|intent|command)|is ambiguous|Neither intent|Both intent|may only use the commands|no move out of`)
+
+// TestHandoffRecoveryFollowsTheItemsState: for an issue in every state of the default workflow
+// and every to_state, through a real MCP client, a refused handoff_ticket suggests only what
+// the agent may do from the issue's state — its kind, role and commands — and each value it
+// suggests (every one, and each "other command"), retried as written on an issue in the same
+// state, is not refused again by the table, the agent's kind, its role or its command.
+func TestHandoffRecoveryFollowsTheItemsState(t *testing.T) {
+	states := policy.DefaultMachine().States()
+	type agent struct {
+		name, command string
+		roles         bool
+	}
+	agents := []agent{{"agent-1", "research", false}, {"agent-1", "triage", false}, {"researcher", "research", false}, {"researcher", "research", true}}
+	followed := 0
+	for _, ag := range agents {
+		for _, from := range states {
+			t.Run(fmt.Sprintf("%s %s roles=%v from %s", ag.name, ag.command, ag.roles, from), func(t *testing.T) {
+				var f *fixture
+				if ag.roles {
+					f = newRolesFixture(t)
+				} else {
+					f = newFixture(t)
+				}
+				cs := f.session(ag.name)
+				next := 0
+				fresh := func() int { // a new issue in `from`
+					next++
+					f.board.mu.Lock()
+					it := issue(next, from)
+					f.board.items[it.ID] = it
+					f.board.mu.Unlock()
+					return next
+				}
+				for _, to := range states {
+					args := map[string]any{"number": fresh(), "command": ag.command, "to_state": to, "reason": "r"}
+					msg := call(t, cs, toolspec.HandoffTicket, args)
+					if msg == "" {
+						continue
+					}
+					if from == "Research Needed" && to == "Done" && (strings.Contains(msg, "close") || strings.Contains(msg, "cancel")) {
+						t.Errorf("the friction: close or cancel offered from Research Needed: %s", msg)
+					}
+					with, others := values(msg)
+					for _, w := range with {
+						again := maps.Clone(args)
+						again["number"] = fresh()
+						delete(again, "intent")
+						delete(again, "to_state")
+						v := w.value
+						if uq, err := strconv.Unquote(v); err == nil {
+							v = uq
+						}
+						again[w.arg] = v
+						followed++
+						if got := call(t, cs, toolspec.HandoffTicket, again); refusedAgain.MatchString(got) {
+							t.Errorf("the Recovery suggests %s %s, refused again: %s\n(first: %s)", w.arg, w.value, got, msg)
+						}
+					}
+					for _, o := range others {
+						again := map[string]any{"number": fresh(), "command": o[0], "to_state": o[1], "reason": "r"}
+						followed++
+						if got := call(t, cs, toolspec.HandoffTicket, again); refusedAgain.MatchString(got) {
+							t.Errorf("the Recovery says %s moves it to %q, refused again: %s\n(first: %s)", o[0], o[1], got, msg)
+						}
+					}
+				}
+			})
+		}
+	}
+	if followed < 300 {
+		t.Fatalf("only %d suggested retries were followed", followed)
+	}
+	t.Logf("%d suggested retries followed", followed)
 }

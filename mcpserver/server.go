@@ -442,6 +442,8 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 		if res.Claimed != nil {
 			h := handoffOutput(*res.Claimed)
 			out.Claimed, out.Handoff = true, &h
+			// The issue as the claim left it, next to the handoff that moved it.
+			best.WorkflowState, best.IsLocked = h.NewState, true
 			out.Message = fmt.Sprintf("claimed #%d %q for %s: it is now in %s", best.Number, best.Title, agent, h.NewState)
 		}
 	case in.Claim && len(res.Passed) > 0:

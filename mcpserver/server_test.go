@@ -412,3 +412,31 @@ func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+string(tt))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// A claim answers the issue as the claim left it: in the state the handoff moved it to, and
+// locked; without claim, as it is.
+func TestPickClaimReportsTheClaimedState(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   map[string]any
+		state  string
+		locked bool
+	}{
+		{"claim", map[string]any{"workflowState": "Research Needed", "claim": true, "command": "research"}, "Research in Progress", true},
+		{"no claim", map[string]any{"workflowState": "Research Needed"}, "Research Needed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, issue(1, "Research Needed"))
+			var out toolspec.PickOutput
+			if msg := callTool(t, f.session("agent-1"), toolspec.PickActionableIssue, tc.args, &out); msg != "" {
+				t.Fatal(msg)
+			}
+			if !out.Found || out.Issue == nil || out.Issue.WorkflowState != tc.state || out.Issue.IsLocked != tc.locked {
+				t.Fatalf("issue %+v, want it in %s, locked %v", out.Issue, tc.state, tc.locked)
+			}
+			if out.Claimed != (out.Handoff != nil) || out.Handoff != nil && out.Handoff.NewState != out.Issue.WorkflowState {
+				t.Fatalf("the issue says %s, the handoff %+v", out.Issue.WorkflowState, out.Handoff)
+			}
+		})
+	}
+}

@@ -51,15 +51,46 @@ type Member struct {
 	State  string `json:"state"`
 }
 
+// String reads `#3 "Title" is in Backlog`, `#3 has no state`, or, for a State that is the
+// issue's open/closed status rather than a Workflow State (an issue off the project),
+// `#3 "Title" is open`.
 func (mb Member) String() string {
+	s := mb.name()
+	switch {
+	case mb.State == "":
+		return s + " has no state"
+	case isStatus(mb.State):
+		return s + " is " + strings.ToLower(mb.State)
+	}
+	return s + " is in " + mb.State
+}
+
+// name is `#3 "Title"`, or `#3` without a title.
+func (mb Member) name() string {
 	s := fmt.Sprintf("#%d", mb.Number)
 	if mb.Title != "" {
 		s += fmt.Sprintf(" %q", mb.Title)
 	}
-	if mb.State == "" {
-		return s + " has no state"
+	return s
+}
+
+// isStatus: state is an issue's open/closed status, which callers give for an issue with no
+// Workflow State of its own (a blocker off the project).
+func isStatus(state string) bool {
+	return strings.EqualFold(state, "open") || strings.EqualFold(state, "closed")
+}
+
+// blockerText reads an open blocker: `#3 "Blocker" is open, in Backlog`, or `#3 "Blocker" is
+// open` when it has no Workflow State (off the project), or `#3 is open, with no state`.
+func blockerText(mb Member) string {
+	s := mb.name() + " is open"
+	switch {
+	case mb.State == "":
+		return s + ", with no state"
+	case isStatus(mb.State):
+		return s
 	}
-	return s + " is in " + mb.State
+	return s + ", in " + mb.State
 }
 
 // Change is one observed change of the workflow field with everything the gates need.
@@ -148,7 +179,11 @@ func (m *Machine) Decide(c Change) Decision {
 	}
 	if g.Blockers && m.IsLock(c.To) && len(c.OpenBlockers) > 0 {
 		d.Blocking = append(d.Blocking, c.OpenBlockers...)
-		return revert(d, RuleBlockers, fmt.Sprintf("%s cannot be entered while the issue has open blockers: %s", c.To, joinAnd(memberTexts(c.OpenBlockers))))
+		texts := make([]string, len(c.OpenBlockers))
+		for i, mb := range c.OpenBlockers {
+			texts[i] = blockerText(mb)
+		}
+		return revert(d, RuleBlockers, fmt.Sprintf("%s cannot be entered while the issue has open blockers: %s", c.To, joinAnd(texts)))
 	}
 	if g.Convergence && c.To == m.convLock && m.convReady != "" {
 		if blocking := m.notReady(c.Group, m.convReady); len(blocking) > 0 {

@@ -82,7 +82,7 @@ func TestDecide(t *testing.T) {
 			verdict: Allow, rule: RuleLegal, takes: true, releases: true},
 
 		{name: "blockers", c: Change{From: sRN, To: sRIP, Actor: "agent-1", ActorKind: ActorAgent, OpenBlockers: blockers},
-			verdict: Revert, rule: RuleBlockers, reason: `Research in Progress cannot be entered while the issue has open blockers: #3 "Schema" is in Research Needed and #4 has no state`,
+			verdict: Revert, rule: RuleBlockers, reason: `Research in Progress cannot be entered while the issue has open blockers: #3 "Schema" is open, in Research Needed and #4 is open, with no state`,
 			blocking: []int{3, 4}},
 		{name: "blockers apply to humans", c: Change{From: sRN, To: sRIP, Actor: "alice", ActorKind: ActorHuman, OpenBlockers: blockers[:1]},
 			verdict: Revert, rule: RuleBlockers, blocking: []int{3}},
@@ -214,6 +214,41 @@ func TestRuleAndMemberStrings(t *testing.T) {
 	}
 }
 
+// TestMemberTexts: a member reads "is in" a Workflow State, "is open"/"is closed" when its
+// state is its issue's status (off the project); an open blocker reads "is open, in" its state.
+func TestMemberTexts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		mb            Member
+		member, block string
+	}{
+		{"in a state", Member{Number: 3, Title: "Blocker", State: sBacklog}, `#3 "Blocker" is in Backlog`, `#3 "Blocker" is open, in Backlog`},
+		{"no title", Member{Number: 3, State: sRN}, `#3 is in Research Needed`, `#3 is open, in Research Needed`},
+		{"no state", Member{Number: 4, Title: "T"}, `#4 "T" has no state`, `#4 "T" is open, with no state`},
+		{"off the project, open", Member{Number: 3, Title: "Blocker", State: "open"}, `#3 "Blocker" is open`, `#3 "Blocker" is open`},
+		{"off the project, Open", Member{Number: 3, State: "Open"}, `#3 is open`, `#3 is open`},
+		{"closed", Member{Number: 5, Title: "Old", State: "closed"}, `#5 "Old" is closed`, `#5 "Old" is open`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.mb.String(); got != tc.member {
+				t.Errorf("String() = %s, want %s", got, tc.member)
+			}
+			if got := blockerText(tc.mb); got != tc.block {
+				t.Errorf("blockerText = %s, want %s", got, tc.block)
+			}
+			if strings.Contains(tc.mb.String(), "is in open") || strings.Contains(blockerText(tc.mb), "is in open") {
+				t.Error("is in open")
+			}
+		})
+	}
+	m := defaultMachine(t)
+	d := m.Decide(Change{From: sRN, To: sRIP, Actor: "agent-1", ActorKind: ActorAgent,
+		OpenBlockers: []Member{{Number: 3, Title: "Blocker", State: sBacklog}, {Number: 6, Title: "elsewhere", State: "open"}}})
+	if want := `open blockers: #3 "Blocker" is open, in Backlog and #6 "elsewhere" is open`; !strings.Contains(d.Reason, want) {
+		t.Errorf("reason %q lacks %q", d.Reason, want)
+	}
+}
+
 // A custom machine whose plan command locks a differently named state and needs a different
 // input: the convergence gate follows the command.
 func TestDecideConvergenceFollowsPlanCommand(t *testing.T) {
@@ -254,11 +289,11 @@ func TestDecisionRefusal(t *testing.T) {
 		{"humans only, nothing open", m, Change{From: sHN, To: sBacklog, Actor: "agent-1", ActorKind: ActorAgent},
 			`agent-1 moved the item from Human Needed to "Backlog". Human Needed → Backlog is for humans only. Recovery: no move out of Human Needed is open to agent; ask a human`},
 		{"not initial", m, Change{From: "", To: sDone, ActorKind: ActorHuman},
-			`someone moved the item from (unset) to "Done". (unset) → Done is not allowed: an item with no state may start only in Backlog, Research Needed or Ready for Plan. Recovery: move it to "Backlog", "Research Needed" or "Ready for Plan" instead`},
+			`Someone moved the item from (unset) to "Done". (unset) → Done is not allowed: an item with no state may start only in Backlog, Research Needed or Ready for Plan. Recovery: move it to "Backlog", "Research Needed" or "Ready for Plan" instead`},
 		{"lock", m, Change{From: sIP, To: sIR, Actor: "agent-2", ActorKind: ActorAgent, LockHolder: "agent-1"},
 			`agent-2 moved the item from In Progress to "In Review". In Progress is locked by agent-1; only the holder or a human may move it, not agent-2. Recovery: ask agent-1 to hand the item off, or ask a human to move it`},
 		{"blockers", m, Change{From: sRN, To: sRIP, Actor: "agent-1", ActorKind: ActorAgent, OpenBlockers: []Member{{Number: 3, State: sRN}, {Number: 4, State: sIP}}},
-			`agent-1 moved the item from Research Needed to "Research in Progress". Research in Progress cannot be entered while the issue has open blockers: #3 is in Research Needed and #4 is in In Progress. Recovery: finish or unlink the blockers #3 and #4, then retry Research in Progress`},
+			`agent-1 moved the item from Research Needed to "Research in Progress". Research in Progress cannot be entered while the issue has open blockers: #3 is open, in Research Needed and #4 is open, in In Progress. Recovery: finish or unlink the blockers #3 and #4, then retry Research in Progress`},
 		{"convergence", m, Change{From: sRFP, To: sPIP, Actor: "agent-1", ActorKind: ActorAgent, Group: []Member{{Number: 10, Title: "API", State: sHN}}},
 			`agent-1 moved the item from Ready for Plan to "Plan in Progress". Plan in Progress needs the whole group at Ready for Plan or later: #10 "API" is in Human Needed. Recovery: wait until #10 reaches Ready for Plan or later (escalated issues need a human), then retry Plan in Progress`},
 		{"wip", withWIP, Change{From: sPIR, To: sIP, Actor: "agent-1", ActorKind: ActorAgent, WIPCount: 1},

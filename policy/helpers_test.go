@@ -59,7 +59,7 @@ func asRefusal(t *testing.T, err error) *Refusal {
 	if !strings.Contains(msg, ". Recovery: ") || strings.Count(msg, "Recovery:") != 1 {
 		t.Fatalf("refusal %q lacks exactly one Recovery part", msg)
 	}
-	if !strings.HasPrefix(msg, r.Tried+". "+r.Why+". Recovery: ") {
+	if !strings.HasPrefix(msg, sentence(r.Tried)+". "+sentence(r.Why)+". Recovery: ") {
 		t.Fatalf("refusal %q is not Tried. Why. Recovery:", msg)
 	}
 	for _, o := range r.Options {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Refusal is every user-fixable error: what was tried, why it fails, and exactly what to retry
@@ -74,8 +76,37 @@ func (r *Refusal) Because(rule Rule) *Refusal {
 	return r
 }
 
+// Error joins the three parts: "<Tried>. <Why>. Recovery: <Recovery>". Tried and Why each
+// begin a sentence, so each starts with a capital when it starts with an ordinary lower-case
+// word ("got an array" → "Got an array"); one that starts with a name — a tool, a login, a
+// command, anything holding a digit, a hyphen, an underscore or a slash, or quoted — is left
+// as it is ("handoff_ticket: …", "agent-1 may …"). The Recovery follows a colon and is left
+// as it is.
 func (r *Refusal) Error() string {
-	return r.Tried + ". " + r.Why + ". Recovery: " + r.Recovery
+	return sentence(r.Tried) + ". " + sentence(r.Why) + ". Recovery: " + r.Recovery
+}
+
+// sentence capitalises s's first rune when s starts with an ordinary word: lower-case letters
+// only, up to the first space or the punctuation that may end a word (, ; : .).
+func sentence(s string) string {
+	word := s
+	if i := strings.IndexAny(s, " \t\n"); i >= 0 {
+		word = s[:i]
+	}
+	word = strings.TrimRight(word, ",;:.")
+	if word == "" {
+		return s
+	}
+	for _, r := range word {
+		if !unicode.IsLetter(r) {
+			return s
+		}
+	}
+	first, size := utf8.DecodeRuneInString(s)
+	if !unicode.IsLower(first) {
+		return s
+	}
+	return string(unicode.ToUpper(first)) + s[size:]
 }
 
 // Spell returns the refusal with its Recovery rendered in a surface's own argument names
@@ -141,7 +172,9 @@ type Suggestion struct {
 }
 
 // Retry is a Recovery that asks for the same call with other arguments:
-// "<Lead> retry without <Drop>, with <arg> <value> … or <value>, or with <arg> …<Tail>".
+// "<Lead> retry without <Drop>, with <arg> <value> … or <value>, or with <arg> …<Tail>", or,
+// when the suggestions replace the dropped arguments (Instead),
+// "<Lead> retry with <arg> <value> instead of <Drop><Tail>".
 type Retry struct {
 	// Lead is prose before "retry", e.g. "from Backlog, research may".
 	Lead string `json:"lead,omitempty"`
@@ -153,6 +186,9 @@ type Retry struct {
 	OneOf bool `json:"one_of,omitempty"`
 	// Tail is prose after the suggestions (no argument names), e.g. ", or ask a human".
 	Tail string `json:"tail,omitempty"`
+	// Instead: the suggestions replace the dropped arguments (a misnamed argument and the
+	// one meant): "retry with <With> instead of <Drop>".
+	Instead bool `json:"instead,omitempty"`
 }
 
 // Render writes the retry with spell's argument names (nil: the role names).
@@ -170,7 +206,8 @@ func (rt Retry) Render(spell func(Arg) string) string {
 		b.WriteString(rt.Lead + " ")
 	}
 	b.WriteString("retry")
-	if len(rt.Drop) > 0 {
+	instead := rt.Instead && len(rt.Drop) > 0 && len(rt.With) > 0
+	if len(rt.Drop) > 0 && !instead {
 		names := make([]string, len(rt.Drop))
 		for i, a := range rt.Drop {
 			names[i] = name(a)
@@ -189,6 +226,13 @@ func (rt Retry) Render(spell func(Arg) string) string {
 		if !slices.Contains(args, name(s.Arg)) {
 			args = append(args, name(s.Arg))
 		}
+	}
+	if instead {
+		names := make([]string, len(rt.Drop))
+		for i, a := range rt.Drop {
+			names[i] = name(a)
+		}
+		b.WriteString(" instead of " + joinAnd(names))
 	}
 	switch {
 	case !rt.OneOf || len(args) < 2:

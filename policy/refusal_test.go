@@ -67,6 +67,11 @@ func TestRetryRender(t *testing.T) {
 		{"optional", Retry{With: []Suggestion{{Arg: ArgEstimate, Values: []string{"S"}, Optional: true}}}, nil, "retry with max_estimate S (or leave max_estimate out)"},
 		{"no value to name", Retry{With: []Suggestion{{Arg: "repo", Hint: "the issue's repository name"}}}, nil, "retry with repo set to the issue's repository name"},
 		{"an unspelt role keeps its name", Retry{With: []Suggestion{{Arg: ArgActor, Values: []string{"agent"}}}}, func(Arg) string { return "" }, "retry with actor agent"},
+		{"instead of a misnamed argument", Retry{Instead: true, Drop: []Arg{"issue"}, With: []Suggestion{{Arg: "number", Kind: Literal, Values: []string{"3"}}}}, nil,
+			"retry with number 3 instead of issue"},
+		{"instead, spelt", Retry{Instead: true, Drop: []Arg{"to_state"}, With: []Suggestion{{Arg: ArgTarget, Kind: Text, Values: []string{"Done"}}}},
+			func(a Arg) string { return map[Arg]string{ArgTarget: "targetState"}[a] }, `retry with targetState "Done" instead of to_state`},
+		{"instead with nothing to suggest is a drop", Retry{Instead: true, Drop: []Arg{"issue"}}, nil, "retry without issue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,5 +145,42 @@ func TestRefusalKind(t *testing.T) {
 	}
 	if seen[RuleLegal] || seen[RuleApp] || seen[RuleBypass] {
 		t.Error("Rules() lists a rule that allows")
+	}
+}
+
+// TestRefusalErrorSentences: Error starts Tried and Why with a capital when each starts with
+// an ordinary lower-case word (Why follows a full stop), never a name, and leaves the Recovery
+// (after a colon) as it is.
+func TestRefusalErrorSentences(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tried, why string
+		recovery   string
+		want       string
+	}{
+		{"a lower-case why", "Handing off #3", "it is locked", "wait", "Handing off #3. It is locked. Recovery: wait"},
+		{"a lower-case tried", "moving #3", "The table refuses it", "ask a human", "Moving #3. The table refuses it. Recovery: ask a human"},
+		{"already capitalised", "Tried x", "It is wrong", "retry with number 3", "Tried x. It is wrong. Recovery: retry with number 3"},
+		{"the recovery after the colon is left as it is", "T", "W", "retry with to_state \"Done\"", "T. W. Recovery: retry with to_state \"Done\""},
+		{"a word before a colon", "got: an array", "got, say, x", "r", "Got: an array. Got, say, x. Recovery: r"},
+		{"a tool name", "handoff_ticket: argument `number` is missing", "`number` is required", "r", "handoff_ticket: argument `number` is missing. `number` is required. Recovery: r"},
+		{"a login with a digit", "agent-1 asked to hand the item off", "agent-1 may only use the commands research", "r",
+			"agent-1 asked to hand the item off. agent-1 may only use the commands research. Recovery: r"},
+		{"a hyphenated name", "x", "ralph-gate enforces projects of several organizations", "r", "X. ralph-gate enforces projects of several organizations. Recovery: r"},
+		{"a number or a quote", "#3 moved", "\"acme\" is not a project", "r", "#3 moved. \"acme\" is not a project. Recovery: r"},
+		{"a repository", "acme/app#3 was not found", "x", "r", "acme/app#3 was not found. X. Recovery: r"},
+		{"only the first rune", "état inconnu", "ünknown ÄND more", "r", "État inconnu. Ünknown ÄND more. Recovery: r"},
+		{"not a letter", "(unset) → Done", "→ x", "r", "(unset) → Done. → x. Recovery: r"},
+		{"empty parts", "", "", "", ". . Recovery: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Refusal{Tried: tc.tried, Why: tc.why, Recovery: tc.recovery}
+			if got := r.Error(); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			if r.Tried != tc.tried || r.Why != tc.why {
+				t.Error("Error changed the refusal")
+			}
+		})
 	}
 }

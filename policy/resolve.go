@@ -35,7 +35,7 @@ func (m *Machine) ResolveIntent(cmd, intentName string) (string, error) {
 		return state, nil
 	case ambiguous:
 		return "", NewRetryRefusal(fmt.Sprintf("Intent %q is ambiguous for %s", it.name, c.name),
-			fmt.Sprintf("%s has several outputs: %s", c.name, strings.Join(c.direct, ", ")),
+			fmt.Sprintf("the command %s has several outputs: %s", c.name, strings.Join(c.direct, ", ")),
 			Retry{Lead: "use a direct state instead:", Drop: []Arg{ArgIntent},
 				With: []Suggestion{{Arg: ArgState, Kind: Text, Values: slices.Clone(c.direct)}}}).Because(RuleArguments)
 	}

@@ -160,13 +160,13 @@ func TestResolveErrors(t *testing.T) {
 		{
 			"complete for triage is ambiguous",
 			func() (string, error) { return m.ResolveIntent("triage", "complete") },
-			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
+			`Intent "complete" is ambiguous for triage. The command triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
 			[]string{sRN, sRFP, sDone, sCancel, sHN},
 		},
 		{
 			"ambiguous via marker in state",
 			func() (string, error) { return m.ResolveState("triage", "__COMPLETE__") },
-			`Intent "complete" is ambiguous for triage. triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
+			`Intent "complete" is ambiguous for triage. The command triage has several outputs: Research Needed, Ready for Plan, Done, Canceled, Human Needed. Recovery: use a direct state instead: retry without intent, with state "Research Needed", "Ready for Plan", "Done", "Canceled" or "Human Needed"`,
 			[]string{sRN, sRFP, sDone, sCancel, sHN},
 		},
 		{

@@ -399,11 +399,17 @@ func (m *Machine) roleRecovery(state string) string {
 	if len(esc) > 0 {
 		tail = ", or escalate to " + joinOr(esc)
 	}
+	return m.roleLeave(state) + tail
+}
+
+// roleLeave says who may move an item out of state (into it, for an item with no state)
+// instead of an agent whose role does not own it.
+func (m *Machine) roleLeave(state string) string {
 	owners := m.roles.owners[state]
 	if len(owners) == 0 {
-		return "leave it to a person" + tail
+		return "leave it to a person"
 	}
-	return "leave it to an agent of the " + joinOr(owners) + " role" + tail
+	return "leave it to an agent of the " + joinOr(owners) + " role"
 }
 
 // escalations are the states any agent may escalate to from anywhere (Human Needed).

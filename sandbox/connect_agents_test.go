@@ -64,7 +64,7 @@ var everyTool = []struct {
 	args map[string]any
 }{
 	{toolspec.DescribeWorkflow, map[string]any{}},
-	{toolspec.BoardHealth, map[string]any{"project": "acme/1"}},
+	{toolspec.BoardHealth, map[string]any{"project": 1}},
 	{toolspec.GetWorkflowState, map[string]any{"number": 1}},
 	{toolspec.DetectPipelinePosition, map[string]any{"number": 10}},
 	{toolspec.CheckConvergence, map[string]any{"number": 10, "targetState": "Research Needed"}},

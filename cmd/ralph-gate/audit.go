@@ -168,10 +168,23 @@ func printAudit(s streams, entries []enforce.AuditEntry) {
 		if e.IssueNumber > 0 {
 			issue = fmt.Sprintf("%s#%d", e.Repo, e.IssueNumber)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Verdict, terminalText(issue),
-			terminalText(e.Actor), e.ActorKind, terminalText(orNone(e.FromState)), terminalText(orNone(e.ToState)), terminalText(e.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Verdict, terminalText(issue),
+			actorText(e), terminalText(orNone(e.FromState)), terminalText(orNone(e.ToState)), terminalText(e.Reason))
 	}
 	tw.Flush()
+}
+
+// actorText is who made an entry's move: "alice (human)"; "-" for a value adopted as found
+// (nobody moved it: ralph-gate took it as legal on first sight), "(unknown author)" for a change
+// no webhook reported.
+func actorText(e enforce.AuditEntry) string {
+	switch {
+	case e.Verdict == enforce.VerdictAdopted:
+		return "-"
+	case e.Actor == enforce.DriftActor:
+		return "(unknown author)"
+	}
+	return fmt.Sprintf("%s (%s)", terminalText(e.Actor), e.ActorKind)
 }
 
 // terminalText is text from outside (an agent's reason, a login, an option's name) as a

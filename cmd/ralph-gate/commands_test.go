@@ -44,7 +44,11 @@ func TestDemo(t *testing.T) {
 		"ralph-gate[bot] commented on #3",                                                       // and explained
 		"(and, hidden from readers, markers for tools: ralph-gate:violation, ralph-transition)", // without showing the markers
 		`#6 "Upgrade dependencies" is now in "Human Needed"`,                                    // escalation
-		"reverted  #6  agent-2", // humans-only exit refused
+		"reverted  #6  agent-2",                                                        // humans-only exit refused
+		"ralph-gate[bot] commented on #6",                                              // and explained, in step 4 too
+		"planner-1 is an agent that works through the",                                 // introduced before step 8
+		"   … judging: ralph-gate decides once no earlier change can still be missing", // the pause said once, at length
+		"   … judging\n",                                                               // then briefly
 		`#2 "Research the webhook payloads" is now in "Ready for Plan" (was "Research Needed")`, // cascade
 		`#4 "Explain reverts in comments" is still in "Ready for Plan"`,                         // already there
 		// convergence: the parent stays while a child is behind, then follows
@@ -243,6 +247,9 @@ func TestDemoRunners(t *testing.T) {
 	}
 	elsewhere := t.TempDir()
 	goRun := filepath.Join(os.TempDir(), "go-build123", "b001", "exe", "ralph-gate")
+	cache := t.TempDir() // a build cache that is not the default (GOCACHE): go run's binary is in it
+	t.Setenv("GOCACHE", cache)
+	goRunCached := filepath.Join(cache, "3f", "3f2a-d", "ralph-gate")
 	install := "ghsim is the simulator's own command: go install github.com/ralph-gate/ralph-gate/cmd/ghsim@latest"
 	tests := []struct {
 		name, arg0, dir string
@@ -254,6 +261,7 @@ func TestDemoRunners(t *testing.T) {
 		{"a binary here", "./ralph-gate", checkout, runners{ralphGate: "./ralph-gate", ghsim: "go run ./cmd/ghsim"}},
 		{"a path with a space", "/opt/my tools/ralph-gate", elsewhere, runners{ralphGate: "'/opt/my tools/ralph-gate'", ghsim: "ghsim", ghsimNote: install}},
 		{"go run elsewhere", goRun, elsewhere, runners{ralphGate: "ralph-gate", ghsim: "ghsim", ghsimNote: install}},
+		{"go run with GOCACHE elsewhere", goRunCached, checkout, runners{ralphGate: "go run ./cmd/ralph-gate", ghsim: "go run ./cmd/ghsim"}},
 	}
 	for _, tt := range tests {
 		if got := demoRunners(tt.arg0, tt.dir); got != tt.want {

@@ -30,6 +30,7 @@ type demo struct {
 	before  map[int]string
 	moved   int
 	movedTo string
+	waited  bool // the pause after a move was explained once
 }
 
 func runDemo(ctx context.Context, args []string, s streams) int {
@@ -100,7 +101,8 @@ func demoRunners(arg0, dir string) runners {
 		return err == nil && fi.Mode().IsRegular()
 	}
 	checkout := isFile(filepath.Join("cmd", "ralph-gate", "main.go")) && isFile(filepath.Join("cmd", "ghsim", "main.go"))
-	built := strings.Contains(filepath.ToSlash(arg0), "/go-build") || strings.HasSuffix(arg0, ".test")
+	built := strings.Contains(filepath.ToSlash(arg0), "/go-build") || strings.HasSuffix(arg0, ".test") ||
+		within(arg0, os.Getenv("GOCACHE"))
 	r := runners{ralphGate: "ralph-gate", ghsim: "ghsim"}
 	switch {
 	case built && checkout:
@@ -118,6 +120,16 @@ func demoRunners(arg0, dir string) runners {
 		r.ghsimNote = "ghsim is the simulator's own command: go install github.com/ralph-gate/ralph-gate/cmd/ghsim@" + at
 	}
 	return r
+}
+
+// within reports whether path is inside dir (a build cache: `go run` runs its binary from
+// there, whatever GOCACHE is).
+func within(path, dir string) bool {
+	if dir == "" || !filepath.IsAbs(path) {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
 // shellWord is w as a word for a POSIX shell: as is when that is safe, else single-quoted.
@@ -154,7 +166,18 @@ func (d *demo) move(login string, number int, to string) {
 	if d.err = d.sb.Move(d.ctx, login, "app", number, to); d.err != nil {
 		return
 	}
+	d.judging()
 	d.err = d.sb.Settle(d.ctx)
+}
+
+// judging says what the pause after a move is, the first time at length.
+func (d *demo) judging() {
+	if d.waited {
+		d.say("   … judging")
+		return
+	}
+	d.waited = true
+	d.say("   … judging: ralph-gate decides once no earlier change can still be missing (enforcement.reorder_window + 1 s + a redelivery sweep, about 5 s here)")
 }
 
 // moveRefused makes a move the workflow refuses, says how soon the card was back (a
@@ -262,7 +285,8 @@ func demoRoles() map[string]policy.RoleSpec {
 func (d *demo) script() {
 	d.say("Board %q of organization %q, enforced by the App %s.", "Ralph", d.sb.Org(), d.sb.App.AppLogin())
 	d.say("alice is a person; agent-1 and agent-2 are agents (actors.agents: \"agent-*\"); analyst-1 and builder-1 are")
-	d.say("agents of the analyst and builder worker roles (actors.roles).")
+	d.say("agents of the analyst and builder worker roles (actors.roles); planner-1 is an agent that works through the")
+	d.say("MCP façade (mcp.agents: it asks ralph-gate to make its moves, step 8).")
 	if d.err == nil {
 		// As after installing: the reconciler's first pass adopts every item's value as legal.
 		if _, d.err = d.sb.App.ReconcileNow(d.ctx); d.err == nil {
@@ -286,6 +310,7 @@ func (d *demo) script() {
 	d.step("4. Only a person may take an item out of Human Needed")
 	d.move("agent-2", 6, "In Progress")
 	d.show(6)
+	d.lastComment(6)
 	d.move("alice", 6, "In Progress")
 	d.show(6)
 

@@ -65,7 +65,9 @@ func (s Spec) CheckArguments(raw json.RawMessage, values func(arg string) []stri
 }
 
 // unknownArgument refuses an argument the tool does not have, suggesting the argument it
-// probably meant (state for to_state) with the same value.
+// probably meant — an alias's argument (issue: number), else the argument it spells (Number,
+// toState) or is part of (state: to_state) — with the same value, in its place:
+// "retry with number 3 instead of issue".
 func (s Spec) unknownArgument(k string, got map[string]json.RawMessage) error {
 	args := s.Arguments()
 	var list []string
@@ -80,7 +82,7 @@ func (s Spec) unknownArgument(k string, got map[string]json.RawMessage) error {
 	if len(list) == 0 {
 		why = s.Name + " takes no arguments"
 	}
-	rt := policy.Retry{Drop: []policy.Arg{policy.Arg(k)}}
+	rt := policy.Retry{Drop: []policy.Arg{policy.Arg(k)}, Instead: true}
 	if a, ok := s.meant(k); ok {
 		if _, given := got[a.Name]; !given {
 			sg := suggest(a, nil)
@@ -93,11 +95,30 @@ func (s Spec) unknownArgument(k string, got map[string]json.RawMessage) error {
 	return policy.NewRetryRefusal(fmt.Sprintf("%s: unknown argument `%s`", s.Name, k), why, rt)
 }
 
-// meant is the argument a misspelt name most likely means: the same letters in another case
-// or separator style, else the only argument whose name contains it (state: to_state).
+// meant is the argument a misspelt name most likely means: the argument of an alias of the
+// tool's (issue: number; Spec.Aliases), or one the same letters in another case or
+// separator style name (Issue_Number: number), else an argument of the same letters in
+// another case or separator style (Number: number), else the only argument whose name
+// contains it (state: to_state).
 func (s Spec) meant(k string) (Argument, bool) {
-	norm := func(n string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(n)) }
+	norm := normName
 	nk := norm(k)
+	byName := func(name string) (Argument, bool) {
+		for _, a := range s.Arguments() {
+			if a.Name == name {
+				return a, true
+			}
+		}
+		return Argument{}, false
+	}
+	if name, ok := s.Aliases[k]; ok {
+		return byName(name)
+	}
+	for alias, name := range s.Aliases {
+		if norm(alias) == nk {
+			return byName(name)
+		}
+	}
 	var contains []Argument
 	for _, a := range s.Arguments() {
 		na := norm(a.Name)
@@ -179,8 +200,8 @@ func suggest(a Argument, vals []string) policy.Suggestion {
 	return sg
 }
 
-// valueAs is v written as a value of a's type ("5" as the integer 5, 5 as the string "5"),
-// when it can be.
+// valueAs is v written as a value of a's type ("5" and "#5" as the integer 5, 5 as the
+// string "5"), when it can be.
 func valueAs(a Argument, v json.RawMessage) (string, bool) {
 	var x any
 	dec := json.NewDecoder(bytes.NewReader(v))
@@ -202,7 +223,7 @@ func valueAs(a Argument, v json.RawMessage) (string, bool) {
 		var text string
 		switch t := x.(type) {
 		case string:
-			text = strings.TrimSpace(t)
+			text = strings.TrimPrefix(strings.TrimSpace(t), "#") // "#3", as issues are written
 		case json.Number:
 			text = t.String()
 		default:

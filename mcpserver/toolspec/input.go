@@ -64,19 +64,20 @@ type PickInput struct {
 // DescribeInput is describe_workflow's input: nothing.
 type DescribeInput struct{}
 
-// HealthInput is board_health's input.
+// HealthInput is board_health's input. project is a project number, as every tool takes it.
 type HealthInput struct {
-	Project string `json:"project,omitempty" jsonschema:"One enforced project, as owner/number (e.g. acme/3). Omit for every enforced project."`
+	Owner   string `json:"owner,omitempty" jsonschema:"Organization of the project. Omit to use the organization of the enforced projects; alone, it reports that organization's projects."`
+	Project int    `json:"project,omitempty" jsonschema:"One enforced project's number (e.g. 3). Omit for every enforced project."`
 }
 
-var projectPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[1-9][0-9]{0,9}$`)
-
-// Normalize trims the project and checks its shape.
+// Normalize trims the owner and checks the shapes.
 func (in *HealthInput) Normalize() error {
-	in.Project = strings.TrimSpace(in.Project)
-	if in.Project != "" && !projectPattern.MatchString(in.Project) {
-		return refusal("project", fmt.Sprintf("%q is not a project: want owner/number, e.g. acme/3", in.Project),
-			retryWith("project", "the project as owner/number", true))
+	in.Owner = strings.TrimSpace(in.Owner)
+	if in.Owner != "" && !loginPattern.MatchString(in.Owner) {
+		return refusal("owner", fmt.Sprintf("%q is not a GitHub organization login", in.Owner), retryWith("owner", "the organization's login", true))
+	}
+	if in.Project < 0 {
+		return refusal("project", fmt.Sprintf("the project number must be positive, got %d", in.Project), retryWith("project", "the project's number", true))
 	}
 	return nil
 }

@@ -31,6 +31,10 @@ func TestNormalize(t *testing.T) {
 		{"pick without state", &PickInput{}, "workflowState"},
 		{"claim without command", &PickInput{WorkflowState: "Research Needed", Claim: true}, "command"},
 		{"claim", &PickInput{WorkflowState: "Research Needed", Claim: true, Command: "research"}, ""},
+		{"every project's health", &HealthInput{}, ""},
+		{"one project's health", &HealthInput{Owner: " acme ", Project: 3}, ""},
+		{"negative health project", &HealthInput{Project: -3}, "project"},
+		{"health owner is no login", &HealthInput{Owner: "acme/3"}, "owner"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Normalize()
@@ -113,7 +117,7 @@ func FuzzToolInputs(f *testing.F) {
 					t.Fatalf("accepted %+v", v)
 				}
 			case *HealthInput:
-				if owner, n, ok := strings.Cut(v.Project, "/"); v.Project != "" && (!ok || owner == "" || n == "" || n[0] == '0') {
+				if v.Project < 0 || v.Owner != strings.TrimSpace(v.Owner) || v.Owner != "" && !loginPattern.MatchString(v.Owner) {
 					t.Fatalf("accepted %+v", v)
 				}
 			}

@@ -146,7 +146,7 @@ type PassedIssue struct {
 // PickOutput is pick_actionable_issue's result.
 type PickOutput struct {
 	Found             bool           `json:"found" jsonschema:"False when nothing is actionable: not an error; try another state or stop."`
-	Issue             *PickedIssue   `json:"issue" jsonschema:"The best issue, null when none."`
+	Issue             *PickedIssue   `json:"issue" jsonschema:"The best issue, null when none. With claim, as the claim left it: workflowState is the state it was moved to (handoff.newState) and isLocked is true."`
 	Alternatives      int            `json:"alternatives" jsonschema:"How many other issues qualify, lower ranked."`
 	AlternativeIssues []PickedIssue  `json:"alternativeIssues" jsonschema:"The next issues in rank order (at most 10)."`
 	Claimed           bool           `json:"claimed" jsonschema:"With claim: the issue is now locked for you."`
