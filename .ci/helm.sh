@@ -26,7 +26,10 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 chart=charts/ralph-gate
-# A go-installed helm assumes Kubernetes v1.20 (its version is normally set by ldflags).
+# A go-installed helm assumes Kubernetes v1.20 (its version is normally set by ldflags), and the
+# chart requires >=1.25: without the flag `helm template` fails with "chart requires kubeVersion:
+# >=1.25.0-0 which is incompatible with Kubernetes v1.20.0" (docs/INSTALL.md, step 4, and
+# docs/TROUBLESHOOTING.md tell operators the same). sandbox's chart tests use the same version.
 kube=(--kube-version 1.31.0)
 
 (cd .ci/k8scheck && GOFLAGS=-mod=readonly go build -o "$work/k8scheck" .)

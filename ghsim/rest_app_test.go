@@ -92,7 +92,7 @@ func TestManifestFlow(t *testing.T) {
 	if cfg.GetID() != 1001 || cfg.GetSlug() != "ralph-gate" || cfg.GetName() != "ralph-gate-test" || cfg.GetNodeID() == "" ||
 		cfg.GetOwner().GetLogin() != "acme" || cfg.GetExternalURL() != "https://github.com/ralph-gate/ralph-gate" ||
 		!strings.HasPrefix(cfg.GetClientID(), "Iv1.") || len(cfg.GetClientSecret()) != 40 ||
-		cfg.GetWebhookSecret() != "s3cret" || cfg.GetPEM() != string(s.PrivateKeyPEM()) || cfg.GetHTMLURL() != s.url+"/apps/ralph-gate" {
+		cfg.GetWebhookSecret() != "ghsim-webhook-s3cret" || cfg.GetPEM() != string(s.PrivateKeyPEM()) || cfg.GetHTMLURL() != s.url+"/apps/ralph-gate" {
 		t.Errorf("conversion: %+v", cfg)
 	}
 	// The documented fields, with the manifest's permissions (metadata added) and events.

@@ -41,7 +41,7 @@ func TestUserFieldChangeSendsSignedWebhook(t *testing.T) {
 	schemas := loadSchemas(t, "testdata/payloads/openapi-webhooks-12.1.0_projects-v2-item-edited_schema.json", "testdata/webhook-components.json")
 	for i, w := range got {
 		h := w.header
-		mac := hmac.New(sha256.New, []byte("s3cret"))
+		mac := hmac.New(sha256.New, []byte("ghsim-webhook-s3cret"))
 		mac.Write(w.body)
 		if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); h.Get("X-Hub-Signature-256") != want {
 			t.Fatalf("signature %q, want %q", h.Get("X-Hub-Signature-256"), want)
@@ -54,7 +54,7 @@ func TestUserFieldChangeSendsSignedWebhook(t *testing.T) {
 			t.Fatalf("delivery guid %q", h.Get("X-GitHub-Delivery"))
 		}
 		// go-github (what go-githubapp hands the app) accepts signature and payload.
-		if err := github.ValidateSignature(h.Get("X-Hub-Signature-256"), w.body, []byte("s3cret")); err != nil {
+		if err := github.ValidateSignature(h.Get("X-Hub-Signature-256"), w.body, []byte("ghsim-webhook-s3cret")); err != nil {
 			t.Fatal(err)
 		}
 		ev, err := github.ParseWebHook(h.Get("X-GitHub-Event"), w.body)

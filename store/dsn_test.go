@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 	"os"
 	"path/filepath"
@@ -107,5 +108,68 @@ func TestSQLiteFilePath(t *testing.T) {
 		if path != tt.path || ro != tt.readOnly {
 			t.Errorf("sqliteFilePath(%q) = %q, %v; want %q, %v", tt.dsn, path, ro, tt.path, tt.readOnly)
 		}
+	}
+}
+
+// Open creates an SQLite store's file on a first start, never its directory: a mistyped path
+// (/nonexistent/dir/rg.db) is an error naming the missing directory, and nothing is created —
+// it once became a new directory and an empty store that the service then ran on.
+func TestOpenSQLiteRefusesAMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir) // a relative path is named as the absolute directory it would be in
+	for _, tt := range []struct{ dsn, wantDir string }{
+		{filepath.Join(dir, "typo", "rg.db"), filepath.Join(dir, "typo")},
+		{filepath.Join(dir, "a", "b", "rg.db") + "?_pragma=busy_timeout(50)", filepath.Join(dir, "a", "b")},
+		{"file:" + filepath.Join(dir, "uri", "rg.db") + "?cache=shared", filepath.Join(dir, "uri")},
+		{filepath.Join("rel", "rg.db"), filepath.Join(dir, "rel")},
+	} {
+		s, err := Open(t.Context(), DriverSQLite, tt.dsn)
+		if err == nil {
+			_ = s.Close()
+			t.Errorf("Open(%q) succeeded", tt.dsn)
+			continue
+		}
+		var nd *NoDirectoryError
+		if !errors.As(err, &nd) || nd.Dir != tt.wantDir {
+			t.Errorf("Open(%q): %v (%T), want a *NoDirectoryError for %s", tt.dsn, err, err, tt.wantDir)
+		}
+		for _, want := range []string{"the directory " + tt.wantDir, "does not exist", "store.dsn"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Open(%q): %q lacks %q", tt.dsn, err, want)
+			}
+		}
+	}
+	// A file where the directory should be is refused too, naming it.
+	if err := os.WriteFile(filepath.Join(dir, "plain"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(t.Context(), DriverSQLite, filepath.Join(dir, "plain", "rg.db")); err == nil {
+		_ = s.Close()
+		t.Error("Open under a regular file succeeded")
+	} else if !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("Open under a regular file: %v", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "plain" {
+			t.Errorf("Open created %q", e.Name())
+		}
+	}
+
+	// The file itself, in a directory that exists, is still created: a first start.
+	path := filepath.Join(dir, "first.db")
+	s, err := Open(t.Context(), DriverSQLite, path)
+	if err != nil {
+		t.Fatalf("Open(%q) in an existing directory: %v", path, err)
+	}
+	_ = s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the store's file was not created: %v", err)
+	}
+	if SQLitePath("file:"+path+"?cache=shared") != path || SQLitePath("file::memory:") != "" {
+		t.Errorf("SQLitePath: %q", SQLitePath("file:"+path+"?cache=shared"))
 	}
 }

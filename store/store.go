@@ -9,10 +9,10 @@
 //   - "sqlite" (the embedded default): modernc.org/sqlite, pure Go. The DSN is
 //     a file path (or a "file:" URI), never a URL or libpq settings. The file
 //     is created with mode 0600, or restricted to it (its -wal and -shm files
-//     follow it). The database runs in WAL mode with a busy timeout, foreign
-//     keys on and IMMEDIATE transactions; the pool holds a single connection,
-//     as River recommends for SQLite, which keeps its compiled statements
-//     (stmtcache.go).
+//     follow it); its directory must exist (Open creates no directory). The
+//     database runs in WAL mode with a busy timeout, foreign keys on and
+//     IMMEDIATE transactions; the pool holds a single connection, as River
+//     recommends for SQLite, which keeps its compiled statements (stmtcache.go).
 //   - "postgres": pgx v5. The DSN is anything pgx accepts (URL or key=value),
 //     not a file path. A pgxpool.Pool backs a database/sql handle, so the Store
 //     and River (via riverpgxv5) can share one pool of connections.
@@ -31,6 +31,7 @@ import (
 	"fmt"
 	dsninfo "github.com/ralph-gate/ralph-gate/internal/dsn"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -38,8 +39,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/rs/zerolog"
@@ -116,6 +119,9 @@ func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSQLiteDir(dsn); err != nil {
+		return nil, err
+	}
 	if err := secureSQLiteFile(ctx, dsn); err != nil {
 		return nil, err
 	}
@@ -157,8 +163,53 @@ func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// NoDirectoryError is Open's error for an SQLite store whose directory does not exist. Open
+// creates the database file on a first start, never its directory: a mistyped path
+// (/nonexistent/dir/rg.db) once became a new directory and an empty store, and the service ran
+// on it instead of refusing.
+type NoDirectoryError struct {
+	Dir  string // the missing directory, absolute
+	Path string // the database file, as the DSN names it
+}
+
+func (e *NoDirectoryError) Error() string {
+	return fmt.Sprintf("store: the directory %s of the SQLite store %s does not exist (ralph-gate creates the database file on its first start, never its directory): create the directory, or fix store.dsn",
+		e.Dir, e.Path)
+}
+
+// SQLitePath is the database file an SQLite DSN names (a path, or a file: URI's path), as
+// given; "" when it names no local file (an in-memory database, a remote file: URI).
+func SQLitePath(dsn string) string {
+	path, _ := sqliteFilePath(dsn)
+	return path
+}
+
+// checkSQLiteDir refuses an SQLite DSN whose database file would sit in a directory that does
+// not exist (a *NoDirectoryError), or in something that is not a directory.
+func checkSQLiteDir(dsn string) error {
+	path, _ := sqliteFilePath(dsn)
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &NoDirectoryError{Dir: dir, Path: path}
+	case err != nil:
+		return fmt.Errorf("store: the directory of the SQLite store %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("store: %s, where the SQLite store %s would be, is not a directory: fix store.dsn", dir, path)
+	}
+	return nil
+}
+
 // sqliteDSN turns a path or "file:" URI into a modernc.org/sqlite DSN with the
-// pragmas the store relies on. Settings already present in dsn are kept.
+// pragmas the store relies on. Settings already present in dsn are kept. It creates
+// nothing: openSQLite checks the directory (checkSQLiteDir) and creates the file.
 func sqliteDSN(dsn string) (string, error) {
 	dsn = strings.TrimSpace(dsn)
 	if dsn == "" {
@@ -170,13 +221,6 @@ func sqliteDSN(dsn string) (string, error) {
 		return "", fmt.Errorf("store: in-memory sqlite is not supported; use a file path")
 	}
 	base, query, _ := strings.Cut(dsn, "?")
-	if !strings.HasPrefix(base, "file:") {
-		if dir := filepath.Dir(base); dir != "" {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return "", fmt.Errorf("store: create sqlite directory: %w", err)
-			}
-		}
-	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return "", fmt.Errorf("store: sqlite dsn query: %w", err)
@@ -499,4 +543,84 @@ func nowUTC(t time.Time) time.Time {
 		return time.Now()
 	}
 	return t
+}
+
+// OpenProblem says why a store would not open, as far as an operator can act on it
+// (ClassifyOpenError): commands that check a store before the service starts (doctor) turn it
+// into a fix.
+type OpenProblem string
+
+// What ClassifyOpenError tells apart.
+const (
+	// ProblemOther is any other failure: the error's text says what.
+	ProblemOther OpenProblem = ""
+	// ProblemUnreachable: the database server could not be reached (no such host, connection
+	// refused, no answer in time).
+	ProblemUnreachable OpenProblem = "unreachable"
+	// ProblemCredentials: the server refused the user or its password (or has no pg_hba.conf
+	// entry letting it in).
+	ProblemCredentials OpenProblem = "credentials"
+	// ProblemNoDatabase: the server has no database of the DSN's name.
+	ProblemNoDatabase OpenProblem = "no database"
+	// ProblemPrivileges: the user may not connect to the database or read it.
+	ProblemPrivileges OpenProblem = "privileges"
+)
+
+// ClassifyOpenError sorts an error of Open or OpenReadOnly by PostgreSQL's SQLSTATE, or the
+// network error that kept the connection from being made, and says why in a few words: the
+// server's message with its SQLSTATE (password authentication failed for user "ralph"
+// (SQLSTATE 28P01)), or what the network said ("connection refused", "no such host"); ""
+// for ProblemOther.
+func ClassifyOpenError(err error) (OpenProblem, string) {
+	if err == nil {
+		return ProblemOther, ""
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		why := fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+		switch pe.Code {
+		case "28P01", "28000": // invalid_password, invalid_authorization_specification
+			return ProblemCredentials, why
+		case "3D000": // invalid_catalog_name
+			return ProblemNoDatabase, why
+		case "42501": // insufficient_privilege
+			return ProblemPrivileges, why
+		}
+		return ProblemOther, ""
+	}
+	var (
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+		netErr net.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return ProblemUnreachable, "no answer in time"
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return ProblemUnreachable, "no such host " + dnsErr.Name
+	case errors.As(err, &dnsErr):
+		return ProblemUnreachable, "DNS lookup failed: " + dnsErr.Err
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ProblemUnreachable, "connection refused"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return ProblemUnreachable, "timed out"
+	case errors.As(err, &opErr):
+		return ProblemUnreachable, opErr.Err.Error()
+	}
+	return ProblemOther, ""
+}
+
+// PostgresTarget names the database, the server ("db:5432", or the Unix socket's directory)
+// and the user a PostgreSQL DSN connects to, for messages; never the password. ok is false
+// when the DSN does not parse.
+func PostgresTarget(dsn string) (database, server, user string, ok bool) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "", "", "", false
+	}
+	server = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		server = "the Unix socket in " + cfg.Host
+	}
+	return cfg.Database, server, cfg.User, true
 }

@@ -2,15 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-github/v89/github"
@@ -20,6 +28,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // RequiredPermissions are exactly what ralph-gate needs (docs/INSTALL.md); app.yml asks for these.
@@ -76,8 +85,8 @@ var eventNames = map[string]string{
 // doctorCheck is one line of doctor's report, and one item of `doctor --json`'s "checks"
 // (docs/TROUBLESHOOTING.md documents the shape).
 type doctorCheck struct {
-	// Name is what was checked: "config", "app", "webhook", "installation on ORG",
-	// "project ORG/N", "github".
+	// Name is what was checked: "config", "roles", "store", "app", "webhook", "installation",
+	// "installation on ORG", "project ORG/N", "github".
 	Name string `json:"name"`
 	// Status is ok, warn, fail or skip.
 	Status string `json:"status"`
@@ -166,20 +175,25 @@ func runDoctor(ctx context.Context, args []string, s streams) int {
 	return exitOK
 }
 
-// run checks the configuration as serve would (config.Preflight), then, when it can act as
-// the App, GitHub: the App, its webhook, each installation and each project board.
+// run checks the configuration as serve would (config.Preflight), the store serve would open,
+// then, when it can act as the App, GitHub: the App, its webhook, each installation and each
+// project board.
 func (d *doctor) run(ctx context.Context, file string, timeout time.Duration) {
 	cfg, problems, err := config.Preflight(file, config.ForServe, os.LookupEnv)
 	if err != nil {
 		d.fail("config", err.Error(), "give --config the file serve uses")
+		d.skip("store", "not checked: the configuration could not be read", "")
 		d.skip("github", "not checked: the configuration could not be read", "")
 		return
 	}
-	canAuth := true
+	canAuth, storeKnown := true, true
 	for _, p := range problems {
 		d.fail("config", p.String(), "")
 		if slices.Contains(appCredentialPaths, p.Path) || p.Path == "(file)" {
 			canAuth = false
+		}
+		if strings.HasPrefix(p.Path, "store.") || p.Path == "(file)" {
+			storeKnown = false
 		}
 	}
 	if len(problems) == 0 {
@@ -190,6 +204,11 @@ func (d *doctor) run(ctx context.Context, file string, timeout time.Duration) {
 		canAuth = false
 	} else {
 		d.roles(m)
+	}
+	if storeKnown {
+		d.store(ctx, cfg.Store.Driver, cfg.Store.DSN, timeout)
+	} else {
+		d.skip("store", "not checked: store.driver and store.dsn must be fixed first", "fix the configuration problems above")
 	}
 	if !canAuth {
 		d.skip("github", "not checked: doctor authenticates as the App with github.app.integration_id and the private key, and checks the boards against a valid workflow",
@@ -235,8 +254,22 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	}
 	ghApp, _, err := client.Apps.Get(ctx, "")
 	if err != nil {
-		d.fail("app", fmt.Sprintf("cannot authenticate as App %d: %v", cfg.GitHub.App.IntegrationID, err),
-			"check github.app.integration_id (the App ID on the App's settings page) and that the private key belongs to that App; generate a new key if unsure")
+		const credentials = "check github.app.integration_id (the App ID on the App's settings page) and that the private key belongs to that App; generate a new key if unsure"
+		f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
+		switch {
+		case f.unreached():
+			d.fail("app", f.cannotReach("GitHub was not asked who the App is"), networkFix(cfg))
+		case f.status == http.StatusUnauthorized:
+			d.fail("app", fmt.Sprintf("GitHub refused to authenticate as App %d (%s)", cfg.GitHub.App.IntegrationID, f.answer()), credentials)
+		case f.status == http.StatusNotFound:
+			d.fail("app", fmt.Sprintf("%s knows no App behind GET /app (%s)", f.host, f.answer()),
+				fmt.Sprintf("check github.v3_api_url (%s: https://api.github.com/ for github.com, https://HOST/api/v3/ for GitHub Enterprise Server), then %s", cfg.GitHub.V3APIURL, credentials))
+		case f.status == http.StatusForbidden && !f.limited:
+			d.fail("app", fmt.Sprintf("GitHub refused the App %d's request (%s)", cfg.GitHub.App.IntegrationID, f.answer()),
+				"if the organization restricts access with an IP allow list, run doctor where serve runs or allow this machine's address; otherwise "+credentials)
+		default:
+			d.fail("app", f.trouble("authenticating as App "+fmt.Sprint(cfg.GitHub.App.IntegrationID)), f.troubleFix())
+		}
 		return
 	}
 	d.ok("app", "authenticated as %s (App ID %d)", ghApp.GetSlug(), ghApp.GetID())
@@ -244,7 +277,7 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	want := requiredPermissions(cfg)
 	d.permissions("app", want, permissionMap(ghApp.GetPermissions()), settings, true)
 	d.events("app", ghApp.Events, settings)
-	d.webhook(ctx, client)
+	d.webhook(ctx, client, cfg)
 
 	byOwner := map[string][]config.Project{}
 	var owners []string
@@ -261,8 +294,16 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 		inst, _, err := client.Apps.GetOrganizationInstallation(ctx, owner)
 		if err != nil {
 			install := strings.TrimRight(cfg.GitHub.WebURL, "/") + "/apps/" + ghApp.GetSlug() + "/installations/new"
-			d.fail("installation", fmt.Sprintf("%s is not installed on the organization %s: %v", ghApp.GetSlug(), owner, err),
-				"an owner of "+owner+" installs it from "+install+" (projects_v2_item webhooks exist only for organization-owned projects)")
+			f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
+			switch {
+			case f.unreached():
+				d.fail("installation", f.cannotReach("the installation on "+owner+" was not checked"), networkFix(cfg))
+			case f.status == http.StatusNotFound:
+				d.fail("installation", fmt.Sprintf("the App %s is not installed on the organization %s (or %s is not an organization GitHub knows)", ghApp.GetSlug(), owner, owner),
+					"an owner of "+owner+" installs it from "+install+"; if "+owner+" is misspelt, fix projects[].owner (projects_v2_item webhooks exist only for organization-owned projects)")
+			default:
+				d.fail("installation", f.trouble("looking for the App's installation on "+owner), f.troubleFix())
+			}
 			continue
 		}
 		d.ok("installation", "%d on %s (repositories: %s)", inst.GetID(), owner, inst.GetRepositorySelection())
@@ -274,14 +315,32 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 			d.warn(who, "only selected repositories: issues in other repositories cannot be explained or synced",
 				"choose \"All repositories\" at "+accept+", or add every repository whose issues are on the enforced projects")
 		}
+		// The installation's token first: a suspended installation, or one that is gone,
+		// fails here with what to do rather than inside every board read.
+		if _, _, err := client.Apps.CreateInstallationToken(ctx, inst.GetID(), nil); err != nil {
+			f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
+			switch {
+			case f.unreached():
+				d.fail(who, f.cannotReach("no installation token was asked for"), networkFix(cfg))
+			case f.status == http.StatusForbidden && !f.limited:
+				d.fail(who, fmt.Sprintf("GitHub refused a token for the installation %d on %s (%s): the installation is probably suspended", inst.GetID(), owner, f.answer()),
+					"an owner of "+owner+" unsuspends the App's installation at "+accept)
+			case f.status == http.StatusNotFound:
+				d.fail(who, fmt.Sprintf("the installation %d on %s is gone (%s)", inst.GetID(), owner, f.answer()),
+					"an owner of "+owner+" installs the App again from "+strings.TrimRight(cfg.GitHub.WebURL, "/")+"/apps/"+ghApp.GetSlug()+"/installations/new")
+			default:
+				d.fail(who, f.trouble("asking for a token of the installation on "+owner), f.troubleFix())
+			}
+			continue
+		}
 		ic, err := creator.NewInstallationClient(inst.GetID())
 		if err != nil {
-			d.fail(who, fmt.Sprintf("cannot build a client: %v", err), "")
+			d.fail(who, fmt.Sprintf("cannot build a client for the installation %d: %v", inst.GetID(), err), "")
 			continue
 		}
 		board := ghboard.New(ghboard.NewClient(ic.Client(), cfg.GitHub.V4APIURL), m.Field(), ghboard.NewFieldCache())
 		for _, p := range projects {
-			d.project(ctx, board, p, m)
+			d.project(ctx, board, p, m, cfg)
 		}
 	}
 }
@@ -368,10 +427,19 @@ func (d *doctor) events(who string, have []string, where string) {
 	}
 }
 
-func (d *doctor) webhook(ctx context.Context, client *github.Client) {
+func (d *doctor) webhook(ctx context.Context, client *github.Client, cfg config.Config) {
 	hook, _, err := client.Apps.GetHookConfig(ctx)
 	if err != nil {
-		d.warn("webhook", fmt.Sprintf("cannot read the App's webhook configuration: %v", err), "")
+		f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
+		switch {
+		case f.unreached():
+			d.warn("webhook", f.cannotReach("the App's webhook was not checked"), networkFix(cfg))
+		case f.status == http.StatusNotFound:
+			d.warn("webhook", fmt.Sprintf("GitHub has no webhook configuration for the App (%s)", f.answer()),
+				"on the App's settings page set the webhook URL to https://<your host>"+app.WebhookRoute+", tick \"Active\" and set the webhook secret serve uses")
+		default:
+			d.warn("webhook", f.trouble("reading the App's webhook configuration"), f.troubleFix())
+		}
 		return
 	}
 	u := hook.GetURL()
@@ -400,11 +468,28 @@ func isLoopback(host string) bool {
 
 // project checks one board with the check serve runs before it reports ready
 // (app.CheckBoard): every finding fails, with its fix.
-func (d *doctor) project(ctx context.Context, board *ghboard.Board, p config.Project, m *policy.Machine) {
+func (d *doctor) project(ctx context.Context, board *ghboard.Board, p config.Project, m *policy.Machine, cfg config.Config) {
 	name := fmt.Sprintf("project %s/%d", p.Owner, p.Number)
 	findings, err := app.CheckBoard(ctx, board, p, m)
 	if err != nil {
-		d.fail(name, err.Error(), "")
+		f := explainGitHub(ctx, err, cfg.GitHub.V4APIURL)
+		var (
+			rl *ghboard.RateLimitError
+			se *ghboard.ServerError
+		)
+		switch {
+		case f.unreached():
+			d.fail(name, f.cannotReach("the board was not checked"), networkFix(cfg))
+		case errors.As(err, &rl):
+			d.fail(name, fmt.Sprintf("GitHub's rate limit held the board check back (GitHub asks to wait %s)", rl.RetryAfter.Round(time.Second)),
+				"run doctor again after that: serve and doctor share the App's rate limits")
+		case errors.As(err, &se):
+			d.fail(name, fmt.Sprintf("GitHub failed while the board was read (HTTP %d)", se.Status), githubDownFix)
+		default:
+			why := strings.TrimPrefix(err.Error(), fmt.Sprintf("project %s/%d: ", p.Owner, p.Number))
+			d.fail(name, "GitHub refused to read the project's board: "+why,
+				fmt.Sprintf("check that the installation on %s has Organization permissions → Projects: Read and write (the permission checks above), and that projects[].owner and number name an organization project (/orgs/%s/projects/%d)", p.Owner, p.Owner, p.Number))
+		}
 		return
 	}
 	if len(findings) == 0 {
@@ -437,4 +522,293 @@ func levelOrNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// githubFailure is a failed GitHub request as doctor explains it: either it never reached
+// GitHub (reason says why: DNS, a refused connection, a timeout, a certificate) or GitHub
+// answered with status and message. doctor prints a sentence and a fix from it, never the
+// client library's raw text ("GET …: 404 Not Found []").
+type githubFailure struct {
+	host    string // where the request went
+	reason  string // why it did not get there; "" when GitHub answered
+	status  int    // GitHub's HTTP status; 0 when none came
+	text    string // http.StatusText(status), or the library's error when no status came
+	message string // GitHub's own message, with its errors' messages
+	limited bool   // a rate limit (primary or secondary)
+	reset   time.Time
+}
+
+// explainGitHub sorts err, the error of a request to base (the API URL the request went to,
+// for its host when the error does not name one).
+func explainGitHub(ctx context.Context, err error, base string) githubFailure {
+	f := githubFailure{host: requestHost(err, base)}
+	var (
+		er *github.ErrorResponse
+		rl *github.RateLimitError
+		ab *github.AbuseRateLimitError
+		gl *ghboard.RateLimitError
+	)
+	switch {
+	case errors.As(err, &rl):
+		f.limited, f.message, f.reset = true, rl.Message, rl.Rate.Reset.Time
+		if rl.Response != nil {
+			f.status = rl.Response.StatusCode
+		}
+	case errors.As(err, &ab):
+		f.limited, f.message = true, ab.Message
+		if ab.Response != nil {
+			f.status = ab.Response.StatusCode
+		}
+	case errors.As(err, &gl):
+		f.limited, f.message = true, gl.Message
+	case errors.As(err, &er):
+		f.message = er.Message
+		for _, e := range er.Errors {
+			if e.Message != "" {
+				f.message += "; " + e.Message
+			} else if e.Field != "" || e.Code != "" {
+				f.message += "; " + strings.TrimSpace(e.Field+" "+e.Code)
+			}
+		}
+		if er.Response != nil {
+			f.status = er.Response.StatusCode
+			f.limited = f.status == http.StatusTooManyRequests
+		}
+	default:
+		f.reason = networkReason(err)
+		if f.reason == "" {
+			f.text = strings.Join(strings.Fields(err.Error()), " ")
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			f.reason = "no answer before doctor's --timeout"
+		}
+	}
+	if f.status != 0 {
+		f.text = http.StatusText(f.status)
+	}
+	return f
+}
+
+// unreached reports a request that never got an answer from GitHub.
+func (f githubFailure) unreached() bool { return f.reason != "" }
+
+// cannotReach is the sentence for a request that never reached GitHub.
+func (f githubFailure) cannotReach(consequence string) string {
+	return fmt.Sprintf("cannot reach %s (%s): %s", f.host, f.reason, consequence)
+}
+
+// answer is GitHub's answer in words: "404 Not Found: Not Found" shortened to what it adds.
+func (f githubFailure) answer() string {
+	a := fmt.Sprintf("GitHub answered %d %s", f.status, f.text)
+	if f.message != "" && !strings.EqualFold(f.message, f.text) {
+		a += ": " + f.message
+	}
+	return a
+}
+
+// trouble is the sentence for any other failure while doing what.
+func (f githubFailure) trouble(what string) string {
+	switch {
+	case f.limited && !f.reset.IsZero():
+		return fmt.Sprintf("GitHub's rate limit stopped doctor while %s (it resets at %s)", what, f.reset.Format(time.RFC3339))
+	case f.limited:
+		return fmt.Sprintf("GitHub's rate limit stopped doctor while %s (%s)", what, f.answer())
+	case f.status >= 500:
+		return fmt.Sprintf("GitHub failed while %s (%s)", what, f.answer())
+	case f.status != 0:
+		return fmt.Sprintf("GitHub refused %s (%s)", what, f.answer())
+	}
+	return fmt.Sprintf("%s failed: %s", what, f.text)
+}
+
+func (f githubFailure) troubleFix() string {
+	switch {
+	case f.limited:
+		return "run doctor again once the limit resets: serve and doctor share the App's rate limits"
+	case f.status >= 500 || f.status == 0:
+		return githubDownFix
+	case f.status == http.StatusUnauthorized:
+		return "check github.app.integration_id and the private key (GITHUB_APP_PRIVATE_KEY_FILE): GitHub does not accept them"
+	case f.status == http.StatusForbidden:
+		return "check the App's permissions above; if the organization has an IP allow list, run doctor where serve runs or allow this machine's address"
+	}
+	return "check the configuration's github section against the App's settings page"
+}
+
+// githubDownFix is the fix when GitHub itself failed.
+const githubDownFix = "try again in a few minutes; https://www.githubstatus.com says whether GitHub is having trouble"
+
+// networkFix is the fix for GitHub not reached: the URLs, the network, a proxy.
+func networkFix(cfg config.Config) string {
+	return fmt.Sprintf("check the URL (github.v3_api_url %s, github.v4_api_url %s: leave both out for github.com; https://HOST/api/v3/ and https://HOST/api/graphql for GitHub Enterprise Server), "+
+		"that this machine resolves and reaches the host (DNS, firewall, Kubernetes NetworkPolicy), and the proxy it needs, if any (HTTPS_PROXY, NO_PROXY)",
+		cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL)
+}
+
+// requestHost is the host a failed request went to: the URL the error names, else base's.
+func requestHost(err error, base string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			return u.Host
+		}
+	}
+	if u, perr := url.Parse(base); perr == nil && u.Host != "" {
+		return u.Host
+	}
+	return base
+}
+
+// networkReason says in a few words why a request got no answer (DNS, a refused or reset
+// connection, a timeout, an untrusted certificate); "" when err is not a network error (the
+// server answered).
+func networkReason(err error) string {
+	var (
+		dnsErr    *net.DNSError
+		certErr   *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		opErr     *net.OpError
+		netErr    net.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return "no such host"
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed: " + dnsErr.Err
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
+		return "its TLS certificate is not trusted here"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to the host"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out"
+	case errors.As(err, &opErr):
+		return opErr.Err.Error()
+	}
+	return ""
+}
+
+// storeCheckTimeout bounds the store check: a database server that does not answer fails
+// within it.
+const storeCheckTimeout = 10 * time.Second
+
+// store checks the store serve would open, reading only (store.OpenReadOnly: nothing is
+// created, nothing migrated): a failure is what would stop serve at once (an unreachable
+// server, refused credentials, a database or a directory that does not exist). A store that
+// does not exist yet where serve may create it, or is not migrated yet, is fine: serve
+// creates and migrates it when it starts.
+func (d *doctor) store(ctx context.Context, driver, dsn string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, min(timeout, storeCheckTimeout))
+	defer cancel()
+	if driver == store.DriverPostgres {
+		d.postgresStore(ctx, dsn)
+		return
+	}
+	d.sqliteStore(ctx, dsn)
+}
+
+// storeWhere is where the store's DSN is set, for the fixes.
+const storeWhere = "store.dsn (or " + config.EnvStoreDSN + ")"
+
+func (d *doctor) sqliteStore(ctx context.Context, dsn string) {
+	path := store.SQLitePath(dsn)
+	if path == "" {
+		d.fail("store", "store.dsn names no SQLite database file", "give "+storeWhere+" a file path, such as /data/ralph-gate.db")
+		return
+	}
+	abs := path
+	if a, err := filepath.Abs(path); err == nil {
+		abs = a
+	}
+	dir := filepath.Dir(abs)
+	fi, err := os.Stat(abs)
+	if err != nil {
+		dfi, derr := os.Stat(dir)
+		switch {
+		case derr != nil && !errors.Is(derr, fs.ErrNotExist) && !errors.Is(derr, syscall.ENOTDIR):
+			d.fail("store", fmt.Sprintf("cannot look into %s, the directory of the SQLite store: %v", dir, derr),
+				"let the user serve runs as read and write that directory, or fix "+storeWhere)
+		case derr != nil || !dfi.IsDir():
+			d.fail("store", fmt.Sprintf("the directory %s of the SQLite store %s does not exist: serve refuses to start", dir, abs),
+				fmt.Sprintf("fix %s if the path is mistyped; otherwise create the directory (mkdir -p %s), writable by the user serve runs as: serve creates the database file on its first start, never its directory", storeWhere, dir))
+		case errors.Is(err, fs.ErrNotExist):
+			d.ok("store", "sqlite %s does not exist yet: serve creates it on its first start (its directory exists)", abs)
+		default:
+			d.fail("store", fmt.Sprintf("cannot look at the SQLite store %s: %v", abs, err), "let the user serve runs as read and write it, or fix "+storeWhere)
+		}
+		return
+	}
+	if fi.IsDir() {
+		d.fail("store", fmt.Sprintf("%s is a directory, not an SQLite database file", abs),
+			fmt.Sprintf("give %s a file in it, such as %s", storeWhere, filepath.Join(abs, "ralph-gate.db")))
+		return
+	}
+	st, err := store.OpenReadOnly(ctx, store.DriverSQLite, dsn)
+	switch {
+	case errors.Is(err, store.ErrNoStore):
+		d.ok("store", "sqlite %s has no ralph-gate tables yet: serve creates them on its first start", abs)
+		return
+	case err != nil:
+		d.fail("store", "cannot read the SQLite store: "+storeProblem(err),
+			fmt.Sprintf("check that %s is ralph-gate's database file, readable and writable by the user serve runs as, or fix %s", abs, storeWhere))
+		return
+	}
+	defer st.Close()
+	d.schema(ctx, st, "sqlite "+abs)
+}
+
+func (d *doctor) postgresStore(ctx context.Context, dsn string) {
+	database, server, user, ok := store.PostgresTarget(dsn)
+	target := fmt.Sprintf("database %q on %s as %q", database, server, user)
+	if !ok {
+		target = "the PostgreSQL database of " + storeWhere
+	}
+	st, err := store.OpenReadOnly(ctx, store.DriverPostgres, dsn)
+	if errors.Is(err, store.ErrNoStore) {
+		d.ok("store", "postgres %s has no ralph-gate tables yet: serve creates them on its first start", target)
+		return
+	}
+	if err != nil {
+		kind, why := store.ClassifyOpenError(err)
+		switch kind {
+		case store.ProblemUnreachable:
+			d.fail("store", fmt.Sprintf("cannot reach the PostgreSQL server %s (%s): serve cannot start", server, why),
+				"check the host and port in "+storeWhere+", that PostgreSQL runs there, and that this machine may reach it (DNS, firewall, Kubernetes NetworkPolicy)")
+		case store.ProblemCredentials:
+			d.fail("store", fmt.Sprintf("PostgreSQL refused the user %q on %s (database %q): %s", user, server, database, why),
+				"check the user and password in "+storeWhere+"; keep the password in a Secret, given as "+config.EnvStoreDSN+"; and check that pg_hba.conf lets that user in from this host")
+		case store.ProblemNoDatabase:
+			d.fail("store", fmt.Sprintf("the PostgreSQL server %s has no database %q: %s", server, database, why),
+				fmt.Sprintf("create it (CREATE DATABASE %s OWNER %s;) or fix the database name in %s; serve creates its tables, not the database", database, user, storeWhere))
+		case store.ProblemPrivileges:
+			d.fail("store", fmt.Sprintf("PostgreSQL does not let %q read %s: %s", user, target, why),
+				"grant the user CONNECT on the database and the rights to create and use its tables (serve migrates them), or give "+storeWhere+" the database's owner")
+		default:
+			d.fail("store", "cannot open the PostgreSQL store: "+storeProblem(err), storeHint(err, store.DriverPostgres, dsn, false))
+		}
+		return
+	}
+	defer st.Close()
+	d.schema(ctx, st, "postgres "+target)
+}
+
+// schema reports the store's schema: as new as this ralph-gate's, or older (serve migrates it).
+func (d *doctor) schema(ctx context.Context, st *store.Store, where string) {
+	err := st.CheckSchema(ctx)
+	var behind *store.SchemaBehindError
+	switch {
+	case errors.As(err, &behind):
+		d.ok("store", "%s: schema at version %d, older than this ralph-gate's %d: serve migrates it when it starts", where, behind.Applied, behind.Known)
+	case err != nil:
+		d.fail("store", fmt.Sprintf("%s: cannot read its schema version: %s", where, storeProblem(err)),
+			"check that "+storeWhere+" names the store the service writes, readable by this user")
+	default:
+		d.ok("store", "%s: ralph-gate's store, schema up to date", where)
+	}
 }

@@ -2,17 +2,25 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/ralph-gate/ralph-gate/ghsim"
 	"github.com/ralph-gate/ralph-gate/sandbox"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // startSim runs ghsim on seed (after edit) and writes the configuration serve would use
@@ -381,4 +389,372 @@ func TestDoctorJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doctor explains every GitHub error it meets in a sentence with its fix: never the client
+// library's raw text ("GET …: 404 Not Found []"), and never credential advice for a request
+// that did not reach GitHub (DNS, a refused connection, a timeout).
+func TestDoctorExplainsGitHubErrors(t *testing.T) {
+	clearAppEnv(t)
+	closed := closedPort(t)
+	silent := silentServer(t)
+	tests := []struct {
+		name     string
+		config   func(map[string]any)
+		faults   *ghsim.Faults
+		args     []string
+		contains []string
+		absent   []string
+	}{
+		{
+			name:   "an organization the App is not installed on",
+			config: func(c map[string]any) { c["projects"] = []map[string]any{{"owner": "globex", "number": 1}} },
+			contains: []string{
+				"FAIL  installation: the App ralph-gate is not installed on the organization globex (or globex is not an organization GitHub knows)",
+				"fix: an owner of globex installs it from ", "/apps/ralph-gate/installations/new",
+			},
+			absent: []string{"404 Not Found", "installation on globex: permissions"},
+		},
+		{
+			name:   "a GitHub that refuses connections",
+			config: githubAt("http://" + closed),
+			contains: []string{
+				"FAIL  app: cannot reach " + closed + " (connection refused): GitHub was not asked who the App is",
+				"fix: check the URL (github.v3_api_url http://" + closed + "/api/v3/", "DNS, firewall", "HTTPS_PROXY",
+			},
+			absent: []string{"integration_id", "private key", "generate a new key"},
+		},
+		{
+			name:   "a GitHub host that does not resolve",
+			config: githubAt("http://ralph-gate-doctor.invalid"),
+			contains: []string{
+				"FAIL  app: cannot reach ralph-gate-doctor.invalid (", "fix: check the URL (github.v3_api_url http://ralph-gate-doctor.invalid/api/v3/",
+			},
+			absent: []string{"integration_id", "private key"},
+		},
+		{
+			name:   "a GitHub that never answers",
+			config: githubAt("http://" + silent),
+			args:   []string{"--timeout", "1s"},
+			contains: []string{
+				"FAIL  app: cannot reach " + silent + " (no answer before doctor's --timeout): GitHub was not asked who the App is",
+				"fix: check the URL",
+			},
+			absent: []string{"integration_id", "private key"},
+		},
+		{
+			name: "an App ID GitHub does not know",
+			config: func(c map[string]any) {
+				c["github"].(map[string]any)["app"].(map[string]any)["integration_id"] = 999999
+			},
+			contains: []string{
+				"FAIL  app: GitHub refused to authenticate as App 999999 (GitHub answered 401 Unauthorized",
+				"fix: check github.app.integration_id",
+			},
+		},
+		{
+			name: "an API URL where GitHub's API is not",
+			config: func(c map[string]any) {
+				gh := c["github"].(map[string]any)
+				gh["v3_api_url"] = gh["web_url"].(string) + "/wrong/"
+			},
+			contains: []string{
+				"knows no App behind GET /app (GitHub answered 404 Not Found)",
+				"fix: check github.v3_api_url (", "/wrong/: https://api.github.com/ for github.com",
+			},
+		},
+		{
+			name:   "GitHub failing while looking for the installation",
+			faults: &ghsim.Faults{ErrorRate: 1, Operations: []string{"rest:GET /orgs/{org}/installation"}},
+			contains: []string{
+				"FAIL  installation: GitHub failed while looking for the App's installation on acme (GitHub answered 502 Bad Gateway",
+				"fix: try again in a few minutes; https://www.githubstatus.com",
+			},
+		},
+		{
+			name:   "GitHub failing to issue the installation's token",
+			faults: &ghsim.Faults{ErrorRate: 1, Operations: []string{"rest:POST /app/installations/{id}/access_tokens"}},
+			contains: []string{
+				"FAIL  installation on acme: GitHub failed while asking for a token of the installation on acme (GitHub answered 502 Bad Gateway",
+				"fix: try again in a few minutes",
+			},
+		},
+		{
+			name:   "GitHub failing while the board is read",
+			faults: &ghsim.Faults{ErrorRate: 1, Operations: []string{"graphql:*"}},
+			contains: []string{
+				"FAIL  project acme/1: GitHub failed while the board was read (HTTP 502)",
+				"fix: try again in a few minutes",
+			},
+		},
+		{
+			name:   "a rate limit on the App's own request",
+			faults: &ghsim.Faults{PrimaryExhausted: true, Operations: []string{"rest:GET /app"}},
+			contains: []string{
+				"FAIL  app: GitHub's rate limit stopped doctor while authenticating as App 1001",
+				"fix: run doctor again once the limit resets",
+			},
+			absent: []string{"integration_id"},
+		},
+	}
+	rawError := regexp.MustCompile(`\d{3} [A-Z][A-Za-z ]*\[\]|(GET|POST|PATCH) https?://`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file, sim := startSimServer(t, nil, nil)
+			if tt.config != nil {
+				editConfig(t, file, tt.config)
+			}
+			if tt.faults != nil {
+				if err := sim.SetFaults(*tt.faults); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := runCLI(t, "", append([]string{"doctor", "--config", file}, tt.args...)...)
+			if code != exitError {
+				t.Errorf("exit %d, want %d", code, exitError)
+			}
+			for _, want := range tt.contains {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s%s", want, out, errOut)
+				}
+			}
+			for _, bad := range tt.absent {
+				if strings.Contains(out, bad) {
+					t.Errorf("output has %q:\n%s", bad, out)
+				}
+			}
+			if m := rawError.FindString(out); m != "" {
+				t.Errorf("a raw GitHub error (%q) was printed:\n%s", m, out)
+			}
+		})
+	}
+}
+
+// githubAt points the configuration's GitHub at base.
+func githubAt(base string) func(map[string]any) {
+	return func(c map[string]any) {
+		gh := c["github"].(map[string]any)
+		gh["web_url"], gh["v3_api_url"], gh["v4_api_url"] = base, base+"/api/v3/", base+"/api/graphql"
+	}
+}
+
+// closedPort is a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// silentServer accepts connections and never answers.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// doctor checks the store serve would open, reading only: what would stop serve at once (an
+// unreachable PostgreSQL server, a SQLite file in a directory that does not exist) fails with
+// its fix; a store serve will create or migrate is fine, and said so. It once passed all of
+// these ("0 failure(s)"), and serve then exited at once.
+func TestDoctorChecksTheStore(t *testing.T) {
+	clearAppEnv(t)
+	const password = "hunter2-Pw"
+	dir := t.TempDir()
+	migrated := filepath.Join(dir, "migrated.db")
+	st, err := store.Open(t.Context(), store.DriverSQLite, migrated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, driver, dsn string
+		code              int
+		contains          []string
+	}{
+		{
+			name: "an unreachable PostgreSQL server", driver: "postgres", dsn: "postgres://ralph:" + password + "@127.0.0.1:1/ralph?sslmode=disable",
+			code: exitError,
+			contains: []string{
+				`FAIL  store: cannot reach the PostgreSQL server 127.0.0.1:1 (connection refused): serve cannot start`,
+				"fix: check the host and port in store.dsn (or RALPH_GATE_STORE_DSN)",
+			},
+		},
+		{
+			name: "an SQLite file in a directory that does not exist", driver: "sqlite", dsn: filepath.Join(dir, "typo", "rg.db"),
+			code: exitError,
+			contains: []string{
+				"FAIL  store: the directory " + filepath.Join(dir, "typo") + " of the SQLite store " + filepath.Join(dir, "typo", "rg.db") + " does not exist: serve refuses to start",
+				"fix: fix store.dsn (or RALPH_GATE_STORE_DSN) if the path is mistyped; otherwise create the directory (mkdir -p " + filepath.Join(dir, "typo") + ")",
+			},
+		},
+		{
+			name: "an SQLite store serve will create", driver: "sqlite", dsn: filepath.Join(dir, "new.db"),
+			code:     exitOK,
+			contains: []string{"ok    store: sqlite " + filepath.Join(dir, "new.db") + " does not exist yet: serve creates it on its first start"},
+		},
+		{
+			name: "an SQLite file without ralph-gate's tables yet", driver: "sqlite", dsn: empty,
+			code:     exitOK,
+			contains: []string{"ok    store: sqlite " + empty + " has no ralph-gate tables yet: serve creates them on its first start"},
+		},
+		{
+			name: "an SQLite store serve has migrated", driver: "sqlite", dsn: migrated,
+			code:     exitOK,
+			contains: []string{"ok    store: sqlite " + migrated + ": ralph-gate's store, schema up to date"},
+		},
+		{
+			name: "a directory instead of a file", driver: "sqlite", dsn: dir,
+			code:     exitError,
+			contains: []string{"FAIL  store: " + dir + " is a directory, not an SQLite database file"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := startSim(t, nil, nil)
+			editConfig(t, file, func(c map[string]any) { c["store"] = map[string]any{"driver": tt.driver, "dsn": tt.dsn} })
+			code, out, errOut := runCLI(t, "", "doctor", "--config", file)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			for _, want := range tt.contains {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out+errOut, password) {
+				t.Errorf("the store's password was printed:\n%s", out)
+			}
+			// The GitHub checks still run.
+			if !strings.Contains(out, "ok    app: authenticated as ralph-gate") {
+				t.Errorf("the GitHub checks did not run:\n%s", out)
+			}
+		})
+	}
+	// Reading only: nothing was created, the empty file stayed empty.
+	for _, p := range []string{filepath.Join(dir, "typo"), filepath.Join(dir, "new.db")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("doctor created %s", p)
+		}
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Errorf("doctor wrote to %s (%v)", empty, err)
+	}
+	// A store.dsn the configuration refuses is not opened.
+	file := startSim(t, nil, nil)
+	editConfig(t, file, func(c map[string]any) { c["store"] = map[string]any{"driver": "sqlite", "dsn": "postgres://db/ralph"} })
+	if _, out, _ := runCLI(t, "", "doctor", "--config", file); !strings.Contains(out, "skip  store: not checked: store.driver and store.dsn must be fixed first") {
+		t.Errorf("a refused store.dsn was checked:\n%s", out)
+	}
+}
+
+// With PostgreSQL (RALPH_GATE_TEST_POSTGRES_DSN): a reachable server passes, before and after
+// serve migrates it; a user it does not know and a database it does not have fail, each with
+// its fix.
+func TestDoctorChecksAPostgresStore(t *testing.T) {
+	base := os.Getenv("RALPH_GATE_TEST_POSTGRES_DSN")
+	if base == "" {
+		t.Skip("set RALPH_GATE_TEST_POSTGRES_DSN (eval \"$(bash .ci/postgres.sh start)\") to run against PostgreSQL")
+	}
+	clearAppEnv(t)
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" {
+		t.Skipf("RALPH_GATE_TEST_POSTGRES_DSN is not a postgres:// URL (%v)", err)
+	}
+	ctx := t.Context()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	schema := "doctor_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	with := func(edit func(u *url.URL)) string {
+		v := *u
+		q := v.Query()
+		q.Set("search_path", schema)
+		v.RawQuery = q.Encode()
+		if edit != nil {
+			edit(&v)
+		}
+		return v.String()
+	}
+	dsn := with(nil)
+	db := strings.TrimPrefix(u.Path, "/")
+	server := u.Host
+	doctor := func(t *testing.T, dsn string) (int, string) {
+		t.Helper()
+		file := startSim(t, nil, nil)
+		editConfig(t, file, func(c map[string]any) { c["store"] = map[string]any{"driver": "postgres"} })
+		t.Setenv("RALPH_GATE_STORE_DSN", dsn)
+		code, out, _ := runCLI(t, "", "doctor", "--config", file)
+		return code, out
+	}
+	t.Run("reachable, not migrated yet", func(t *testing.T) {
+		code, out := doctor(t, dsn)
+		if code != exitOK || !strings.Contains(out, `ok    store: postgres database "`+db+`" on `) ||
+			!strings.Contains(out, "has no ralph-gate tables yet: serve creates them on its first start") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("migrated", func(t *testing.T) {
+		st, err := store.Open(ctx, store.DriverPostgres, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		code, out := doctor(t, dsn)
+		if code != exitOK || !strings.Contains(out, "ralph-gate's store, schema up to date") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("a user the server does not know", func(t *testing.T) {
+		code, out := doctor(t, with(func(v *url.URL) { v.User = url.UserPassword("nobody_"+schema, "wrong") }))
+		if code != exitError || !strings.Contains(out, `FAIL  store: PostgreSQL refused the user "nobody_`+schema+`"`) ||
+			!strings.Contains(out, "fix: check the user and password in store.dsn") || strings.Contains(out, "wrong") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("a database the server does not have", func(t *testing.T) {
+		code, out := doctor(t, with(func(v *url.URL) { v.Path = "/missing_" + schema }))
+		if code != exitError || !strings.Contains(out, `FAIL  store: the PostgreSQL server `+server+` has no database "missing_`+schema+`"`) ||
+			!strings.Contains(out, "fix: create it (CREATE DATABASE missing_"+schema) {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
 }

@@ -84,7 +84,7 @@ Usage:
   ralph-gate bench [--quick] [--json] [--rtt 50ms] [--rate 100]
                                            measure speed, API cost and scale on the simulator
   ralph-gate serve [--config FILE]         run the GitHub App (webhooks at /api/github/hook, MCP at /mcp)
-  ralph-gate mcp --stdio --config FILE [--agent NAME]
+  ralph-gate mcp --stdio --config FILE [--agent NAME] [--create-store]
                                            serve the MCP façade on stdio for one local agent
   ralph-gate audit [--item N] [--since T] [--verdict V] [--limit N] [--json]
                    [--config FILE | --driver sqlite|postgres --dsn DSN]

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -231,6 +232,25 @@ type appCreated struct {
 	} `json:"owner"`
 }
 
+// usableWebhookSecret reports whether GitHub handed out a webhook secret serve accepts
+// (config.MinWebhookSecretLength characters or more). GitHub generates one for an App created
+// from a manifest (40 hexadecimal characters in GitHub's documented answer), but the answer's
+// schema allows none (null), and an answer that is not GitHub's (ghsim returns its seed's
+// secret, whatever its length) may be shorter: register never writes a secret serve would
+// refuse, and says what to do instead.
+func (a *appCreated) usableWebhookSecret() bool {
+	return a.WebhookSecret != nil && utf8.RuneCountInString(strings.TrimSpace(*a.WebhookSecret)) >= config.MinWebhookSecretLength
+}
+
+// webhookSecretProblem says why the file holds no webhook secret (never the secret, nor its
+// length).
+func (a *appCreated) webhookSecretProblem() string {
+	if a.WebhookSecret == nil || strings.TrimSpace(*a.WebhookSecret) == "" {
+		return "GitHub returned no webhook secret"
+	}
+	return fmt.Sprintf("GitHub returned a webhook secret shorter than the %d characters serve accepts, so it was not written", config.MinWebhookSecretLength)
+}
+
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -384,7 +404,11 @@ func (r *registration) callback(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	abs, _ := filepath.Abs(r.file)
-	r.say("register: wrote the App ID, private key, webhook secret, OAuth client ID/secret and a session key to %s (mode 0600)", abs)
+	if app.usableWebhookSecret() {
+		r.say("register: wrote the App ID, private key, webhook secret, OAuth client ID/secret and a session key to %s (mode 0600)", abs)
+	} else {
+		r.say("register: wrote the App ID, private key, OAuth client ID/secret and a session key to %s (mode 0600); %s", abs, app.webhookSecretProblem())
+	}
 	writePage(w, http.StatusOK, page{
 		Title: "Registered " + app.Slug,
 		Paragraphs: []string{
@@ -524,8 +548,11 @@ func (r *registration) render(app *appCreated) []byte {
 			secretKeyOAuthClientSecret: app.ClientSecret,
 			secretKeySessionKey:        r.sessionKey,
 		}
-		if app.WebhookSecret != nil && *app.WebhookSecret != "" {
+		if app.usableWebhookSecret() {
 			data[secretKeyWebhookSecret] = *app.WebhookSecret
+		} else {
+			fmt.Fprintf(&b, "# %s: %s. Generate one (openssl rand -hex 32), set it as the App's webhook secret\n", secretKeyWebhookSecret, app.webhookSecretProblem())
+			fmt.Fprintf(&b, "# on %s and add it below as stringData.%s before applying this file.\n", r.settingsURL(app), secretKeyWebhookSecret)
 		}
 		doc := k8sSecretDoc{APIVersion: "v1", Kind: "Secret", Type: "Opaque", StringData: data}
 		doc.Metadata.Name = r.k8sSecret
@@ -542,10 +569,11 @@ func (r *registration) render(app *appCreated) []byte {
 	b.WriteString("# serve reads them all but the slug, kept for reference; the OAuth client and the session key\n")
 	b.WriteString("# sign people in to the board health pages (ui.enabled).\n")
 	fmt.Fprintf(&b, "%s=%d\n", config.EnvIntegrationID, app.ID)
-	if app.WebhookSecret != nil && *app.WebhookSecret != "" {
+	if app.usableWebhookSecret() {
 		fmt.Fprintf(&b, "%s=%s\n", config.EnvWebhookSecret, shellQuote(*app.WebhookSecret))
 	} else {
-		fmt.Fprintf(&b, "# %s: GitHub returned none; set one on the App's settings page and here.\n", config.EnvWebhookSecret)
+		fmt.Fprintf(&b, "# %s: %s. Generate one (openssl rand -hex 32), set it as the App's\n", config.EnvWebhookSecret, app.webhookSecretProblem())
+		fmt.Fprintf(&b, "# webhook secret on %s and add it here: %s='…'\n", r.settingsURL(app), config.EnvWebhookSecret)
 	}
 	fmt.Fprintf(&b, "%s=%s\n", config.EnvPrivateKey, shellQuote(app.PEM))
 	fmt.Fprintf(&b, "%s=%s\n", config.EnvOAuthClientID, shellQuote(app.ClientID))
@@ -592,11 +620,18 @@ func (r *registration) nextSteps() {
 	}
 	r.say("")
 	r.say("Done. Next steps (docs/INSTALL.md):")
+	if !app.usableWebhookSecret() {
+		// Before anything that loads the file: serve and doctor refuse it without a secret.
+		where := fmt.Sprintf("add it to %s as %s", r.file, config.EnvWebhookSecret)
+		if r.k8sSecret != "" {
+			where = fmt.Sprintf("add it to %s as stringData.%s", r.file, secretKeyWebhookSecret)
+		}
+		r.say("  First: %s, and serve and doctor refuse the file without one.", app.webhookSecretProblem())
+		r.say("     Generate a secret (openssl rand -hex 32), set it as the webhook secret on")
+		r.say("     %s, and %s.", r.settingsURL(app), where)
+	}
 	r.say("  1. Install the App on %s (All repositories, or every repository whose issues are on the", r.org)
 	r.say("     enforced boards):  %s", r.installURL(app))
-	if app.WebhookSecret == nil || *app.WebhookSecret == "" {
-		r.say("     GitHub returned no webhook secret: set one on %s and add it to %s.", r.settingsURL(app), r.file)
-	}
 	if r.k8sSecret != "" {
 		r.say("  2. Create the Secret, then delete %s (or keep it only in your secret manager):", r.file)
 		r.say("       kubectl -n NAMESPACE apply -f %s", r.file)

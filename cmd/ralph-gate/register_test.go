@@ -52,9 +52,18 @@ type registerSim struct {
 
 func startRegisterSim(t *testing.T) *registerSim {
 	t.Helper()
+	return startRegisterSimWith(t, nil)
+}
+
+// startRegisterSimWith is startRegisterSim with the seed changed by adjust first.
+func startRegisterSimWith(t *testing.T, adjust func(*ghsim.Seed)) *registerSim {
+	t.Helper()
 	seed, err := ghsim.ParseSeed(sandbox.DemoSeed())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if adjust != nil {
+		adjust(&seed)
 	}
 	seed.App.PrivateKeyFile = filepath.Join(t.TempDir(), "app.pem")
 	// Webhooks, should anything send one, stay on this machine.
@@ -434,7 +443,7 @@ func TestRegisterSecretKeysMatchChart(t *testing.T) {
 	if !maps.Equal(chart, want) {
 		t.Errorf("chart's github.existingSecretKeys %v, register writes %v", chart, want)
 	}
-	hook := "webhook secret"
+	hook := strings.Repeat("5f", 20) // as long as the ones GitHub generates: 40 hex characters
 	r := &registration{org: "acme", web: &url.URL{Scheme: "https", Host: "github.com"}, k8sSecret: "ralph-gate-github", sessionKey: "k"}
 	var secret struct {
 		StringData map[string]string `yaml:"stringData"`
@@ -530,5 +539,99 @@ func TestRegisterUsage(t *testing.T) {
 	}
 	if _, stdout, _ := runCLI(t, "", "help"); !strings.Contains(stdout, "ralph-gate register --org ORG") {
 		t.Errorf("help lacks register:\n%s", stdout)
+	}
+}
+
+// register never hands out a webhook secret that serve and doctor refuse. GitHub generates a
+// 40-character one for an App created from a manifest, but its answer may carry none, and the
+// simulator answers its seed's secret whatever its length (ghsim/testdata/seed.yaml, which the
+// README's `ghsim serve` uses, had "s3cret"): register once wrote it, and the next printed step,
+// doctor, refused it as too short. Now the file holds no secret, says why, and the next steps
+// begin with setting one.
+func TestRegisterShortWebhookSecret(t *testing.T) {
+	for _, tt := range []struct {
+		name, secret, problem string
+	}{
+		{"too short", "s3cret", "GitHub returned a webhook secret shorter than the 16 characters serve accepts, so it was not written"},
+		{"none", "", "GitHub returned no webhook secret"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := startRegisterSimWith(t, func(s *ghsim.Seed) { s.App.WebhookSecret = tt.secret })
+			dir := t.TempDir()
+			out := filepath.Join(dir, "app.env")
+			r := startRegister(t, "--org", "acme", "--github-url", sim.url, "--manifest", filepath.Join("..", "..", "app.yml"),
+				"--webhook-url", testWebhookURL, "--out", out, "--timeout", "1m")
+			action, manifest := r.form(t)
+			if res, body := submit(t, action, manifest, true); res.StatusCode != http.StatusOK {
+				t.Fatalf("callback page: %d %s", res.StatusCode, body)
+			}
+			if code := r.wait(t); code != exitOK {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, r.out.String(), r.err.String())
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			settings := sim.url + "/organizations/acme/settings/apps/ralph-gate"
+			vars := loadEnvFile(t, out, "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_PRIVATE_KEY")
+			if vars["GITHUB_APP_WEBHOOK_SECRET"] != "" || vars["GITHUB_APP_INTEGRATION_ID"] != "1001" ||
+				!strings.Contains(string(data), "# GITHUB_APP_WEBHOOK_SECRET: "+tt.problem) || !strings.Contains(string(data), settings) {
+				t.Errorf("env file:\n%s", data)
+			}
+			stdout := r.out.String()
+			for _, want := range []string{tt.problem, "First: " + tt.problem + ", and serve and doctor refuse the file without one.",
+				"Generate a secret (openssl rand -hex 32), set it as the webhook secret on", settings + ", and add it to " + out + " as GITHUB_APP_WEBHOOK_SECRET."} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			if strings.Index(stdout, "First: ") > strings.Index(stdout, "ralph-gate doctor --config") {
+				t.Errorf("setting the secret comes after the doctor step:\n%s", stdout)
+			}
+			assertNoSecrets(t, stdout+r.err.String(), tt.secret)
+			// What the file holds is all serve would be missing: the secret, required, named.
+			for k, v := range vars {
+				t.Setenv(k, v)
+			}
+			cfgFile := filepath.Join(dir, "config.yml")
+			cfg, _ := yaml.Marshal(map[string]any{"projects": []map[string]any{{"owner": "acme", "number": 1}}})
+			if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, problems, err := config.Preflight(cfgFile, config.ForServe, os.LookupEnv)
+			if err != nil || len(problems) != 1 || problems[0].Path != "github.app.webhook_secret" || !strings.Contains(problems[0].Message, "is required") {
+				t.Errorf("serve with the file: %v %v", err, problems)
+			}
+		})
+	}
+
+	// The Kubernetes Secret leaves the key out and says how to add it.
+	sim := startRegisterSimWith(t, func(s *ghsim.Seed) { s.App.WebhookSecret = "s3cret" })
+	out := filepath.Join(t.TempDir(), "secret.yaml")
+	r := startRegister(t, "--org", "acme", "--github-url", sim.url, "--manifest", filepath.Join("..", "..", "app.yml"),
+		"--webhook-url", testWebhookURL, "--out", out, "--k8s-secret", "ralph-gate-github")
+	action, manifest := r.form(t)
+	if res, body := submit(t, action, manifest, true); res.StatusCode != http.StatusOK {
+		t.Fatalf("callback page: %d %s", res.StatusCode, body)
+	}
+	if code := r.wait(t); code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, r.out.String(), r.err.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret struct {
+		StringData map[string]string `yaml:"stringData"`
+	}
+	if err := yaml.Unmarshal(data, &secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := secret.StringData[secretKeyWebhookSecret]; ok || secret.StringData[secretKeyAppID] != "1001" ||
+		!strings.Contains(string(data), "# webhook-secret: GitHub returned a webhook secret shorter than") {
+		t.Errorf("secret:\n%s", data)
+	}
+	if !strings.Contains(r.out.String(), "and add it to "+out+" as stringData.webhook-secret.") {
+		t.Errorf("stdout:\n%s", r.out.String())
 	}
 }
