@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,6 +81,9 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 			"the service writing it runs an older version or has not started since an upgrade; decisions are read as they are")
 	}
 	entries, err := st.QueryAudit(ctx, filter)
+	// In the order ralph-gate recorded its decisions: an automated move is dated at the move
+	// that caused it, which can be older than a decision recorded before it.
+	slices.SortStableFunc(entries, func(a, b enforce.AuditEntry) int { return cmp.Compare(a.ID, b.ID) })
 	if err != nil {
 		hint := "check that the store is reachable and is the one the service writes"
 		if sb != nil {

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // The audit table names who made each move; a value adopted on first sight was moved by
@@ -22,5 +27,34 @@ func TestAuditActorText(t *testing.T) {
 		if got := actorText(tc.e); got != tc.want {
 			t.Errorf("actorText(%+v) = %q, want %q", tc.e, got, tc.want)
 		}
+	}
+}
+
+// The audit lists decisions in the order ralph-gate recorded them: a cascade recorded after a
+// revert is listed after it, though it is dated at the older move that caused it (it used to
+// be listed above the revert).
+func TestAuditListsDecisionsAsRecorded(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "ralph-gate.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.DriverSQLite, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for _, e := range []enforce.AuditEntry{
+		{At: t0.Add(time.Minute), ItemID: "I2", IssueNumber: 2, Repo: "acme/app", Actor: "agent-1", ActorKind: "agent", FromState: "Backlog", ToState: "Done", Verdict: enforce.VerdictReverted, Reason: "revert"},
+		{At: t0, ItemID: "I2", IssueNumber: 2, Repo: "acme/app", Actor: "ralph-gate[bot]", ActorKind: "app", FromState: "Backlog", ToState: "Ready for Plan", Verdict: enforce.VerdictAutomated, Reason: "cascade"},
+	} {
+		if _, err := st.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	code, out, errOut := runCLI(t, "", "audit", "--dsn", dsn, "--item", "2")
+	if code != exitOK {
+		t.Fatalf("audit exited %d: %s", code, errOut)
+	}
+	if r, c := strings.Index(out, "revert"), strings.Index(out, "cascade"); r < 0 || c < 0 || r > c {
+		t.Errorf("the revert recorded first is not listed first:\n%s", out)
 	}
 }
