@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -141,4 +143,31 @@ func quantileMs(buckets []int, q float64) float64 {
 		}
 	}
 	return -1
+}
+
+// QuantileText shows a duration quantile's bound as the page and the report do: "≤ 25 ms",
+// "> 1 min" past the largest bucket, "–" with no call.
+func QuantileText(ms float64) string {
+	switch {
+	case ms < 0:
+		return "> 1 min"
+	case ms == 0:
+		return "–"
+	}
+	return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
+}
+
+// ByCount lists counts by name, most first, then by name: "transition 3, arguments 1"; ""
+// for none.
+func ByCount(m map[string]int) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -111,3 +111,37 @@ func TestFacadeQuantiles(t *testing.T) {
 		}
 	}
 }
+
+func TestFacadeText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ms   float64
+		want string
+	}{
+		{0, "–"}, // no call
+		{5, "≤ 5 ms"},
+		{25, "≤ 25 ms"},
+		{2500, "≤ 2500 ms"},
+		{60000, "≤ 60000 ms"},
+		{-1, "> 1 min"},
+	} {
+		if got := health.QuantileText(tt.ms); got != tt.want {
+			t.Errorf("health.QuantileText(%v) = %q, want %q", tt.ms, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		m    map[string]int
+		want string
+	}{
+		{"none", nil, ""},
+		{"empty", map[string]int{}, ""},
+		{"one", map[string]int{"rate": 1}, "rate 1"},
+		{"most first", map[string]int{"arguments": 1, "transition": 3}, "transition 3, arguments 1"},
+		{"ties by name", map[string]int{"budget": 2, "arguments": 2, "transition": 5}, "transition 5, arguments 2, budget 2"},
+	} {
+		if got := health.ByCount(tt.m); got != tt.want {
+			t.Errorf("%s: ByCount(%v) = %q, want %q", tt.name, tt.m, got, tt.want)
+		}
+	}
+}

@@ -1,12 +1,10 @@
 package web
 
 import (
-	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,8 +152,8 @@ func (h *handler) funcs() template.FuncMap {
 		// Text from outside (an agent's reason, a login) without bidi overrides or other
 		// invisible characters, as comments show it.
 		"visible":  enforce.VisibleText,
-		"quantile": quantileText,
-		"byRule":   byRule,
+		"quantile": health.QuantileText,
+		"byRule":   health.ByCount,
 		"usageTable": func(by string, rows []health.Usage) usageTable {
 			return usageTable{By: by, Rows: rows}
 		},
@@ -210,32 +208,6 @@ var findingLabels = map[string]string{
 }
 
 func findingLabel(kind string) string { return cmpOr(findingLabels[kind], kind) }
-
-// quantileText shows a duration quantile's bound in milliseconds: "≤ 25 ms", "> 1 min" past
-// the largest bucket, "–" with no call.
-func quantileText(ms float64) string {
-	switch {
-	case ms < 0:
-		return "> 1 min"
-	case ms == 0:
-		return "–"
-	}
-	return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
-}
-
-// byRule lists refusals by rule, most first: "transition 3, arguments 1".
-func byRule(m map[string]int) string {
-	rules := make([]string, 0, len(m))
-	for r := range m {
-		rules = append(rules, r)
-	}
-	slices.SortFunc(rules, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
-	parts := make([]string, len(rules))
-	for i, r := range rules {
-		parts[i] = fmt.Sprintf("%s %d", r, m[r])
-	}
-	return strings.Join(parts, ", ")
-}
 
 // when is a time as the pages show it, in UTC ("" for the zero time).
 func when(t time.Time) string {

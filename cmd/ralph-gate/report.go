@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,41 +123,15 @@ func printFacade(w io.Writer, f health.Facade) {
 			fmt.Fprintf(tw, "  %s\tCALLS\tOK\tREFUSED\tERRORS\tRATE LIMITED\tGITHUB\tP50\tP99\tREFUSED BY RULE\n", t.head)
 			for _, u := range t.rows {
 				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", u.Name, u.Calls, u.OK, u.Refused, u.Errors, u.RateLimited,
-					u.GitHubRequests, quantileText(u.P50Ms), quantileText(u.P99Ms), byRule(u.RefusedBy))
+					u.GitHubRequests, health.QuantileText(u.P50Ms), health.QuantileText(u.P99Ms), byRule(u.RefusedBy))
 			}
 			tw.Flush()
 		}
 	}
 }
 
-// quantileText shows a quantile bound as the board page does: "≤ 25 ms", "> 1 min" past the
-// largest bucket, "–" with no call.
-func quantileText(ms float64) string {
-	switch {
-	case ms < 0:
-		return "> 1 min"
-	case ms == 0:
-		return "–"
-	}
-	return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
-}
-
-// byRule lists refusals by rule, most first: "transition 3, arguments 1"; "-" for none.
-func byRule(m map[string]int) string {
-	rules := make([]string, 0, len(m))
-	for r := range m {
-		rules = append(rules, r)
-	}
-	slices.SortFunc(rules, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
-	parts := make([]string, len(rules))
-	for i, r := range rules {
-		parts[i] = fmt.Sprintf("%s %d", r, m[r])
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
-}
+// byRule is health.ByCount, "-" for none (a table's empty cell).
+func byRule(m map[string]int) string { return cmp.Or(health.ByCount(m), "-") }
 
 // setStore applies --driver and --dsn to the configuration, as audit does.
 func setStore(cfg *config.Config, driver, dsn string) {

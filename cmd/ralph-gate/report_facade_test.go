@@ -291,7 +291,7 @@ func TestReportFacadeHelpers(t *testing.T) {
 		{-1, "> 1 min"},
 		{0, "–"},
 	} {
-		if got := quantileText(tt.ms); got != tt.want {
+		if got := health.QuantileText(tt.ms); got != tt.want {
 			t.Errorf("quantileText(%v) = %q, want %q", tt.ms, got, tt.want)
 		}
 	}
