@@ -381,6 +381,7 @@ func startChild(t *testing.T, dir, name, bin string, env []string, args ...strin
 	}
 	c := &child{cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); logFile.Close(); close(c.done) }()
+	t.Cleanup(c.stop) // a child never outlives its test, whatever ended it (one was found serving an hour later)
 	return c
 }
 
