@@ -31,16 +31,19 @@ func (m Mode) Valid() bool { return slices.Contains(Modes(), m) }
 // Writes reports whether enforcement writes to GitHub under m: reverts, automation.
 func (m Mode) Writes() bool { return m == ModeEnforce || m == "" }
 
-// modeOf is the mode of an enforced project (enforce when none is configured).
-func (c *core) modeOf(owner string, number int) Mode {
-	if c.opts.Mode == nil {
+// ModeIn is the mode modes gives a project: enforce when modes is nil or gives no valid mode.
+func ModeIn(modes func(owner string, number int) Mode, owner string, number int) Mode {
+	if modes == nil {
 		return ModeEnforce
 	}
-	if m := c.opts.Mode(owner, number); m.Valid() {
+	if m := modes(owner, number); m.Valid() {
 		return m
 	}
 	return ModeEnforce
 }
+
+// modeOf is the mode of an enforced project.
+func (c *core) modeOf(owner string, number int) Mode { return ModeIn(c.opts.Mode, owner, number) }
 
 // refusedVerdict is the verdict a refused step's marker carries: would_revert when it stood,
 // else reverted.

@@ -1,10 +1,8 @@
 package health
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -44,13 +42,7 @@ type StoodMove struct {
 
 // modeOf is a configured project's mode.
 func (r *Reader) modeOf(ref enforce.ProjectRef) enforce.Mode {
-	if r.opts.Mode == nil {
-		return enforce.ModeEnforce
-	}
-	if m := r.opts.Mode(ref.Owner, ref.Number); m.Valid() {
-		return m
-	}
-	return enforce.ModeEnforce
+	return enforce.ModeIn(r.opts.Mode, ref.Owner, ref.Number)
 }
 
 // wouldRevert reads what enforce would have reverted on the project in the last week.
@@ -61,8 +53,7 @@ func (r *Reader) wouldRevert(ctx context.Context, projectID string, now time.Tim
 		return nil, fmt.Errorf("moves that stood: %w", err)
 	}
 	w := &WouldRevert{Since: since.UTC(), Count: len(es), ByRule: map[string]int{}, ByActor: map[string]int{}, Moves: []StoodMove{}}
-	slices.SortStableFunc(es, func(a, b enforce.AuditEntry) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
-	for _, e := range es {
+	for _, e := range es { // newest first, as the store lists them
 		w.ByRule[e.Rule]++
 		w.ByActor[e.Actor]++
 		if len(w.Moves) < maxWouldRevertListed {

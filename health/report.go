@@ -28,7 +28,7 @@ type Source interface {
 	LastSweep(ctx context.Context) (time.Time, error)
 	// ToolCallCounts sums the façade's tool calls counted in the minutes since a time.
 	ToolCallCounts(ctx context.Context, since time.Time) ([]enforce.ToolCallCount, error)
-	// ProjectVerdicts lists a project's audit entries of one verdict since a time.
+	// ProjectVerdicts lists a project's audit entries of one verdict since a time, newest first.
 	ProjectVerdicts(ctx context.Context, projectID string, v enforce.Verdict, since time.Time) ([]enforce.AuditEntry, error)
 }
 
