@@ -60,10 +60,14 @@ func (sb *Sandbox) Move(ctx context.Context, login, repo string, number int, sta
 	return b.SetState(ctx, items[0], state)
 }
 
+// settleLimit bounds one Settle: a bound on a hang, not a measure of speed (the test suites
+// run many sandboxes at once, under the race detector, on two CPUs).
+const settleLimit = 3 * time.Minute
+
 // Settle waits until every webhook was delivered and every queued change processed, twice in
 // a row (processing may cause new webhooks, e.g. our own writes).
 func (sb *Sandbox) Settle(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, settleLimit)
 	defer cancel()
 	quiet := 0
 	for quiet < 2 {

@@ -7,6 +7,7 @@ import (
 // TestAPICostPerStep counts the app's GitHub requests for each kind of step (from the
 // simulator's request log) and holds them to the budgets docs/AUTOMATION.md states.
 func TestAPICostPerStep(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", automationSeed(), nil)
 	// Warm the per-process field cache so each step is measured on its own.
 	e.move("alice", 71, "Ready for Plan")

@@ -12,6 +12,7 @@ import (
 // The app never moves an archived card, end to end: not when its issue is closed, not as a
 // child following its closed parent, not as a parent whose children all moved on.
 func TestArchivedItemsAreNeverMoved(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		// #1 alone; #2 a parent with children #3 (archived) and #4; #5 an archived parent of #6.
 		initial := []string{"In Progress", "In Review", "In Progress", "In Progress", "Research Needed", "Research Needed"}
@@ -53,6 +54,7 @@ func TestArchivedItemsAreNeverMoved(t *testing.T) {
 // A violation comment's id is past 2^31 (as GitHub's are): the app reads it from
 // fullDatabaseId and keeps every digit, through its store, to the comment it updates.
 func TestViolationCommentIDPastInt32(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, familySeed(t, []string{"Backlog"}, nil), nil)
 		e.move("agent-1", 1, "In Progress") // illegal: reverted and explained

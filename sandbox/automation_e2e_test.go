@@ -89,6 +89,7 @@ issues:
 }
 
 func TestChildrenCascade(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, automationSeed(), nil)
 		e.move("alice", 1, "In Progress")
@@ -114,6 +115,7 @@ func TestChildrenCascade(t *testing.T) {
 }
 
 func TestParentConvergence(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, automationSeed(), nil)
 		e.move("agent-1", 21, "Ready for Plan")
@@ -132,6 +134,7 @@ func TestParentConvergence(t *testing.T) {
 }
 
 func TestGates(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, automationSeed(), nil)
 
@@ -165,6 +168,7 @@ func TestGates(t *testing.T) {
 }
 
 func TestGatesCanBeSwitchedOff(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", automationSeed(), func(c *config.Config) {
 		c.Workflow.Gates.Convergence = false
 		c.Workflow.Gates.Blockers = false
@@ -180,6 +184,7 @@ func TestGatesCanBeSwitchedOff(t *testing.T) {
 }
 
 func TestAutomationComments(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", automationSeed(), func(c *config.Config) {
 		c.Workflow.Automation.CommentAutomation = true
 	})
@@ -195,6 +200,7 @@ func TestAutomationComments(t *testing.T) {
 }
 
 func TestWIPLimit(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", automationSeed(), func(c *config.Config) {
 		c.Workflow.Gates.WIPLimits = map[string]int{"Research in Progress": 1}
 	})
@@ -207,6 +213,7 @@ func TestWIPLimit(t *testing.T) {
 }
 
 func TestLifecycleSync(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, automationSeed(), nil)
 		// The known race: merging closes the issue while the merge sync runs; it ends Done.
@@ -234,6 +241,9 @@ func TestLifecycleSync(t *testing.T) {
 	})
 }
 
+// Not parallel: it computes more than it waits. Each of the 120 children's moves has the
+// parent's convergence check every child's record in the store (modernc SQLite under the race
+// detector: a CPU for its whole 40 s), and beside seven other sandboxes it took minutes.
 func TestLargeFamilies(t *testing.T) {
 	e := start(t, "sqlite", automationSeed(), nil)
 	before := e.sb.Sim.Requests()
@@ -291,6 +301,7 @@ func (e *env) patchIssue(login string, number int, body string) {
 }
 
 func TestProjectItemsPagination(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", automationSeed(), nil)
 	b, err := e.sb.UserBoard("alice")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 // costs no request; 100 calls in a row cost at most the agent's burst; and an illegal move
 // right after is reverted as ever. docs/SECURITY.md "Budgets".
 func TestAgentCannotSpendTheBudget(t *testing.T) {
+	t.Parallel()
 	seed := strings.Replace(mcpSeed, "users:\n", "users:\n  - {login: agent-1, token: agent-1-gh-token}\n", 1)
 	e := start(t, "sqlite", []byte(seed), func(c *config.Config) {
 		configureMCP(c)
@@ -52,6 +54,7 @@ func TestAgentCannotSpendTheBudget(t *testing.T) {
 	cs := e.agentClient(agent1Token)
 	served, refused := 0, 0
 	before = e.sb.Sim.Requests().Total
+	began := time.Now()
 	for range 100 {
 		_, msg := call[toolspec.StateOutput](t, cs, toolspec.GetWorkflowState, map[string]any{"number": 1})
 		switch {
@@ -63,8 +66,11 @@ func TestAgentCannotSpendTheBudget(t *testing.T) {
 			t.Fatalf("refused for another reason: %s", msg)
 		}
 	}
-	if n := appRequestsBetween(e, before); served > 21 || refused < 79 || n > 100 {
-		t.Errorf("100 calls in a row: %d served, %d refused, %d GitHub requests; want at most the burst (20, and one more a second) served and at most 100 requests", served, refused, n)
+	// The bucket refills one call a second: the calls that took longer (many sandboxes share
+	// the machine) may have earned a few more.
+	earned := 20 + int(math.Ceil(time.Since(began).Seconds()))
+	if n := appRequestsBetween(e, before); served > earned || refused < 100-earned || n > 100 {
+		t.Errorf("100 calls in a row: %d served, %d refused, %d GitHub requests; want at most the burst and one more a second (%d) served and at most 100 requests", served, refused, n, earned)
 	}
 
 	e.move("agent-1", 2, "In Progress")

@@ -274,6 +274,7 @@ func (c container) env(name string) (envVar, bool) {
 // Service on the port the container serves, next to the webhook; without it only the webhook
 // is public.
 func TestChartIngressRoutesMCP(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -321,6 +322,7 @@ func TestChartIngressRoutesMCP(t *testing.T) {
 // chart cannot be hashed, so there is no checksum/secret, and secretRotation.revision (or
 // Stakater Reloader's annotation, secretRotation.reloader) is how it rolls.
 func TestChartSecretRotation(t *testing.T) {
+	t.Parallel()
 	existing := []string{"-f", chartDir + "/ci/existing-secret-values.yaml"}
 	defaults := []string{"-f", chartDir + "/ci/default-values.yaml"}
 	podAnnotations := func(t *testing.T, args ...string) map[string]string {
@@ -396,6 +398,7 @@ func mapsEqual(a, b map[string]string) bool {
 // the App's Secret (the key named by github.existingSecretKeys.privateKey), named by
 // GITHUB_APP_PRIVATE_KEY_FILE, never as the PEM in an environment variable.
 func TestChartPrivateKeyIsAFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		args             []string
@@ -457,6 +460,7 @@ func TestChartPrivateKeyIsAFile(t *testing.T) {
 // would otherwise render and crash-loop the pod: config.* outside what ralph-gate decodes
 // (values.schema.json) and MCP agents whose token cannot reach the pod.
 func TestChartRefusesValuesThatCannotWork(t *testing.T) {
+	t.Parallel()
 	defaults := []string{"-f", chartDir + "/ci/default-values.yaml"}
 	agent := "config.mcp.agents[0]"
 	tests := []struct {
@@ -498,6 +502,7 @@ func TestChartRefusesValuesThatCannotWork(t *testing.T) {
 // TestChartAgentTokensFromSecret: each config.mcp.agents[].token_env is read from the key of
 // the same name in mcp.agentTokensSecret, once, unless another value already sets it.
 func TestChartAgentTokensFromSecret(t *testing.T) {
+	t.Parallel()
 	agents := []string{
 		"config.mcp.agents[0].name=a", "config.mcp.agents[0].token_env=TOKEN_A",
 		"config.mcp.agents[1].name=b", "config.mcp.agents[1].token_env=TOKEN_B",

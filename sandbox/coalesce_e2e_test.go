@@ -12,6 +12,7 @@ import (
 // second actor's violation is a new comment (GitHub notifies on a new comment, never on an
 // edit), and the first actor's next violation updates their own comment.
 func TestViolationCommentPerActorEndToEnd(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 		before := e.sb.Sim.Requests().Counts

@@ -153,6 +153,7 @@ func each(t *testing.T, f func(t *testing.T, driver string)) {
 }
 
 func TestEnforcementEndToEnd(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 
@@ -220,6 +221,7 @@ func TestEnforcementEndToEnd(t *testing.T) {
 }
 
 func TestReverseOrderDeliveryCausesNoRevert(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 		if err := e.sb.Sim.SetFaults(ghsim.Faults{Webhook: ghsim.WebhookFaults{Reorder: true, DelayMS: 200}}); err != nil {
@@ -239,6 +241,7 @@ func TestReverseOrderDeliveryCausesNoRevert(t *testing.T) {
 }
 
 func TestDuplicateDeliveriesActOnce(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 		if err := e.sb.Sim.SetFaults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DuplicateRate: 1}}); err != nil {
@@ -257,6 +260,7 @@ func TestDuplicateDeliveriesActOnce(t *testing.T) {
 }
 
 func TestLegalNewerValueNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 		if err := e.sb.Sim.SetFaults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DelayMS: 300}}); err != nil {
@@ -274,6 +278,7 @@ func TestLegalNewerValueNeverOverwritten(t *testing.T) {
 }
 
 func TestScopeRules(t *testing.T) {
+	t.Parallel()
 	seed := strings.Replace(string(DemoSeed()), "Plan in Review, In Progress, In Review, Done, Canceled, Human Needed]",
 		"Plan in Review, In Progress, In Review, Done, Canceled, Human Needed, Someday]", 1)
 	seed = strings.Replace(seed, "issues:\n", `  - number: 2

@@ -37,6 +37,7 @@ type facadeCall struct {
 // answer is an error; and board_health / `ralph-gate report --facade` show the same counts,
 // read from the store. Tokens nobody configured never add a label.
 func TestFacadeCallsAreMeasuredEndToEnd(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, []byte(mcpSeed), func(c *config.Config) {
 			configureMCP(c)

@@ -15,6 +15,7 @@ import (
 // requests, not the installation's budget (the convergence gate used to poll GitHub ~29 times a
 // second while the child's own write waited for a walk that never came).
 func TestFamilyCascadeThenIllegalMoveEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", familySeed(t, []string{"Backlog", "Backlog"}, map[int]int{2: 1}), nil)
 	e.move("alice", 1, "Ready for Plan")
 	e.settle()
@@ -46,6 +47,7 @@ func TestFamilyCascadeThenIllegalMoveEndToEnd(t *testing.T) {
 // second move stands (the first one's cascade came first in the true history), nothing is
 // explained, and both children's cascades are audited.
 func TestFamilyQuickSecondMoveEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", familySeed(t, []string{"Backlog", "Backlog", "Backlog"}, map[int]int{2: 1, 3: 1}), nil)
 	e.move("alice", 1, "Ready for Plan")
 	time.Sleep(1500 * time.Millisecond)
@@ -81,6 +83,7 @@ func automatedTo(es []enforce.AuditEntry) map[string]bool {
 // Plan (a move to Done agents may not make) finds it reopened, its card still in Ready for
 // Plan, and the reason on the issue; an agent's reopen of a Done issue is closed again.
 func TestLifecycleMovesOfAnAgentAreUndoneEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", familySeed(t, []string{"Ready for Plan", "In Review"}, nil), nil)
 	e.patchIssue("agent-1", 1, `{"state":"closed"}`)
 	e.settle()

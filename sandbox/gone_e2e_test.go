@@ -14,6 +14,7 @@ import (
 // the job ends at once, audited as ignored, instead of failing and being retried for an hour
 // (which would also fire the stuck-queue alert).
 func TestChangeOfADeletedItemEnds(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, flatSeed(t, 1, func(int) string { return "Research Needed" }), nil)
 		e.reconcile()

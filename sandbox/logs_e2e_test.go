@@ -120,6 +120,7 @@ func repeatedKeys(line []byte) ([]string, error) {
 // redelivery sweep and the reconciliation run every period (here every second, as the
 // minute and ten minutes they are by default) and log at debug.
 func TestIdleAppLogsNothingAtInfo(t *testing.T) {
+	t.Parallel()
 	_, logs, _ := startLogged(t, Options{Periodic: true, Configure: func(c *config.Config) {
 		c.Reconcile.Interval, c.Redelivery.Interval = time.Second, time.Second
 	}})
@@ -163,6 +164,7 @@ func TestIdleAppLogsNothingAtInfo(t *testing.T) {
 
 // The startup line says what runs, at info, and carries no secret.
 func TestStartupLineNamesWhatRuns(t *testing.T) {
+	t.Parallel()
 	e, logs, _ := startLogged(t, Options{Seed: []byte(mcpSeed), Configure: configureMCP})
 	var startup *logLine
 	for _, l := range parseLogs(t, logs.String()) {
@@ -198,6 +200,7 @@ func TestStartupLineNamesWhatRuns(t *testing.T) {
 // sync, a lost webhook found by the reconciler, a bad signature — logs JSON lines none of
 // which repeats a key, and every decision line names the issue, item, move, actor and verdict.
 func TestLogLinesHaveNoRepeatedKeys(t *testing.T) {
+	t.Parallel()
 	e, logs, ctx := startLogged(t, Options{Configure: reconcileSettled})
 	if _, err := e.sb.App.ReconcileNow(ctx); err != nil { // first sight: adopted
 		t.Fatal(err)
@@ -254,6 +257,7 @@ func TestLogLinesHaveNoRepeatedKeys(t *testing.T) {
 
 // A handoff through the MCP façade logs the agent once.
 func TestHandoffLogLineHasNoRepeatedKeys(t *testing.T) {
+	t.Parallel()
 	e, logs, _ := startLogged(t, Options{Seed: []byte(mcpSeed), Configure: configureMCP})
 	cs := e.agentClient(agent1Token)
 	mustCall[toolspec.HandoffOutput](t, cs, toolspec.HandoffTicket, map[string]any{

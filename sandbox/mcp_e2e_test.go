@@ -128,6 +128,7 @@ func mustCall[Out any](t *testing.T, cs *mcp.ClientSession, tool string, args ma
 }
 
 func TestMCPHandoffChainEndToEnd(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, []byte(mcpSeed), configureMCP)
 		cs := e.agentClient(agent1Token)
@@ -201,6 +202,7 @@ func TestMCPHandoffChainEndToEnd(t *testing.T) {
 }
 
 func TestMCPRefusals(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, []byte(mcpSeed), configureMCP)
 		cs := e.agentClient(agent1Token)
@@ -273,6 +275,7 @@ func slicesContain(ss []string, s string) bool {
 }
 
 func TestMCPAuthentication(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", []byte(mcpSeed), configureMCP)
 	before := len(e.sb.Sim.Requests().Entries)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"handoff_ticket","arguments":{"number":2,"command":"triage","to_state":"Research Needed","reason":"x"}}}`
@@ -309,6 +312,7 @@ func TestMCPAuthentication(t *testing.T) {
 }
 
 func TestMCPClaimRace(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, []byte(mcpSeed), configureMCP)
 		a1, a2 := e.agentClient(agent1Token), e.agentClient(agent2Token)
@@ -351,6 +355,7 @@ func TestMCPClaimRace(t *testing.T) {
 }
 
 func TestMCPGroupTools(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, []byte(mcpSeed), configureMCP)
 		cs := e.agentClient(agent1Token)
@@ -437,6 +442,7 @@ func jsonOf(v any) string {
 // agent-1's handoff of #2 is refused as busy until the sweep has redelivered them and they are
 // judged; then it is made.
 func TestHandoffWaitsForAnUnreportedCloseAndReopenEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", []byte(mcpSeed), configureMCP)
 	cs := e.agentClient(agent1Token)
 	mustCall[toolspec.StateOutput](t, cs, toolspec.GetWorkflowState, map[string]any{"number": 2}) // known before

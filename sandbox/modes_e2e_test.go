@@ -17,6 +17,7 @@ import (
 // along, a close does not move the card, and the report says what enforce would have reverted.
 // The mode comes from enforcement.mode, or from the project's own.
 func TestRolloutModesEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode      string
 		configure func(*config.Config)

@@ -85,6 +85,7 @@ func (e *env) faults(f ghsim.Faults) {
 // reconciler finds it and, once a complete sweep proves no delivery is missing, judges it as a
 // change whose author is unknown (judged as an agent's move).
 func TestReconcilerFindsLostWebhooks(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, reconcileSettled)
 		first := e.reconcile() // first install: everything adopted
@@ -133,6 +134,7 @@ func TestReconcilerFindsLostWebhooks(t *testing.T) {
 // reconciler's gap asks for a sweep, the redelivered webhook arrives with its real sender and
 // is judged as theirs.
 func TestReconcilerDriftRecoveredWithItsAuthor(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, reconcileSettled)
 		e.reconcile()
@@ -167,6 +169,7 @@ func TestReconcilerDriftRecoveredWithItsAuthor(t *testing.T) {
 // Installing on a board that already has values adopts them all without a write; after that,
 // webhooks are judged against the adopted values.
 func TestReconcilerAdoptsOnFirstInstall(t *testing.T) {
+	t.Parallel()
 	e := start(t, "sqlite", flatSeed(t, 30, func(i int) string {
 		return []string{"", "Backlog", "Done", "In Progress", "Human Needed", "Plan in Review"}[i%6]
 	}), reconcileSettled)
@@ -225,6 +228,7 @@ func TestReconciler10000Items(t *testing.T) {
 // The reconciler spends at most its share of the rate limit per window: it pauses, keeps its
 // place, and does not spend more in the same window.
 func TestReconcilerBudget(t *testing.T) {
+	t.Parallel()
 	opts := Options{Seed: flatSeed(t, 1000, func(int) string { return "Backlog" }),
 		SimOptions: ghsim.Options{RateLimit: 100},
 		Configure: func(c *config.Config) {
@@ -259,6 +263,7 @@ func TestReconcilerBudget(t *testing.T) {
 // The sweeper redelivers failed deliveries (JWT, 202), once: the webhook is then processed
 // with its real sender, and a second sweep redelivers nothing.
 func TestRedeliverySweeper(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, nil, nil)
 		e.faults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}})
@@ -609,6 +614,7 @@ func countIllegal(md *model) int {
 // Logs never carry the private key, the webhook secret or a token, even at debug level and
 // under faults (errors quote GitHub's answers).
 func TestSecretsNeverLogged(t *testing.T) {
+	t.Parallel()
 	var buf lockedBuffer
 	logger := zerolog.New(&buf).Level(zerolog.DebugLevel)
 	ctx := logger.WithContext(context.Background())
@@ -679,6 +685,7 @@ func (b *lockedBuffer) String() string {
 // Graceful shutdown lets a job that is talking to GitHub finish: the revert and its comment
 // are made before Serve returns.
 func TestGracefulShutdownDrainsJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sb, err := Start(ctx, Options{Configure: func(c *config.Config) { c.Logging.Level = "warn" }})
 	if err != nil {

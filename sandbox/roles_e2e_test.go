@@ -12,6 +12,7 @@ import (
 // Needed is reverted with one comment naming both roles; agent-1 of the analyst role makes the
 // same move and it stays; escalation by any role stays.
 func TestWorkerRolesEndToEnd(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		initial := []string{"Research Needed", "Research Needed", "Plan in Review"}
 		e := start(t, driver, familySeed(t, initial, nil), func(c *config.Config) {

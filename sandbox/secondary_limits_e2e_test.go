@@ -12,6 +12,7 @@ import (
 // GitHub's secondary rate limits (off by default), and the app still reverts and explains
 // an illegal move under it.
 func TestSecondaryLimitsOption(t *testing.T) {
+	t.Parallel()
 	own := ghsim.SecondaryLimits{Enabled: true, ContentPerMinute: 40}
 	for _, tc := range []struct {
 		name    string

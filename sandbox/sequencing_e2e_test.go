@@ -17,6 +17,7 @@ import (
 //     reverted to Research in Progress, with agent-1 still holding the lock;
 //   - #2: alice's legal chain (first two webhooks lost) stands, with no comment.
 func TestLostWebhooksJudgedInHistoryOrder(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		e := start(t, driver, flatSeed(t, 2, func(int) string { return "Research Needed" }), nil)
 		e.reconcile() // installed on the board: both adopted

@@ -238,6 +238,7 @@ func cell(html, state string) string {
 // read the board and the decisions, and check that a non-member and a signed-out visitor see
 // nothing of them.
 func TestUIInBrowser(t *testing.T) {
+	t.Parallel()
 	sb := startUI(t)
 	reverted := uiHistory(t, sb)
 	titles := []string{"Research the webhook payloads", "Plan the cache", "Explain reverts in comments"}

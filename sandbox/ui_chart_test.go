@@ -110,6 +110,7 @@ func TestChartUI(t *testing.T) {
 }
 
 func TestChartRefusesUIValuesThatCannotWork(t *testing.T) {
+	t.Parallel()
 	on := []string{"-f", chartDir + "/ci/ui-values.yaml"}
 	tests := []struct {
 		name string
