@@ -151,6 +151,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		boardOpts = append(boardOpts, ghboard.WithContentBudget(0, 0))
 	}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field(), boardOpts...)
+	a.boards.requiring = m.HasRequirements()
 	a.maint = newMaintenance(a, gate)
 	walkers, batch := batchWalkers(st.MaxConns(), cfg.Enforcement.Workers)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
@@ -482,9 +483,11 @@ type boards struct {
 	field   string
 	fields  *ghboard.FieldCache
 	opts    []ghboard.Option // each installation's client: write gap, logger
-	mu      sync.Mutex
-	byID    map[int64]*ghboard.Board
-	orgs    map[string]int64
+	// requiring: item reads select what workflow.requirements check (ghboard.Board.Requiring).
+	requiring bool
+	mu        sync.Mutex
+	byID      map[int64]*ghboard.Board
+	orgs      map[string]int64
 }
 
 func newBoards(creator githubapp.ClientCreator, v4URL, field string, opts ...ghboard.Option) *boards {
@@ -518,7 +521,7 @@ func (b *boards) get(ctx context.Context, installationID int64, owner string) (*
 	if err != nil {
 		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
 	}
-	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL, b.opts...), b.field, b.fields)
+	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL, b.opts...), b.field, b.fields).Requiring(b.requiring)
 	b.byID[installationID] = board
 	return board, nil
 }

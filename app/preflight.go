@@ -98,6 +98,37 @@ func CheckBoard(ctx context.Context, board *ghboard.Board, p config.Project, m *
 				"(deleting an option clears it on every item that holds it; an item moved into it is reverted)",
 		})
 	}
+	required, err := requiredFieldFindings(ctx, board, p, m)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, required...), nil
+}
+
+// requiredFieldFindings: a field workflow.requirements names that the project lacks is never
+// set, so every move the requirement binds would be refused with a Recovery nobody can follow.
+func requiredFieldFindings(ctx context.Context, board *ghboard.Board, p config.Project, m *policy.Machine) ([]BoardFinding, error) {
+	required := m.RequiredFields()
+	if len(required) == 0 {
+		return nil, nil
+	}
+	name := fmt.Sprintf("%s/%d", p.Owner, p.Number)
+	have, err := board.FieldNames(ctx, p.Owner, p.Number)
+	if err != nil {
+		return nil, fmt.Errorf("project %s: %w", name, err)
+	}
+	var out []BoardFinding
+	for _, f := range required {
+		if slices.Contains(have, f) {
+			continue
+		}
+		fix := fmt.Sprintf("add a field named %q to the project (Settings → Custom fields), or name one it has under workflow.requirements", f)
+		if near, ok := config.Nearest(f, have); ok {
+			fix = fmt.Sprintf("the project has a field %q: write that name under workflow.requirements, or rename the field to %q (names are exact and case-sensitive)", near, f)
+		}
+		out = append(out, BoardFinding{Project: name, Blocking: true,
+			Problem: fmt.Sprintf("has no field %q, which workflow.requirements names", f), Fix: fix})
+	}
 	return out, nil
 }
 

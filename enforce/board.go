@@ -49,6 +49,12 @@ type Item struct {
 	// with the item from its timeline: a close and a reopen no report has told of yet leave the
 	// issue as it was, but show here.
 	IssueEvents []IssueEvent
+	// What workflow.requirements check, read with the item only when some are configured:
+	// its field values by field name, the options of its project's single-select fields, and
+	// whether a merged pull request closes the issue.
+	Fields       map[string]string
+	FieldOptions map[string][]string
+	MergedPR     bool
 }
 
 // IssueEvent is a close or a reopen of an issue as its timeline dates it (whole seconds).

@@ -62,6 +62,19 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 	return pc, nil
 }
 
+// withItem adds to a change what workflow.requirements check, as read with its item (no
+// request of its own: the board's item reads select it when requirements are configured).
+// A requirement is checked against the item as read when the move is judged, seconds after
+// it was made: a field set in between counts (docs/ENFORCEMENT.md "Requirements").
+func (c *core) withItem(pc policy.Change, it Item) policy.Change {
+	if !c.machine.HasRequirements() {
+		return pc
+	}
+	pc.Number, pc.Fields, pc.FieldOptions = it.Number, it.Fields, it.FieldOptions
+	pc.MergedPR = pc.MergedPR || it.MergedPR
+	return pc
+}
+
 func stateOrOpen(r Relative) string {
 	if r.State != "" {
 		return r.State

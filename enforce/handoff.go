@@ -262,7 +262,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	} else if err != nil {
 		return HandoffResult{}, err
 	}
-	pc := policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}
+	pc := f.withItem(policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}, cur)
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {
 		var member groupUnsettled

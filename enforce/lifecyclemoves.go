@@ -51,7 +51,9 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		return nil
 	}
 	o.To = to
-	pc := policy.Change{From: rec.LastLegalState, To: to, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
+	// A merge's own move is made by a merged pull request (workflow.requirements).
+	pc := policy.Change{From: rec.LastLegalState, To: to, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder,
+		MergedPR: o.Lifecycle == LifecyclePRMerged}
 	dec, pc, err := e.decide(ctx, w, pc, o.At)
 	if err != nil {
 		return err

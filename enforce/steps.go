@@ -266,6 +266,7 @@ func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at tim
 	if pc.To == pc.From {
 		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}, pc, nil
 	}
+	pc = e.withItem(pc, w.it)
 	dec := e.machine.Decide(pc)
 	if dec.Verdict != policy.Allow || dec.Rule == policy.RuleBypass {
 		return dec, pc, nil

@@ -62,6 +62,17 @@ type Board struct {
 	fields    *FieldCache
 	reads     readBatcher
 	guarded   guardBatcher
+	// extra: item reads select what workflow.requirements check (Requiring).
+	extra bool
+}
+
+// Requiring has the board's item reads select what workflow.requirements check: the item's
+// field values, the options of its project's single-select fields and whether a merged pull
+// request closes its issue (enforce.Item's Fields, FieldOptions, MergedPR). On a board with
+// no requirements the reads stay as small as before.
+func (b *Board) Requiring(on bool) *Board {
+	b.extra = on
+	return b
 }
 
 // New returns a Board that reads and writes through gql; fieldName is the workflow field.
@@ -76,6 +87,16 @@ type projectRef struct {
 	Owner  struct {
 		Login string `json:"login"`
 	} `json:"owner"`
+	// Fields: only with $extra (itemNodeFields).
+	Fields *struct {
+		Nodes []*struct {
+			Typename string `json:"__typename"`
+			Name     string `json:"name"`
+			Options  []struct {
+				Name string `json:"name"`
+			} `json:"options"`
+		} `json:"nodes"`
+	} `json:"fields"`
 }
 
 // contentData is an item's content (issue, pull request or draft) as the documents select it.
@@ -100,6 +121,12 @@ type contentData struct {
 		BlockedBy int `json:"blockedBy"`
 	} `json:"issueDependenciesSummary"`
 	Lifecycle eventsData `json:"lifecycle"`
+	// ClosedBy: only with $extra (itemNodeFields).
+	ClosedBy *struct {
+		Nodes []*struct {
+			Merged bool `json:"merged"`
+		} `json:"nodes"`
+	} `json:"closedBy"`
 }
 
 // eventsData is an issue's latest closes and reopens as issueEvents selects them.
@@ -149,7 +176,7 @@ func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, erro
 	var d struct {
 		Node *itemNode `json:"node"`
 	}
-	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName}, &d); err != nil {
+	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName, "extra": b.extra}, &d); err != nil {
 		if _, other := skips(err, []any{"node"}); other == nil && !errors.Is(err, ErrNotFound) {
 			// Only FORBIDDEN in the item: its issue is in a repository the installation may
 			// not see, which the app cannot act on any more than on a deleted one.
@@ -162,6 +189,34 @@ func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, erro
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, ErrNotFound)
 	}
 	return it, nil
+}
+
+// FieldNames lists the names of a project's fields (at most 50: GitHub's limit per project).
+func (b *Board) FieldNames(ctx context.Context, owner string, number int) ([]string, error) {
+	var d struct {
+		Organization *struct {
+			ProjectV2 *struct {
+				Fields struct {
+					Nodes []*struct {
+						Name string `json:"name"`
+					} `json:"nodes"`
+				} `json:"fields"`
+			} `json:"projectV2"`
+		} `json:"organization"`
+	}
+	if err := b.gql.Do(ctx, queryProjectFieldNames, map[string]any{"owner": owner, "number": number}, &d); err != nil {
+		return nil, fmt.Errorf("read the fields of project %s/%d: %w", owner, number, err)
+	}
+	if d.Organization == nil || d.Organization.ProjectV2 == nil {
+		return nil, fmt.Errorf("project %s/%d: %w", owner, number, ErrNotFound)
+	}
+	var out []string
+	for _, n := range d.Organization.ProjectV2.Fields.Nodes {
+		if n != nil && n.Name != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out, nil
 }
 
 // Field returns (and caches) the workflow field of a project.

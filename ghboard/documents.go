@@ -22,21 +22,43 @@ const itemContent = `__typename
   ... on PullRequest { id number title prState: state repository { nameWithOwner } }
   ... on DraftIssue { id title }`
 
-// itemNodeFields selects an item as itemNode decodes it (queryItem, queryItems).
+// fieldName selects the name of the field a value belongs to.
+const fieldName = `field { ... on ProjectV2FieldCommon { name } }`
+
+// itemNodeFields selects an item as itemNode decodes it (queryItem, queryItems). With $extra
+// (workflow.requirements are configured) it selects too what a requirement checks: every
+// field value of the item, the options of the project's single-select fields (for the
+// Recovery), and whether a merged pull request closes the issue.
 const itemNodeFields = `__typename
     ... on ProjectV2Item {
       id
       type
       isArchived
-      project { id number owner { __typename ... on Organization { login } } }
+      project {
+        id number owner { __typename ... on Organization { login } }
+        fields(first: 50) @include(if: $extra) { nodes { __typename ... on ProjectV2SingleSelectField { name options { name } } } }
+      }
       fieldValueByName(name: $field) {
         __typename
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }
-      content { ` + itemContent + ` }
+      fieldValues(first: 50) @include(if: $extra) {
+        nodes {
+          __typename
+          ... on ProjectV2ItemFieldSingleSelectValue { name ` + fieldName + ` }
+          ... on ProjectV2ItemFieldTextValue { text ` + fieldName + ` }
+          ... on ProjectV2ItemFieldNumberValue { number ` + fieldName + ` }
+          ... on ProjectV2ItemFieldDateValue { date ` + fieldName + ` }
+          ... on ProjectV2ItemFieldIterationValue { title ` + fieldName + ` }
+        }
+      }
+      content {
+        ` + itemContent + `
+        ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $extra) { nodes { merged } } }
+      }
     }`
 
-const queryItem = `query RalphGateItem($id: ID!, $field: String!) {
+const queryItem = `query RalphGateItem($id: ID!, $field: String!, $extra: Boolean!) {
   node(id: $id) {
     ` + itemNodeFields + `
   }
@@ -137,6 +159,16 @@ const queryClosingIssues = `query RalphGateClosingIssues($owner: String!, $repo:
   }
 }`
 
+// queryProjectFieldNames lists a project's fields by name (doctor and serve check that every
+// field workflow.requirements names exists).
+const queryProjectFieldNames = `query RalphGateProjectFieldNames($owner: String!, $number: Int!) {
+  organization(login: $owner) {
+    projectV2(number: $number) {
+      fields(first: 50) { nodes { __typename ... on ProjectV2FieldCommon { name } } }
+    }
+  }
+}`
+
 // Document is one GraphQL document with example variables, for schema tests.
 type Document struct {
 	Name      string
@@ -147,9 +179,10 @@ type Document struct {
 // Documents lists every document the adapter sends.
 func Documents() []Document {
 	return []Document{
-		{"item", queryItem, map[string]any{"id": "PVTI_x", "field": "Workflow State"}},
-		{"items", queryItems, map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State"}},
+		{"item", queryItem, map[string]any{"id": "PVTI_x", "field": "Workflow State", "extra": false}},
+		{"items", queryItems, map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State", "extra": true}},
 		{"project field", queryProjectField, map[string]any{"owner": "acme", "number": 1, "field": "Workflow State"}},
+		{"project field names", queryProjectFieldNames, map[string]any{"owner": "acme", "number": 1}},
 		{"set state", mutationSetState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x", "option": "abc"}},
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
 		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -29,7 +30,7 @@ const maxBatchReads = 100
 const maxReadsInFlight = 2
 
 // queryItems reads several items by id, each as queryItem reads one.
-const queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!) {
+const queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!, $extra: Boolean!) {
   nodes(ids: $ids) {
     ` + itemNodeFields + `
   }
@@ -43,6 +44,73 @@ type itemNode struct {
 	Project    projectRef   `json:"project"`
 	FieldValue *selectValue `json:"fieldValueByName"`
 	Content    *contentData `json:"content"`
+	// FieldValues: only with $extra.
+	FieldValues *struct {
+		Nodes []*fieldValueNode `json:"nodes"`
+	} `json:"fieldValues"`
+}
+
+// fieldValueNode is one field value of an item, of any type, with its field's name.
+type fieldValueNode struct {
+	Typename string   `json:"__typename"`
+	Name     string   `json:"name"`   // single select
+	Text     string   `json:"text"`   // text
+	Number   *float64 `json:"number"` // number
+	Date     string   `json:"date"`   // date
+	Title    string   `json:"title"`  // iteration
+	Field    *struct {
+		Name string `json:"name"`
+	} `json:"field"`
+}
+
+// value is the value as text ("" when it has none).
+func (v *fieldValueNode) value() string {
+	switch v.Typename {
+	case "ProjectV2ItemFieldSingleSelectValue":
+		return v.Name
+	case "ProjectV2ItemFieldTextValue":
+		return v.Text
+	case "ProjectV2ItemFieldNumberValue":
+		if v.Number != nil {
+			return strconv.FormatFloat(*v.Number, 'f', -1, 64)
+		}
+	case "ProjectV2ItemFieldDateValue":
+		return v.Date
+	case "ProjectV2ItemFieldIterationValue":
+		return v.Title
+	}
+	return ""
+}
+
+// requirementInputs copies what $extra selected into it: field values, the single-select
+// fields' options, a merged pull request closing the issue.
+func (n *itemNode) requirementInputs(it *enforce.Item) {
+	if n.FieldValues != nil {
+		it.Fields = map[string]string{}
+		for _, v := range n.FieldValues.Nodes {
+			if v != nil && v.Field != nil && v.Field.Name != "" {
+				it.Fields[v.Field.Name] = v.value()
+			}
+		}
+	}
+	if fs := n.Project.Fields; fs != nil {
+		it.FieldOptions = map[string][]string{}
+		for _, f := range fs.Nodes {
+			if f == nil || f.Typename != "ProjectV2SingleSelectField" {
+				continue
+			}
+			for _, o := range f.Options {
+				it.FieldOptions[f.Name] = append(it.FieldOptions[f.Name], o.Name)
+			}
+		}
+	}
+	if c := n.Content; c != nil && c.ClosedBy != nil {
+		for _, pr := range c.ClosedBy.Nodes {
+			if pr != nil && pr.Merged {
+				it.MergedPR = true
+			}
+		}
+	}
 }
 
 // item converts a node into an enforce.Item; false when it is not a project item.
@@ -59,6 +127,7 @@ func (n *itemNode) item() (enforce.Item, bool) {
 		it.StateUpdatedAt = n.FieldValue.UpdatedAt
 	}
 	n.Content.fill(&it)
+	n.requirementInputs(&it)
 	return it, true
 }
 
@@ -195,7 +264,7 @@ func (b *Board) readItems(ctx context.Context, ids []string) ([]enforce.Item, []
 	var d struct {
 		Nodes []json.RawMessage `json:"nodes"`
 	}
-	err := b.gql.Do(ctx, queryItems, map[string]any{"ids": ids, "field": b.fieldName}, &d)
+	err := b.gql.Do(ctx, queryItems, map[string]any{"ids": ids, "field": b.fieldName, "extra": b.extra}, &d)
 	var ge *GraphQLError
 	if err != nil && (!errors.As(err, &ge) || !ge.Partial) {
 		// Nothing came back: every read fails as the request did (a rate limit, an outage).

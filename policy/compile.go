@@ -134,6 +134,7 @@ func (v *validator) run() {
 	v.checkIntents()
 	v.checkCommands()
 	v.checkGates()
+	v.checkRequirements()
 	if s.Automation.MaxCascadeDepth < 1 {
 		v.add("workflow.automation.max_cascade_depth", "must be at least 1 (got %d)", s.Automation.MaxCascadeDepth)
 	}
@@ -406,6 +407,10 @@ func cloneSpec(s Spec) Spec {
 		return cm
 	})
 	c.Gates.WIPLimits = maps.Clone(s.Gates.WIPLimits)
+	c.Requirements = cloneSlice(s.Requirements, func(r Requirement) Requirement {
+		r.Into, r.Fields, r.For = slices.Clone(r.Into), slices.Clone(r.Fields), slices.Clone(r.For)
+		return r
+	})
 	return c
 }
 

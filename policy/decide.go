@@ -112,6 +112,15 @@ type Change struct {
 	// Integrating is another item of the same repository being integrated, when the actor's
 	// role serializes its work per repository (integrator); nil: none.
 	Integrating *Integration `json:"integrating,omitempty"`
+	// Number is the issue's number, for the texts ("merge a pull request that closes #3").
+	Number int `json:"number,omitempty"`
+	// Fields are the item's values of the fields a requirement names, by field name ("" or
+	// absent: no value), and FieldOptions their options when they are single-select fields
+	// (for the Recovery).
+	Fields       map[string]string   `json:"fields,omitempty"`
+	FieldOptions map[string][]string `json:"field_options,omitempty"`
+	// MergedPR: a merged pull request closes the issue (the move may be that merge's own).
+	MergedPR bool `json:"merged_pr,omitempty"`
 }
 
 // Integration is an item being integrated: a serializing role's agent holds its repository.
@@ -194,6 +203,9 @@ func (m *Machine) Decide(c Change) Decision {
 	if limit, ok := g.WIPLimits[c.To]; ok && c.WIPCount >= limit {
 		return revert(d, RuleWIP, fmt.Sprintf("%s is at its WIP limit (%d of %d items)", c.To, c.WIPCount, limit))
 	}
+	if fields, pr := m.unmet(c); len(fields) > 0 || pr {
+		return revert(d, RuleRequirement, requirementReason(c.To, fields, pr))
+	}
 	return m.allow(d, from, c.To, RuleLegal, reason)
 }
 
@@ -274,6 +286,9 @@ func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 		r.Recovery = fmt.Sprintf("wait until #%d is integrated (it leaves %s), then retry; or escalate to %s", c.Integrating.Number,
 			displayFrom(c.From), joinOr(m.escalations()))
 		r.Options = []string{}
+	case RuleRequirement:
+		fields, pr := m.unmet(c)
+		r.Recovery, r.Options = requirementRecovery(c, fields, pr)
 	case RuleRole:
 		state := c.From
 		if !m.IsState(state) {

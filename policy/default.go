@@ -82,7 +82,8 @@ func DefaultSpec() Spec {
 				Inputs:  []string{"Backlog", "Research Needed", "Ready for Plan", "Plan in Review", "In Progress"},
 				Outputs: []string{"In Review", "Human Needed"}},
 		},
-		Gates: GatesSpec{LockOwnership: true, Blockers: true, Convergence: true, WIPLimits: map[string]int{}},
+		Gates:        GatesSpec{LockOwnership: true, Blockers: true, Convergence: true, WIPLimits: map[string]int{}},
+		Requirements: []Requirement{},
 		Automation: AutomationSpec{
 			CascadeChildren: true, ConvergeParents: true, LifecycleSync: true, CommentAutomation: false,
 			MaxCascadeDepth: 10,

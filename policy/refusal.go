@@ -54,7 +54,7 @@ const (
 // Rules lists every rule a refusal may count under, decision rules first.
 func Rules() []Rule {
 	return []Rule{RuleUnknownState, RuleNotInitial, RuleTransition, RuleHumansOnly, RuleLockOwnership, RuleBlockers,
-		RuleConvergence, RuleWIP, RuleRole, RuleSerialized, RuleArguments, RuleNotFound, RuleCommand, RuleUnsettled,
+		RuleConvergence, RuleWIP, RuleRole, RuleSerialized, RuleRequirement, RuleArguments, RuleNotFound, RuleCommand, RuleUnsettled,
 		RuleGroup, RuleRate, RuleBudget, RuleOther}
 }
 

@@ -29,6 +29,9 @@ type Spec struct {
 	Commands []CommandSpec `yaml:"commands" json:"commands"`
 	// Gates switch the gates of docs/ENFORCEMENT.md (step 6; docs/AUTOMATION.md) on and off.
 	Gates GatesSpec `yaml:"gates" json:"gates"`
+	// Requirements are conditions on entering states: fields set, a merged pull request
+	// (docs/ENFORCEMENT.md "Requirements").
+	Requirements []Requirement `yaml:"requirements" json:"requirements,omitempty"`
 	// Automation switches the automation rules of docs/AUTOMATION.md on and off.
 	Automation AutomationSpec `yaml:"automation" json:"automation"`
 	// ReviewMode settles who takes a plan out of review when roles are configured:

@@ -214,6 +214,9 @@ func parseWith(t *testing.T, path string, value any) Problems {
 		last := i == len(keys)-1
 		if _, ok := obj[key]; !ok {
 			obj[key] = map[string]any{}
+			if n >= 0 {
+				obj[key] = []any{}
+			}
 		}
 		if n < 0 && last {
 			obj[key] = value
@@ -222,6 +225,10 @@ func parseWith(t *testing.T, path string, value any) Problems {
 		cur = obj[key]
 		if n >= 0 {
 			list, ok := cur.([]any)
+			if ok && len(list) == n { // a list the default leaves short (requirements: []) gains the item
+				list = append(list, map[string]any{})
+				obj[key] = list
+			}
 			if !ok || len(list) <= n {
 				t.Fatalf("%s: no item %d at %s in the default config", path, n, key)
 			}

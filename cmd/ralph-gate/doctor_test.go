@@ -159,6 +159,24 @@ func TestDoctor(t *testing.T) {
 			absent: []string{`has the option "Cancelled"`},
 		},
 		{
+			name: "a field workflow.requirements names must be on the board",
+			config: func(c map[string]any) {
+				c["workflow"] = map[string]any{"requirements": []map[string]any{
+					{"into": []string{"Ready for Plan"}, "fields": []string{"Estimat"}},
+					{"into": []string{"Done"}, "fields": []string{"Estimate", "Risk"}},
+				}}
+			},
+			code: exitError,
+			contains: []string{
+				`FAIL  project acme/1: has no field "Estimat", which workflow.requirements names`,
+				`fix: the project has a field "Estimate": write that name under workflow.requirements`,
+				`FAIL  project acme/1: has no field "Risk", which workflow.requirements names`,
+				`fix: add a field named "Risk" to the project`,
+				"2 failure(s)",
+			},
+			absent: []string{`has no field "Estimate"`},
+		},
+		{
 			name:   "a project that does not exist",
 			config: func(c map[string]any) { c["projects"] = []map[string]any{{"owner": "acme", "number": 7}} },
 			code:   exitError,

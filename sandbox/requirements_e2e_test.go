@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/ghboard"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+const requirementsSeed = `org: acme
+app: {id: 1001, slug: ralph-gate, installation_id: 2002, webhook_secret: sandbox-c4f5601eebadb3454e70cbd7}
+users:
+  - {login: alice, token: alice-token}
+  - {login: agent-1, token: agent-1-token}
+  - {login: owner, token: owner-token}
+repos: [app]
+projects:
+  - number: 1
+    title: Ralph
+    fields:
+      Workflow State: [Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress,
+                       Plan in Review, In Progress, In Review, Done, Canceled, Human Needed]
+      Estimate: [XS, S, M, L, XL]
+issues:
+  - {repo: app, number: 1, title: No estimate, project: 1, fields: {Workflow State: Research Needed}}
+  - {repo: app, number: 2, title: Estimated, project: 1, fields: {Workflow State: Research Needed, Estimate: S}}
+  - {repo: app, number: 3, title: Reviewed without a pull request, project: 1, fields: {Workflow State: In Review}}
+  - {repo: app, number: 4, title: Reviewed with a pull request, project: 1, fields: {Workflow State: In Review}}
+  - {repo: app, number: 5, title: A person's, project: 1, fields: {Workflow State: Research Needed}}
+pull_requests:
+  - {repo: app, number: 40, title: Implement 4, closes: [4]}
+`
+
+// workflow.requirements end to end (docs/ENFORCEMENT.md "Requirements"), configured as the
+// issue that asked for them: an agent's move into Ready for Plan without an Estimate is
+// reverted and told to set it, with the options; setting it and retrying works; with one the
+// move stands; a person is not bound. An agent's In Review → Done with no merged pull request
+// is reverted; merging the pull request that closes the issue takes it to Done.
+func TestRequirementsEndToEnd(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, driver string) {
+		e := start(t, driver, []byte(requirementsSeed), func(c *config.Config) {
+			c.Workflow.Requirements = []policy.Requirement{
+				{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
+				{Into: []string{"Done"}, PullRequest: policy.PullRequestMerged, For: []string{"agent"}},
+			}
+		})
+		ctx := context.Background()
+		if _, err := e.sb.App.ReconcileNow(ctx); err != nil { // first sight: adopted
+			t.Fatal(err)
+		}
+		before := e.sb.Sim.Requests().Total
+
+		e.move("agent-1", 1, "Ready for Plan")
+		e.move("agent-1", 2, "Ready for Plan")
+		e.move("alice", 5, "Ready for Plan")
+		e.move("agent-1", 3, "Done")
+		e.settle()
+		e.wantState(1, "Research Needed")
+		e.wantState(2, "Ready for Plan")
+		e.wantState(5, "Ready for Plan")
+		e.wantState(3, "In Review")
+		wantExplained(t, e, 1, "Ready for Plan requires Estimate to have a value",
+			"Recovery: set Estimate (XS, S, M, L, XL) on the item first, then retry Ready for Plan")
+		wantExplained(t, e, 3, "Done requires a merged pull request that closes the issue",
+			"Recovery: merge a pull request that closes #3 first, then retry Done")
+		for _, n := range []int{1, 3} {
+			if !hasAudit(e.audit(n), enforce.VerdictReverted, "requirement") {
+				t.Errorf("#%d: no reverted decision with rule requirement: %+v", n, e.audit(n))
+			}
+		}
+		// What the requirements check is read with the item: no request of their own. Four
+		// moves: four reads of their items, two reverts, two comments.
+		if n := appRequestsBetween(e, before); n > 8 {
+			t.Errorf("four moves, two of them refused, cost %d app requests, want at most 8", n)
+		}
+
+		// The Recovery, followed: set the Estimate, retry.
+		e.setSingleSelect("agent-1", 1, "Estimate", "M")
+		e.move("agent-1", 1, "Ready for Plan")
+		e.settle()
+		e.wantState(1, "Ready for Plan")
+
+		// The merge of the pull request that closes #4 takes it to Done, by the agent that merged.
+		if err := e.sb.Sim.Merge("app", 40, "agent-1"); err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+		e.wantState(4, "Done")
+		if hasAudit(e.audit(4), enforce.VerdictReverted, "requirement") {
+			t.Errorf("#4's merge was refused: %+v", e.audit(4))
+		}
+	})
+}
+
+func wantExplained(t *testing.T, e *env, number int, wants ...string) {
+	t.Helper()
+	var bodies []string
+	for _, c := range e.comments(number) {
+		bodies = append(bodies, c.Body)
+	}
+	all := strings.Join(bodies, "\n---\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("#%d's comments lack %q:\n%s", number, w, all)
+		}
+	}
+}
+
+func hasAudit(entries []enforce.AuditEntry, verdict enforce.Verdict, rule string) bool {
+	for _, a := range entries {
+		if a.Verdict == verdict && a.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// setSingleSelect sets a single-select field of an issue's item as login does on the board.
+func (e *env) setSingleSelect(login string, number int, field, option string) {
+	e.t.Helper()
+	ctx := context.Background()
+	token, err := e.sb.Token(login)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, err := e.sb.UserBoard(login)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	its, err := b.IssueItems(ctx, e.sb.Org(), "app", number)
+	if err != nil || len(its) != 1 {
+		e.t.Fatalf("the item of #%d: %v", number, err)
+	}
+	gql := ghboard.NewClient(UserClient(token, nil), e.sb.SimURL+"/api/graphql", ghboard.Unpaced())
+	var p struct {
+		Node struct {
+			Field struct {
+				ID      string `json:"id"`
+				Options []struct {
+					ID   string `json:"id"`
+					Name string `json:"name"`
+				} `json:"options"`
+			} `json:"field"`
+		} `json:"node"`
+	}
+	if err := gql.Do(ctx, `query($id: ID!, $f: String!) { node(id: $id) { ... on ProjectV2 { field(name: $f) { ... on ProjectV2SingleSelectField { id options { id name } } } } } }`,
+		map[string]any{"id": its[0].ProjectID, "f": field}, &p); err != nil {
+		e.t.Fatal(err)
+	}
+	opt := ""
+	for _, o := range p.Node.Field.Options {
+		if o.Name == option {
+			opt = o.ID
+		}
+	}
+	if opt == "" {
+		e.t.Fatalf("%s has no option %q", field, option)
+	}
+	if err := gql.Do(ctx, `mutation($p: ID!, $i: ID!, $f: ID!, $o: String!) { updateProjectV2ItemFieldValue(input: {projectId: $p, itemId: $i, fieldId: $f, value: {singleSelectOptionId: $o}}) { projectV2Item { id } } }`,
+		map[string]any{"p": its[0].ProjectID, "i": its[0].ID, "f": p.Node.Field.ID, "o": opt}, nil); err != nil {
+		e.t.Fatal(err)
+	}
+}
