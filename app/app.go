@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		boardOpts = append(boardOpts, ghboard.WithContentBudget(0, 0))
 	}
 	a.boards = newBoards(creator, cfg.GitHub.V4APIURL, m.Field(), boardOpts...)
-	a.boards.requiring = m.HasRequirements()
+	a.boards.required, a.boards.prs = m.RequiredFields(), m.NeedsMergedPR()
 	a.maint = newMaintenance(a, gate)
 	walkers, batch := batchWalkers(st.MaxConns(), cfg.Enforcement.Workers)
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
@@ -483,11 +483,13 @@ type boards struct {
 	field   string
 	fields  *ghboard.FieldCache
 	opts    []ghboard.Option // each installation's client: write gap, logger
-	// requiring: item reads select what workflow.requirements check (ghboard.Board.Requiring).
-	requiring bool
-	mu        sync.Mutex
-	byID      map[int64]*ghboard.Board
-	orgs      map[string]int64
+	// required, prs: what workflow.requirements check, read with items and families
+	// (ghboard.Board.Requiring).
+	required []string
+	prs      bool
+	mu       sync.Mutex
+	byID     map[int64]*ghboard.Board
+	orgs     map[string]int64
 }
 
 func newBoards(creator githubapp.ClientCreator, v4URL, field string, opts ...ghboard.Option) *boards {
@@ -521,7 +523,7 @@ func (b *boards) get(ctx context.Context, installationID int64, owner string) (*
 	if err != nil {
 		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
 	}
-	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL, b.opts...), b.field, b.fields).Requiring(b.requiring)
+	board := ghboard.New(ghboard.NewClient(client.Client(), b.v4URL, b.opts...), b.field, b.fields).Requiring(b.required, b.prs)
 	b.byID[installationID] = board
 	return board, nil
 }

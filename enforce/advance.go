@@ -67,7 +67,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 			return Advance{}, err
 		}
 		byNumber[c.Number] = c
-		members = append(members, policy.Member{Number: c.Number, Title: c.Title, State: legal})
+		members = append(members, memberOf(c, legal))
 	}
 	moves, skipped := f.machine.PlanCascade(target, members)
 	res.Skipped = append(res.Skipped, skipped...)

@@ -116,9 +116,16 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 			continue
 		}
 		byNumber[c.Number] = c
-		members = append(members, policy.Member{Number: c.Number, Title: c.Title, State: legal})
+		members = append(members, memberOf(c, legal))
 	}
-	moves, _ := a.machine.PlanCascade(parent.State, members)
+	moves, skipped := a.machine.PlanCascade(parent.State, members)
+	for _, s := range skipped {
+		if s.Rule == policy.RuleRequirement {
+			// Reported, not forced (docs/AUTOMATION.md): the child stays where it is.
+			zerolog.Ctx(ctx).Info().Int("issue", s.Number).Int("parent", parent.Number).Str("state", parent.State).
+				Str("reason", s.Reason).Msg("cascade left a child that fails a requirement")
+		}
+	}
 	why := cascadeWhy(parent)
 	if ch.why != "" {
 		why += " (" + ch.why + ")"
@@ -242,7 +249,14 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		if err != nil {
 			return err
 		}
-		if target, ok := a.machine.ConvergenceTarget(from, children); ok {
+		target, ok := a.machine.ConvergenceTarget(from, children)
+		if why := a.machine.Unmet(target, memberOf(parent, from)); ok && why != "" {
+			// Reported, not forced (docs/AUTOMATION.md): the parent stays where it is.
+			zerolog.Ctx(ctx).Info().Int("issue", parent.Number).Str("state", from).Str("reason", why).
+				Msg("convergence left a parent that fails a requirement")
+			return nil
+		}
+		if ok {
 			mv := appMove{Item: relativeItem(ch.base, parent), From: from, To: target, Kind: CauseConvergence, At: ch.at,
 				Why: convergenceWhy(parent, target)}
 			if err := a.carryOut(ctx, ch.board, []appMove{mv}); err != nil {

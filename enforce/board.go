@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // What enforcement reads from GitHub: a project item and its relatives, as the Board port
@@ -15,6 +17,10 @@ const (
 	ContentPullRequest = "PullRequest"
 	ContentDraftIssue  = "DraftIssue"
 )
+
+// MaxRequiredFields is how many fields workflow.requirements may name in all: a Board reads
+// each of their values with an item, by name.
+const MaxRequiredFields = policy.MaxRequiredFields
 
 // Item is one project item as read from GitHub, with its Workflow State.
 type Item struct {
@@ -87,6 +93,9 @@ type Relative struct {
 	SubIssues      int
 	Estimate       string       // the Estimate field on the project ("" when unset or not read)
 	IssueEvents    []IssueEvent // as Item's
+	// Fields and MergedPR are as Item's: read only when workflow.requirements are configured.
+	Fields   map[string]string
+	MergedPR bool
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

@@ -75,6 +75,11 @@ func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 	return pc
 }
 
+// memberOf is a relative as policy's automation plans see it, in its legal state.
+func memberOf(r Relative, legal string) policy.Member {
+	return policy.Member{Number: r.Number, Title: r.Title, State: legal, Fields: r.Fields, MergedPR: r.MergedPR}
+}
+
 func stateOrOpen(r Relative) string {
 	if r.State != "" {
 		return r.State

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,17 +63,61 @@ type Board struct {
 	fields    *FieldCache
 	reads     readBatcher
 	guarded   guardBatcher
-	// extra: item reads select what workflow.requirements check (Requiring).
-	extra bool
+	// required, prs: what workflow.requirements check (Requiring).
+	required []string
+	prs      bool
 }
 
-// Requiring has the board's item reads select what workflow.requirements check: the item's
-// field values, the options of its project's single-select fields and whether a merged pull
-// request closes its issue (enforce.Item's Fields, FieldOptions, MergedPR). On a board with
-// no requirements the reads stay as small as before.
-func (b *Board) Requiring(on bool) *Board {
-	b.extra = on
+// Requiring has the board's reads select what workflow.requirements check: the values of the
+// fields they name (at most enforce.MaxRequiredFields), and whether a merged pull request
+// closes an issue (prs). An item read selects besides the options of its project's
+// single-select fields, for the Recovery (enforce.Item's Fields, FieldOptions, MergedPR); a
+// family read, each relative's values (enforce.Relative's). A board with no requirements
+// reads as before.
+func (b *Board) Requiring(fields []string, prs bool) *Board {
+	b.required, b.prs = slices.Clone(fields[:min(len(fields), enforce.MaxRequiredFields)]), prs
 	return b
+}
+
+// extra: the reads select what requirements check.
+func (b *Board) extra() bool { return len(b.required) > 0 || b.prs }
+
+// requiredVars adds $extra and the slots' field names to a document's variables.
+func (b *Board) requiredVars(vars map[string]any) map[string]any {
+	vars["extra"] = b.extra()
+	for i := range enforce.MaxRequiredFields {
+		name := b.fieldName // a slot left over reads the workflow field again, unused
+		if i < len(b.required) {
+			name = b.required[i]
+		}
+		vars[fmt.Sprintf("r%d", i)] = name
+	}
+	return vars
+}
+
+// requiredValues are the slots r0…r3 as requiredSlots selects them.
+type requiredValues struct {
+	R0 *fieldValueNode `json:"r0"`
+	R1 *fieldValueNode `json:"r1"`
+	R2 *fieldValueNode `json:"r2"`
+	R3 *fieldValueNode `json:"r3"`
+}
+
+// values maps the slots back to the required fields' names ("" for an unset value).
+func (r requiredValues) values(names []string) map[string]string {
+	if len(names) == 0 {
+		return nil
+	}
+	slots := [...]*fieldValueNode{r.R0, r.R1, r.R2, r.R3}
+	out := map[string]string{}
+	for i, name := range names {
+		if i < len(slots) && slots[i] != nil {
+			out[name] = slots[i].value()
+		} else {
+			out[name] = ""
+		}
+	}
+	return out
 }
 
 // New returns a Board that reads and writes through gql; fieldName is the workflow field.
@@ -176,7 +221,7 @@ func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, erro
 	var d struct {
 		Node *itemNode `json:"node"`
 	}
-	if err := b.gql.Do(ctx, queryItem, map[string]any{"id": itemID, "field": b.fieldName, "extra": b.extra}, &d); err != nil {
+	if err := b.gql.Do(ctx, queryItem, b.requiredVars(map[string]any{"id": itemID, "field": b.fieldName}), &d); err != nil {
 		if _, other := skips(err, []any{"node"}); other == nil && !errors.Is(err, ErrNotFound) {
 			// Only FORBIDDEN in the item: its issue is in a repository the installation may
 			// not see, which the app cannot act on any more than on a deleted one.
@@ -184,7 +229,7 @@ func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, erro
 		}
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, err)
 	}
-	it, ok := d.Node.item()
+	it, ok := d.Node.item(b.required)
 	if !ok {
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", itemID, ErrNotFound)
 	}

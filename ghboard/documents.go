@@ -1,5 +1,12 @@
 package ghboard
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ralph-gate/ralph-gate/enforce"
+)
+
 // Every GraphQL document the adapter sends. The simulator's schema test validates each one
 // against GitHub's published schema (see Documents).
 
@@ -22,14 +29,36 @@ const itemContent = `__typename
   ... on PullRequest { id number title prState: state repository { nameWithOwner } }
   ... on DraftIssue { id title }`
 
-// fieldName selects the name of the field a value belongs to.
-const fieldName = `field { ... on ProjectV2FieldCommon { name } }`
+// requiredSlots selects the values of the fields workflow.requirements name, by name, in
+// fixed slots r0…r3 ($r0…$r3: the names, the workflow field for a slot left over), only with
+// $extra. Each is a field of the item, not a connection: it costs no rate-limit point, on an
+// item read or on each relative of a family read.
+var requiredSlots = func() string {
+	var b strings.Builder
+	for i := range enforce.MaxRequiredFields {
+		fmt.Fprintf(&b, `r%d: fieldValueByName(name: $r%d) @include(if: $extra) { __typename
+        ... on ProjectV2ItemFieldSingleSelectValue { name } ... on ProjectV2ItemFieldTextValue { text }
+        ... on ProjectV2ItemFieldNumberValue { number } ... on ProjectV2ItemFieldDateValue { date }
+        ... on ProjectV2ItemFieldIterationValue { title } }
+      `, i, i)
+	}
+	return b.String()
+}()
+
+// requiredVars declares $extra and $r0…$r3.
+var requiredVars = func() string {
+	s := "$extra: Boolean!"
+	for i := range enforce.MaxRequiredFields {
+		s += fmt.Sprintf(", $r%d: String!", i)
+	}
+	return s
+}()
 
 // itemNodeFields selects an item as itemNode decodes it (queryItem, queryItems). With $extra
-// (workflow.requirements are configured) it selects too what a requirement checks: every
-// field value of the item, the options of the project's single-select fields (for the
+// (workflow.requirements are configured) it selects too what a requirement checks: the values
+// of the fields they name, the options of the project's single-select fields (for the
 // Recovery), and whether a merged pull request closes the issue.
-const itemNodeFields = `__typename
+var itemNodeFields = `__typename
     ... on ProjectV2Item {
       id
       type
@@ -42,23 +71,14 @@ const itemNodeFields = `__typename
         __typename
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }
-      fieldValues(first: 50) @include(if: $extra) {
-        nodes {
-          __typename
-          ... on ProjectV2ItemFieldSingleSelectValue { name ` + fieldName + ` }
-          ... on ProjectV2ItemFieldTextValue { text ` + fieldName + ` }
-          ... on ProjectV2ItemFieldNumberValue { number ` + fieldName + ` }
-          ... on ProjectV2ItemFieldDateValue { date ` + fieldName + ` }
-          ... on ProjectV2ItemFieldIterationValue { title ` + fieldName + ` }
-        }
-      }
+      ` + requiredSlots + `
       content {
         ` + itemContent + `
         ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $extra) { nodes { merged } } }
       }
     }`
 
-const queryItem = `query RalphGateItem($id: ID!, $field: String!, $extra: Boolean!) {
+var queryItem = `query RalphGateItem($id: ID!, $field: String!, ` + requiredVars + `) {
   node(id: $id) {
     ` + itemNodeFields + `
   }
@@ -114,13 +134,15 @@ const mutationReopenIssue = `mutation RalphGateReopenIssue($id: ID!) {
 // familyFields is what the adapter reads of each related issue. projectItems lists archived
 // items too (includeArchived defaults to true): a relative's archived item is known, and left
 // alone, rather than taken for an issue that is not on the project.
-const familyFields = `id number title state repository { nameWithOwner }
+var familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
   ` + issueEvents + `
+  closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged } }
   projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
-    estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } } } }`
+    estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+    ` + requiredSlots + ` } }`
 
-const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate: String!, $after: String) {
+var queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate: String!, $after: String, $prs: Boolean!, ` + requiredVars + `) {
   node(id: $id) {
     __typename
     ... on Issue {
@@ -136,7 +158,7 @@ const queryFamily = `query RalphGateFamily($id: ID!, $field: String!, $estimate:
   }
 }`
 
-const querySubIssuesPage = `query RalphGateSubIssues($id: ID!, $field: String!, $estimate: String!, $after: String) {
+var querySubIssuesPage = `query RalphGateSubIssues($id: ID!, $field: String!, $estimate: String!, $after: String, $prs: Boolean!, ` + requiredVars + `) {
   node(id: $id) {
     __typename
     ... on Issue {
@@ -179,16 +201,16 @@ type Document struct {
 // Documents lists every document the adapter sends.
 func Documents() []Document {
 	return []Document{
-		{"item", queryItem, map[string]any{"id": "PVTI_x", "field": "Workflow State", "extra": false}},
-		{"items", queryItems, map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State", "extra": true}},
+		{"item", queryItem, withRequired(map[string]any{"id": "PVTI_x", "field": "Workflow State"}, false)},
+		{"items", queryItems, withRequired(map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State"}, true)},
 		{"project field", queryProjectField, map[string]any{"owner": "acme", "number": 1, "field": "Workflow State"}},
 		{"project field names", queryProjectFieldNames, map[string]any{"owner": "acme", "number": 1}},
 		{"set state", mutationSetState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x", "option": "abc"}},
 		{"clear state", mutationClearState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x"}},
 		{"add comment", mutationAddComment, map[string]any{"subject": "I_x", "body": "hi"}},
 		{"update comment", mutationUpdateComment, map[string]any{"id": "IC_x", "body": "hi"}},
-		{"family", queryFamily, map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil}},
-		{"sub-issues page", querySubIssuesPage, map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil}},
+		{"family", queryFamily, withRequired(map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil, "prs": true}, true)},
+		{"sub-issues page", querySubIssuesPage, withRequired(map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil, "prs": false}, false)},
 		{"closing issues", queryClosingIssues, map[string]any{"owner": "acme", "repo": "app", "number": 10}},
 		{"set states (batch of 2)", batchSetStates(2), batchVars(2)},
 		{"project items", queryProjectItems, map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}},
@@ -247,3 +269,13 @@ const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number:
     }
   }
 }`
+
+// withRequired adds to a document's variables $extra and the required fields' slots (example
+// names for the schema tests).
+func withRequired(vars map[string]any, extra bool) map[string]any {
+	vars["extra"] = extra
+	for i := range enforce.MaxRequiredFields {
+		vars[fmt.Sprintf("r%d", i)] = fmt.Sprintf("Field %d", i)
+	}
+	return vars
+}

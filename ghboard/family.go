@@ -23,7 +23,13 @@ type relativeData struct {
 	SubIssuesSummary struct {
 		Total int `json:"total"`
 	} `json:"subIssuesSummary"`
-	Lifecycle    eventsData `json:"lifecycle"`
+	Lifecycle eventsData `json:"lifecycle"`
+	// ClosedBy: only with $prs.
+	ClosedBy *struct {
+		Nodes []*struct {
+			Merged bool `json:"merged"`
+		} `json:"nodes"`
+	} `json:"closedBy"`
 	ProjectItems struct {
 		Nodes []struct {
 			ID         string `json:"id"`
@@ -36,11 +42,12 @@ type relativeData struct {
 				UpdatedAt time.Time `json:"updatedAt"`
 			} `json:"fieldValueByName"`
 			Estimate *selectValue `json:"estimate"`
+			requiredValues
 		} `json:"nodes"`
 	} `json:"projectItems"`
 }
 
-func (r relativeData) relative(projectID string) enforce.Relative {
+func (r relativeData) relative(projectID string, required []string) enforce.Relative {
 	rel := enforce.Relative{IssueID: r.ID, Number: r.Number, Title: r.Title, Repo: r.Repository.NameWithOwner,
 		Open: strings.EqualFold(r.State, "OPEN"), SubIssues: r.SubIssuesSummary.Total, IssueEvents: r.Lifecycle.events()}
 	for _, n := range r.ProjectItems.Nodes {
@@ -50,6 +57,12 @@ func (r relativeData) relative(projectID string) enforce.Relative {
 				rel.State, rel.StateUpdatedAt = n.FieldValue.Name, n.FieldValue.UpdatedAt
 			}
 			rel.Estimate = n.Estimate.name()
+			rel.Fields = n.values(required)
+		}
+	}
+	if r.ClosedBy != nil {
+		for _, pr := range r.ClosedBy.Nodes {
+			rel.MergedPR = rel.MergedPR || (pr != nil && pr.Merged)
 		}
 	}
 	return rel
@@ -87,7 +100,7 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 			} `json:"blockedBy"`
 		} `json:"node"`
 	}
-	vars := map[string]any{"id": issueID, "field": b.fieldName, "estimate": EstimateField, "after": nil}
+	vars := b.requiredVars(map[string]any{"id": issueID, "field": b.fieldName, "estimate": EstimateField, "after": nil, "prs": b.prs})
 	skipped, err := skips(b.gql.Do(ctx, queryFamily, vars, &d), familyPlaces...)
 	if err != nil {
 		return enforce.Family{}, fmt.Errorf("read family of %s: %w", issueID, err)
@@ -100,16 +113,16 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 		_, left := skipped[place]
 		return r != nil && !left
 	}
-	fam := enforce.Family{Self: d.Node.relativeData.relative(projectID)}
+	fam := enforce.Family{Self: d.Node.relativeData.relative(projectID, b.required)}
 	if seen("node.parent", d.Node.Parent) {
-		p := d.Node.Parent.relative(projectID)
+		p := d.Node.Parent.relative(projectID, b.required)
 		fam.Parent = &p
 	}
 	for i, bl := range d.Node.BlockedBy.Nodes {
 		if !seen(fmt.Sprintf("node.blockedBy.nodes.%d", i), bl) {
 			continue
 		}
-		if rel := bl.relative(projectID); rel.Open {
+		if rel := bl.relative(projectID, b.required); rel.Open {
 			fam.OpenBlockers = append(fam.OpenBlockers, rel)
 		}
 	}
@@ -117,7 +130,7 @@ func (b *Board) Family(ctx context.Context, issueID, projectID string) (enforce.
 	for i := 0; ; i++ {
 		for j, c := range page.Nodes {
 			if seen(fmt.Sprintf("node.subIssues.nodes.%d", j), c) {
-				fam.Children = append(fam.Children, c.relative(projectID))
+				fam.Children = append(fam.Children, c.relative(projectID, b.required))
 			}
 		}
 		if !page.PageInfo.HasNextPage || page.PageInfo.EndCursor == "" {

@@ -30,7 +30,7 @@ const maxBatchReads = 100
 const maxReadsInFlight = 2
 
 // queryItems reads several items by id, each as queryItem reads one.
-const queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!, $extra: Boolean!) {
+var queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!, ` + requiredVars + `) {
   nodes(ids: $ids) {
     ` + itemNodeFields + `
   }
@@ -44,10 +44,8 @@ type itemNode struct {
 	Project    projectRef   `json:"project"`
 	FieldValue *selectValue `json:"fieldValueByName"`
 	Content    *contentData `json:"content"`
-	// FieldValues: only with $extra.
-	FieldValues *struct {
-		Nodes []*fieldValueNode `json:"nodes"`
-	} `json:"fieldValues"`
+	// The required fields' values: only with $extra.
+	requiredValues
 }
 
 // fieldValueNode is one field value of an item, of any type, with its field's name.
@@ -58,9 +56,6 @@ type fieldValueNode struct {
 	Number   *float64 `json:"number"` // number
 	Date     string   `json:"date"`   // date
 	Title    string   `json:"title"`  // iteration
-	Field    *struct {
-		Name string `json:"name"`
-	} `json:"field"`
 }
 
 // value is the value as text ("" when it has none).
@@ -82,17 +77,10 @@ func (v *fieldValueNode) value() string {
 	return ""
 }
 
-// requirementInputs copies what $extra selected into it: field values, the single-select
-// fields' options, a merged pull request closing the issue.
-func (n *itemNode) requirementInputs(it *enforce.Item) {
-	if n.FieldValues != nil {
-		it.Fields = map[string]string{}
-		for _, v := range n.FieldValues.Nodes {
-			if v != nil && v.Field != nil && v.Field.Name != "" {
-				it.Fields[v.Field.Name] = v.value()
-			}
-		}
-	}
+// requirementInputs copies what $extra selected into it: the required fields' values, the
+// single-select fields' options, a merged pull request closing the issue.
+func (n *itemNode) requirementInputs(it *enforce.Item, required []string) {
+	it.Fields = n.values(required)
 	if fs := n.Project.Fields; fs != nil {
 		it.FieldOptions = map[string][]string{}
 		for _, f := range fs.Nodes {
@@ -114,7 +102,7 @@ func (n *itemNode) requirementInputs(it *enforce.Item) {
 }
 
 // item converts a node into an enforce.Item; false when it is not a project item.
-func (n *itemNode) item() (enforce.Item, bool) {
+func (n *itemNode) item(required []string) (enforce.Item, bool) {
 	if n == nil || n.Typename != "ProjectV2Item" {
 		return enforce.Item{}, false
 	}
@@ -127,7 +115,7 @@ func (n *itemNode) item() (enforce.Item, bool) {
 		it.StateUpdatedAt = n.FieldValue.UpdatedAt
 	}
 	n.Content.fill(&it)
-	n.requirementInputs(&it)
+	n.requirementInputs(&it, required)
 	return it, true
 }
 
@@ -264,7 +252,7 @@ func (b *Board) readItems(ctx context.Context, ids []string) ([]enforce.Item, []
 	var d struct {
 		Nodes []json.RawMessage `json:"nodes"`
 	}
-	err := b.gql.Do(ctx, queryItems, map[string]any{"ids": ids, "field": b.fieldName, "extra": b.extra}, &d)
+	err := b.gql.Do(ctx, queryItems, b.requiredVars(map[string]any{"ids": ids, "field": b.fieldName}), &d)
 	var ge *GraphQLError
 	if err != nil && (!errors.As(err, &ge) || !ge.Partial) {
 		// Nothing came back: every read fails as the request did (a rate limit, an outage).
@@ -274,14 +262,14 @@ func (b *Board) readItems(ctx context.Context, ids []string) ([]enforce.Item, []
 		return items, errs
 	}
 	for i, id := range ids {
-		items[i], errs[i] = batchedItem(d.Nodes, ge, i, id)
+		items[i], errs[i] = batchedItem(d.Nodes, ge, i, id, b.required)
 	}
 	return items, errs
 }
 
 // batchedItem is the i-th item of a nodes(ids:) answer, or its own error: the errors GitHub
 // gave at or inside nodes[i] decide it as Item decides a single read's.
-func batchedItem(nodes []json.RawMessage, ge *GraphQLError, i int, id string) (enforce.Item, error) {
+func batchedItem(nodes []json.RawMessage, ge *GraphQLError, i int, id string, required []string) (enforce.Item, error) {
 	var own []payload.FieldError
 	if ge != nil {
 		for _, fe := range ge.Errors {
@@ -310,7 +298,7 @@ func batchedItem(nodes []json.RawMessage, ge *GraphQLError, i int, id string) (e
 	if err := json.Unmarshal(nodes[i], &n); err != nil {
 		return enforce.Item{}, fmt.Errorf("read item %s: decode: %w", id, err)
 	}
-	it, ok := n.item()
+	it, ok := n.item(required)
 	if !ok {
 		return enforce.Item{}, fmt.Errorf("read item %s: %w", id, ErrNotFound)
 	}

@@ -14,22 +14,32 @@ type Skip struct {
 	Number int    `json:"number"`
 	State  string `json:"state"`
 	Reason string `json:"reason"`
+	// Rule is requirement when the item fails a requirement of the target; else empty.
+	Rule Rule `json:"rule,omitempty"`
 }
 
 // PlanCascade plans the children cascade (docs/AUTOMATION.md): when a parent enters pipeline state
 // parentTo, every child strictly earlier on the pipeline moves to parentTo. Terminal,
-// off-pipeline and unknown children are skipped; an unset child counts as earliest.
+// off-pipeline and unknown children are skipped; an unset child counts as earliest. A child
+// that fails a requirement of parentTo (Unmet) is skipped with what it lacks.
 // Children keep their input order. Both results are non-nil.
 func (m *Machine) PlanCascade(parentTo string, children []Member) (moves []Move, skipped []Skip) {
 	moves, skipped = []Move{}, []Skip{}
 	target := m.PipelineIndex(parentTo)
 	for _, c := range children {
 		skip := func(reason string) { skipped = append(skipped, Skip{Number: c.Number, State: c.State, Reason: reason}) }
+		move := func() {
+			if why := m.Unmet(parentTo, c); why != "" {
+				skipped = append(skipped, Skip{Number: c.Number, State: c.State, Reason: why, Rule: RuleRequirement})
+				return
+			}
+			moves = append(moves, Move{Number: c.Number, From: c.State, To: parentTo})
+		}
 		switch {
 		case target < 0:
 			skip(fmt.Sprintf("%s is not on the pipeline, so nothing cascades from it", quoteState(parentTo)))
 		case c.State == "":
-			moves = append(moves, Move{Number: c.Number, From: "", To: parentTo})
+			move()
 		case !m.IsState(c.State):
 			skip(fmt.Sprintf("%s is not a state of the workflow", quoteState(c.State)))
 		case m.IsTerminal(c.State):
@@ -39,7 +49,7 @@ func (m *Machine) PlanCascade(parentTo string, children []Member) (moves []Move,
 		case m.PipelineIndex(c.State) >= target:
 			skip(fmt.Sprintf("already at %s, which is not earlier than %s", c.State, parentTo))
 		default:
-			moves = append(moves, Move{Number: c.Number, From: c.State, To: parentTo})
+			move()
 		}
 	}
 	return moves, skipped

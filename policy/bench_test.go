@@ -5,7 +5,7 @@ import "testing"
 func BenchmarkDecide(b *testing.B) {
 	m := DefaultMachine()
 	changes := []Change{
-		{From: sRFP, To: sPIP, Actor: "agent-1", ActorKind: ActorAgent, Group: []Member{{1, "A", sRFP}, {2, "B", sPIR}, {3, "C", sCancel}}},
+		{From: sRFP, To: sPIP, Actor: "agent-1", ActorKind: ActorAgent, Group: []Member{{Number: 1, Title: "A", State: sRFP}, {Number: 2, Title: "B", State: sPIR}, {Number: 3, Title: "C", State: sCancel}}},
 		{From: sBacklog, To: sIP, Actor: "agent-1", ActorKind: ActorAgent},
 		{From: sRIP, To: sRFP, Actor: "agent-2", ActorKind: ActorAgent, LockHolder: "agent-1"},
 		{From: sHN, To: sBacklog, Actor: "alice", ActorKind: ActorHuman},

@@ -31,6 +31,8 @@ type validator struct {
 	ps    []Problem
 	index map[string]int // first occurrence of each state name
 	cmds  map[string]int // normalized command name -> first position
+	// required are the distinct fields the requirements name so far (checkRequirements).
+	required []string
 }
 
 func (v *validator) add(path, format string, args ...any) {

@@ -49,6 +49,10 @@ type Member struct {
 	Number int    `json:"number"`
 	Title  string `json:"title"`
 	State  string `json:"state"`
+	// Fields and MergedPR are what workflow.requirements check (set only when some are
+	// configured): the automation moves no member into a state whose requirement it fails.
+	Fields   map[string]string `json:"fields,omitempty"`
+	MergedPR bool              `json:"merged_pr,omitempty"`
 }
 
 // String reads `#3 "Title" is in Backlog`, `#3 has no state`, or, for a State that is the

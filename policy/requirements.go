@@ -20,6 +20,10 @@ type Requirement struct {
 	For []string `yaml:"for" json:"for,omitempty"`
 }
 
+// MaxRequiredFields is how many distinct fields the requirements may name in all: an item is
+// read with each of their values by name, in that many places of the one request.
+const MaxRequiredFields = 4
+
 // PullRequestMerged is the one value of Requirement.PullRequest.
 const PullRequestMerged = "merged"
 
@@ -70,23 +74,38 @@ func (m *Machine) NeedsMergedPR() bool {
 	return slices.ContainsFunc(m.spec.Requirements, func(r Requirement) bool { return r.PullRequest == PullRequestMerged })
 }
 
-// unmet lists what the change lacks to enter c.To: "Estimate", or "a merged pull request
-// that closes the issue". Empty when every requirement binding this actor is met.
+// unmet lists what the change lacks to enter c.To: the fields without a value, and whether a
+// merged pull request is missing. Empty when every requirement binding this actor is met.
 func (m *Machine) unmet(c Change) (fields []string, pr bool) {
-	for _, r := range m.Requirements(c.To) {
-		if !r.binds(c.ActorKind) {
+	return m.lacks(c.To, c.Fields, c.MergedPR, func(r Requirement) bool { return r.binds(c.ActorKind) })
+}
+
+func (m *Machine) lacks(state string, values map[string]string, mergedPR bool, binds func(Requirement) bool) (fields []string, pr bool) {
+	for _, r := range m.Requirements(state) {
+		if !binds(r) {
 			continue
 		}
 		for _, f := range r.Fields {
-			if strings.TrimSpace(c.Fields[f]) == "" && !slices.Contains(fields, f) {
+			if strings.TrimSpace(values[f]) == "" && !slices.Contains(fields, f) {
 				fields = append(fields, f)
 			}
 		}
-		if r.PullRequest == PullRequestMerged && !c.MergedPR {
+		if r.PullRequest == PullRequestMerged && !mergedPR {
 			pr = true
 		}
 	}
 	return fields, pr
+}
+
+// Unmet says why an item cannot be moved into state by the app's automation (a cascade, a
+// convergence): the requirements of state it fails, whoever they bind — the app never moves
+// an item where nobody could. "" when it meets them all.
+func (m *Machine) Unmet(state string, mb Member) string {
+	fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, func(Requirement) bool { return true })
+	if len(fields) == 0 && !pr {
+		return ""
+	}
+	return requirementReason(state, fields, pr)
 }
 
 // requirementReason says what the item lacks to enter to.
@@ -130,6 +149,18 @@ func requirementRecovery(c Change, fields []string, pr bool) (string, []string) 
 	return fmt.Sprintf("%s first, then retry %s", joinAnd(steps), c.To), options
 }
 
+func ordinal(n int) string {
+	switch n {
+	case 1:
+		return "1st"
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return fmt.Sprintf("%dth", n)
+}
+
 // checkRequirements validates workflow.requirements.
 func (v *validator) checkRequirements() {
 	for i, r := range v.s.Requirements {
@@ -155,6 +186,16 @@ func (v *validator) checkRequirements() {
 				v.add(fp, "%q is listed twice", f)
 			}
 			seen[f] = true
+		}
+		for j, f := range r.Fields {
+			if strings.TrimSpace(f) != "" && !slices.Contains(v.required, f) {
+				if len(v.required) == MaxRequiredFields {
+					v.add(fmt.Sprintf("%s.fields[%d]", p, j), "the requirements may name at most %d fields in all; %q would be the %s",
+						MaxRequiredFields, f, ordinal(MaxRequiredFields+1))
+					continue
+				}
+				v.required = append(v.required, f)
+			}
 		}
 		if r.PullRequest != "" && r.PullRequest != PullRequestMerged {
 			v.add(p+".pull_request", "must be %s, got %q", PullRequestMerged, r.PullRequest)

@@ -130,6 +130,8 @@ func TestCompileRequirements(t *testing.T) {
 			[]string{"workflow.requirements[0].fields[0]: must name a project field",
 				`workflow.requirements[0].fields[1]: "Workflow State" is the workflow field itself`,
 				`workflow.requirements[0].fields[3]: "Size" is listed twice`}},
+		{"at most four fields", []Requirement{{Into: []string{sRFP}, Fields: []string{"A", "B", "C"}}, {Into: []string{sDone}, Fields: []string{"A", "D", "E"}}},
+			[]string{`workflow.requirements[1].fields[2]: the requirements may name at most 4 fields in all; "E" would be the 5th`}},
 		{"bad pull_request and for", []Requirement{{Into: []string{sDone}, PullRequest: "closed", For: []string{"agent", "bot"}}},
 			[]string{`workflow.requirements[0].pull_request: must be merged, got "closed"`,
 				`workflow.requirements[0].for[1]: must be agent or human, got "bot"`}},
@@ -152,5 +154,48 @@ func TestCompileRequirements(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The app's automation never moves an item where a requirement of the state would refuse it,
+// whoever the requirement binds: a cascade skips such a child, saying what it lacks, and a
+// parent that fails one does not converge (Unmet).
+func TestAutomationRespectsRequirements(t *testing.T) {
+	m := machineWith(t, func(s *Spec) {
+		s.Requirements = []Requirement{
+			{Into: []string{sRFP}, Fields: []string{"Estimate"}, For: []string{"human"}},
+			{Into: []string{sDone}, PullRequest: PullRequestMerged},
+		}
+	})
+	children := []Member{
+		{Number: 1, State: sBacklog, Fields: map[string]string{"Estimate": "S"}},
+		{Number: 2, State: sBacklog},
+		{Number: 3, State: ""},
+		{Number: 4, State: sDone},
+	}
+	moves, skipped := m.PlanCascade(sRFP, children)
+	if len(moves) != 1 || moves[0].Number != 1 {
+		t.Errorf("moves = %+v, want #1 only", moves)
+	}
+	want := map[int]Rule{2: RuleRequirement, 3: RuleRequirement, 4: ""}
+	if len(skipped) != len(want) {
+		t.Fatalf("skipped = %+v", skipped)
+	}
+	for _, s := range skipped {
+		if r, ok := want[s.Number]; !ok || s.Rule != r {
+			t.Errorf("skip %+v, want rule %q", s, r)
+		}
+		if s.Rule == RuleRequirement && s.Reason != "Ready for Plan requires Estimate to have a value" {
+			t.Errorf("skip reason %q", s.Reason)
+		}
+	}
+	if got := m.Unmet(sDone, Member{Number: 9}); got != "Done requires a merged pull request that closes the issue" {
+		t.Errorf("Unmet(Done) = %q", got)
+	}
+	if got := m.Unmet(sDone, Member{Number: 9, MergedPR: true}); got != "" {
+		t.Errorf("Unmet(Done) with a merged pull request = %q", got)
+	}
+	if got := defaultMachine(t).Unmet(sDone, Member{}); got != "" {
+		t.Errorf("Unmet without requirements = %q", got)
 	}
 }

@@ -31,6 +31,9 @@ issues:
   - {repo: app, number: 3, title: Reviewed without a pull request, project: 1, fields: {Workflow State: In Review}}
   - {repo: app, number: 4, title: Reviewed with a pull request, project: 1, fields: {Workflow State: In Review}}
   - {repo: app, number: 5, title: A person's, project: 1, fields: {Workflow State: Research Needed}}
+  - {repo: app, number: 6, title: Epic, project: 1, fields: {Workflow State: Research Needed, Estimate: L}}
+  - {repo: app, number: 7, title: Estimated child, project: 1, parent: 6, fields: {Workflow State: Backlog, Estimate: S}}
+  - {repo: app, number: 8, title: Child without an estimate, project: 1, parent: 6, fields: {Workflow State: Backlog}}
 pull_requests:
   - {repo: app, number: 40, title: Implement 4, closes: [4]}
 `
@@ -39,7 +42,8 @@ pull_requests:
 // issue that asked for them: an agent's move into Ready for Plan without an Estimate is
 // reverted and told to set it, with the options; setting it and retrying works; with one the
 // move stands; a person is not bound. An agent's In Review → Done with no merged pull request
-// is reverted; merging the pull request that closes the issue takes it to Done.
+// is reverted; merging the pull request that closes the issue takes it to Done. A cascade
+// leaves a child that fails the requirement where it is.
 func TestRequirementsEndToEnd(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
@@ -84,6 +88,14 @@ func TestRequirementsEndToEnd(t *testing.T) {
 		e.move("agent-1", 1, "Ready for Plan")
 		e.settle()
 		e.wantState(1, "Ready for Plan")
+
+		// A cascade carries only the children that meet Ready for Plan's requirement: #8 has no
+		// Estimate and stays (the requirement binds agents; the app forces it on no one).
+		e.move("alice", 6, "Ready for Plan")
+		e.settle()
+		e.wantState(6, "Ready for Plan")
+		e.wantState(7, "Ready for Plan")
+		e.wantState(8, "Backlog")
 
 		// The merge of the pull request that closes #4 takes it to Done, by the agent that merged.
 		if err := e.sb.Sim.Merge("app", 40, "agent-1"); err != nil {
