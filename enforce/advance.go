@@ -159,7 +159,7 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec 
 				by.Agent, strings.Join(by.Commands, ", "), orNoState(mv.From)), policy.Decision{}, nil
 		}
 	}
-	pc := f.withItem(policy.Change{From: mv.From, To: mv.To, Actor: by.Agent, ActorKind: policy.ActorAgent, LockHolder: rec.LockHolder, Role: by.Role}, s.child)
+	pc := f.withItem(policy.Change{From: mv.From, To: mv.To, Actor: by.Agent, ActorKind: policy.ActorAgent, LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom, Role: by.Role}, s.child)
 	dec := f.machine.Decide(pc)
 	if dec.Verdict == policy.Allow {
 		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc})

@@ -67,10 +67,11 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 // A requirement is checked against the item as read when the move is judged, seconds after
 // it was made: a field set in between counts (docs/ENFORCEMENT.md "Requirements").
 func (c *core) withItem(pc policy.Change, it Item) policy.Change {
+	pc.Number = it.Number
 	if !c.machine.HasRequirements() {
 		return pc
 	}
-	pc.Number, pc.Fields, pc.FieldOptions = it.Number, it.Fields, it.FieldOptions
+	pc.Fields, pc.FieldOptions = it.Fields, it.FieldOptions
 	pc.MergedPR = pc.MergedPR || it.MergedPR
 	return pc
 }

@@ -43,6 +43,8 @@ type Handoff struct {
 	Intent   string // exactly one of Intent and ToState
 	ToState  string
 	Reason   string
+	// TakeOver: take over the item's expired lock first (workflow.locks.ttl; takeover.go).
+	TakeOver bool
 }
 
 // HandoffResult is what a handoff did.
@@ -53,6 +55,8 @@ type HandoffResult struct {
 	NewState      string
 	// Changed is false when the item already was in the requested state (nothing written).
 	Changed bool
+	// TookOverFrom is whom the agent took the item's expired lock over from ("" none).
+	TookOverFrom string
 	Rule    string
 	Reason  string
 	// Guidance is what agents may do from the new state.
@@ -245,7 +249,15 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 			Rule:     policy.RuleUnsettled,
 		}
 	}
+	if h.TakeOver {
+		if err := f.takeOver(ctx, a); err != nil {
+			return HandoffResult{}, err
+		}
+	}
 	res := HandoffResult{Item: cur, Command: a.cmd, PreviousState: a.from, NewState: a.to, Warnings: []string{}}
+	if h.TakeOver {
+		res.TookOverFrom = a.rec.LockTakenFrom
+	}
 	if a.from == a.to {
 		return f.unchanged(a, res)
 	}
@@ -262,7 +274,7 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	} else if err != nil {
 		return HandoffResult{}, err
 	}
-	pc := f.withItem(policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, Role: h.Role}, cur)
+	pc := f.withItem(policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, LockTakenFrom: a.rec.LockTakenFrom, Role: h.Role}, cur)
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {
 		var member groupUnsettled
@@ -324,6 +336,9 @@ func (f *Facade) unchanged(a *handoffAttempt, res HandoffResult) (HandoffResult,
 		}
 	}
 	res.Rule, res.Reason = string(policy.RuleLegal), a.to+" is unchanged"
+	if res.TookOverFrom != "" {
+		res.Reason = fmt.Sprintf("%s took over the lock on %s from %s (it had expired)", a.h.Agent, a.to, res.TookOverFrom)
+	}
 	res.Guidance = f.Guide(a.to, holder)
 	return res, nil
 }

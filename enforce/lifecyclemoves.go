@@ -52,7 +52,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	}
 	o.To = to
 	// A merge's own move is made by a merged pull request (workflow.requirements).
-	pc := policy.Change{From: rec.LastLegalState, To: to, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder,
+	pc := policy.Change{From: rec.LastLegalState, To: to, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom,
 		MergedPR: o.Lifecycle == LifecyclePRMerged}
 	dec, pc, err := e.decide(ctx, w, pc, o.At)
 	if err != nil {

@@ -71,11 +71,12 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 	}
 	var lockState string
 	inPlace := req.Claim && f.claimsInPlace(req)
+	takeOver := req.Claim && !inPlace && f.takesOver(req)
 	if req.Claim {
 		if err := f.permit(req.Handoff); err != nil {
 			return PickResult{}, err
 		}
-		if !inPlace {
+		if !inPlace && !takeOver {
 			st, err := f.claimState(req)
 			if err != nil {
 				return PickResult{}, err
@@ -102,8 +103,11 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		for i, p := range ranked {
 			tried[p.Item.ID] = true
 			claim := func() (HandoffResult, error) { return f.claim(ctx, b, p.Item, req.Handoff, lockState) }
-			if inPlace {
+			switch {
+			case inPlace:
 				claim = func() (HandoffResult, error) { return f.claimIntegration(ctx, b, p.Item, req.Handoff) }
+			case takeOver:
+				claim = func() (HandoffResult, error) { return f.claimExpired(ctx, b, p.Item, req.Handoff) }
 			}
 			hr, err := claim()
 			var refusal *policy.Refusal
@@ -194,6 +198,10 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[st
 					return nil, err
 				}
 				locked := f.machine.IsLock(it.State) || rec.LockHolder != ""
+				if req.Claim && f.takesOver(req) && rec.LockHolder != "" && !strings.EqualFold(rec.LockHolder, req.Handoff.Agent) &&
+					f.machine.LockExpired(rec.LockSince, f.now()) {
+					locked = false // an expired lock: a claim takes it over (claimExpired)
+				}
 				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
 					Priority: it.Priority, Open: it.Open, Locked: locked, OpenBlockers: it.OpenBlockers, Key: it.ID})
 				byID[it.ID] = it
@@ -216,6 +224,19 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[st
 		}
 	}
 	return ranked, nil
+}
+
+// takesOver: a claim in a lock state takes over an item whose lock expired (workflow.locks.ttl),
+// rather than moving an item into a lock.
+func (f *Facade) takesOver(req PickRequest) bool {
+	return f.machine.IsLock(req.State) && f.machine.LockTTL() > 0
+}
+
+// claimExpired takes over an item's expired lock for h.Agent: a handoff to the state it is in,
+// with take_over (takeover.go). Another claimer that took it first makes it a refusal.
+func (f *Facade) claimExpired(ctx context.Context, b Board, it Item, h Handoff) (HandoffResult, error) {
+	h.Intent, h.ToState, h.TakeOver = "", it.State, true
+	return f.Handoff(ctx, b, it, h)
 }
 
 // roleMayPick refuses to look for work in a state the agent's role does not own: a worker

@@ -164,7 +164,7 @@ func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation
 		return Observation{}, policy.Decision{}, false
 	}
 	dec := e.machine.Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.actors.Classify(o.Actor),
-		LockHolder: rec.LockHolder})
+		LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom})
 	return o, dec, dec.Verdict != policy.Allow && dec.Rule.Settled()
 }
 

@@ -48,7 +48,10 @@ type Record struct {
 	ProvisionalAt                                time.Time // GitHub's time of that report
 	LockHolder                                   string    // "" when unlocked
 	LockSince                                    time.Time // zero when unlocked
-	UpdatedAt                                    time.Time // set by the store when zero on write
+	// LockTakenFrom is whom LockHolder took the lock over from after it expired
+	// (workflow.locks.ttl); "" when the holder took it the ordinary way.
+	LockTakenFrom string
+	UpdatedAt                                        time.Time // set by the store when zero on write
 	Version                                      int64     // bumped by every write; 1 after the first
 }
 

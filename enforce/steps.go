@@ -213,7 +213,7 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 // with the step's own actor, and commits it with its report; it returns the step as judged.
 func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind policy.ActorKind) (Observation, error) {
 	rec := w.rec
-	pc := policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder}
+	pc := policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: kind, LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom}
 	dec, pc, err := e.decide(ctx, w, pc, o.At)
 	if err != nil {
 		return o, err
@@ -289,9 +289,9 @@ func accept(rec *Record, o Observation, dec policy.Decision, automate bool) {
 	}
 	switch {
 	case dec.TakesLock && !unknownAuthor(o.Actor):
-		rec.LockHolder, rec.LockSince = o.Actor, o.At
+		rec.LockHolder, rec.LockSince, rec.LockTakenFrom = o.Actor, o.At, ""
 	case dec.TakesLock || dec.ReleasesLock:
-		rec.LockHolder, rec.LockSince = "", time.Time{} // taken by an unknown actor, or left
+		rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, "" // taken by an unknown actor, or left
 	}
 	if o.To != from && automate {
 		rec.AutomateState = o.To

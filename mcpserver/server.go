@@ -265,7 +265,7 @@ func (s *server) handoff(ctx context.Context, agent string, in toolspec.HandoffI
 		return toolspec.HandoffOutput{}, err
 	}
 	h := s.handoffBy(agent)
-	h.Command, h.Intent, h.ToState, h.Reason = in.Command, in.Intent, in.ToState, in.Reason
+	h.Command, h.Intent, h.ToState, h.Reason, h.TakeOver = in.Command, in.Intent, in.ToState, in.Reason, in.TakeOver
 	res, err := s.opts.Facade.Handoff(ctx, b, it, h)
 	if err != nil {
 		return toolspec.HandoffOutput{}, err
@@ -276,7 +276,7 @@ func (s *server) handoff(ctx context.Context, agent string, in toolspec.HandoffI
 func handoffOutput(res enforce.HandoffResult) toolspec.HandoffOutput {
 	return toolspec.HandoffOutput{Number: res.Item.Number, Repo: res.Item.Repo, Title: res.Item.Title, Command: res.Command,
 		PreviousState: res.PreviousState, NewState: res.NewState, Changed: res.Changed, Reason: res.Reason,
-		Guidance: guidance(res.Guidance), Warnings: res.Warnings}
+		Guidance: guidance(res.Guidance), Warnings: res.Warnings, TookOverFrom: res.TookOverFrom}
 }
 
 func guidance(g enforce.Guidance) toolspec.Guidance {

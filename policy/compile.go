@@ -137,6 +137,9 @@ func (v *validator) run() {
 	v.checkCommands()
 	v.checkGates()
 	v.checkRequirements()
+	if v.s.Locks.TTL < 0 {
+		v.add("workflow.locks.ttl", "must not be negative (got %s); 0 turns lock expiry off", v.s.Locks.TTL)
+	}
 	if s.Automation.MaxCascadeDepth < 1 {
 		v.add("workflow.automation.max_cascade_depth", "must be at least 1 (got %d)", s.Automation.MaxCascadeDepth)
 	}

@@ -104,6 +104,9 @@ type Change struct {
 	Actor      string    `json:"actor"`
 	ActorKind  ActorKind `json:"actor_kind"`
 	LockHolder string    `json:"lock_holder,omitempty"` // holder of From when it is a lock; "" = unknown
+	// LockTakenFrom is whom LockHolder took the lock over from, after it expired ("" none):
+	// a move of that agent's is refused saying so.
+	LockTakenFrom string `json:"lock_taken_from,omitempty"`
 	// OpenBlockers are the issue's open native blockedBy issues.
 	OpenBlockers []Member `json:"open_blockers,omitempty"`
 	// Group are the other members of the issue's group, excluding this issue.
@@ -188,6 +191,9 @@ func (m *Machine) Decide(c Change) Decision {
 	}
 	g := m.spec.Gates
 	if g.LockOwnership && m.IsLock(from) && c.LockHolder != "" && !strings.EqualFold(c.LockHolder, c.Actor) && c.ActorKind.restricted() {
+		if c.LockTakenFrom != "" && strings.EqualFold(c.LockTakenFrom, c.Actor) {
+			return revert(d, RuleLockOwnership, takenOverText(from, c.LockHolder, c.Actor))
+		}
 		return revert(d, RuleLockOwnership, fmt.Sprintf("%s is locked by %s; only the holder or a human may move it, not %s", from, c.LockHolder, who))
 	}
 	if g.Blockers && m.IsLock(c.To) && len(c.OpenBlockers) > 0 {
@@ -272,6 +278,12 @@ func (m *Machine) RefusalFor(c Change, d Decision) *Refusal {
 	switch d.Rule {
 	case RuleLockOwnership:
 		r.Recovery = fmt.Sprintf("ask %s to hand the item off, or ask a human to move it", c.LockHolder)
+		if c.LockTakenFrom != "" && strings.EqualFold(c.LockTakenFrom, c.Actor) {
+			r.Recovery = fmt.Sprintf("leave #%d to %s and pick other work (pick_actionable_issue)", c.Number, c.LockHolder)
+			if c.Number == 0 {
+				r.Recovery = fmt.Sprintf("leave the item to %s and pick other work (pick_actionable_issue)", c.LockHolder)
+			}
+		}
 		r.Options = []string{c.LockHolder}
 	case RuleBlockers:
 		r.Options = nums(d.Blocking)

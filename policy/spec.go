@@ -29,6 +29,8 @@ type Spec struct {
 	Commands []CommandSpec `yaml:"commands" json:"commands"`
 	// Gates switch the gates of docs/ENFORCEMENT.md (step 6; docs/AUTOMATION.md) on and off.
 	Gates GatesSpec `yaml:"gates" json:"gates"`
+	// Locks configure lock expiry (docs/ENFORCEMENT.md "Lock expiry").
+	Locks LocksSpec `yaml:"locks" json:"locks"`
 	// Requirements are conditions on entering states: fields set, a merged pull request
 	// (docs/ENFORCEMENT.md "Requirements").
 	Requirements []Requirement `yaml:"requirements" json:"requirements,omitempty"`

@@ -12,13 +12,13 @@ import (
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
 	observed_state, observed_at, gap_since, automate_state, revert_pending, provisional, provisional_over, provisional_for,
-	provisional_at, lock_holder, lock_since, updated_at, version`
+	provisional_at, lock_holder, lock_since, lock_taken_from, updated_at, version`
 
 func scanItem(row interface{ Scan(...any) error }) (enforce.Record, error) {
 	var it enforce.Record
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
 		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending,
-		&it.Provisional, &it.ProvisionalOver, &it.ProvisionalFor, tc(&it.ProvisionalAt), &it.LockHolder, tc(&it.LockSince), tc(&it.UpdatedAt), &it.Version)
+		&it.Provisional, &it.ProvisionalOver, &it.ProvisionalFor, tc(&it.ProvisionalAt), &it.LockHolder, tc(&it.LockSince), &it.LockTakenFrom, tc(&it.UpdatedAt), &it.Version)
 	return it, err
 }
 
@@ -132,20 +132,20 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item enforce.Record, expe
 		err error
 	)
 	if expectedVersion == 0 {
-		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), s.t(now))
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
 				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?, revert_pending = ?,
-				provisional = ?, provisional_over = ?, provisional_for = ?, provisional_at = ?, lock_holder = ?, lock_since = ?, updated_at = ?, version = version + 1
+				provisional = ?, provisional_over = ?, provisional_for = ?, provisional_at = ?, lock_holder = ?, lock_since = ?, lock_taken_from = ?, updated_at = ?, version = version + 1
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), s.t(now), item.ItemID, expectedVersion)
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)
@@ -166,6 +166,7 @@ func (s *Store) ClaimLock(ctx context.Context, itemID, holder string, now time.T
 		VALUES (?, ?, ?, ?, 1)
 		ON CONFLICT (item_id) DO UPDATE SET
 			lock_since = CASE WHEN items.lock_holder = excluded.lock_holder THEN items.lock_since ELSE excluded.lock_since END,
+			lock_taken_from = CASE WHEN items.lock_holder = excluded.lock_holder THEN items.lock_taken_from ELSE '' END,
 			lock_holder = excluded.lock_holder,
 			updated_at = excluded.updated_at,
 			version = items.version + 1
@@ -181,7 +182,7 @@ func (s *Store) ClaimLock(ctx context.Context, itemID, holder string, now time.T
 // holder is empty) and reports whether a lock was cleared.
 func (s *Store) ReleaseLock(ctx context.Context, itemID, holder string, now time.Time) (bool, error) {
 	now = nowUTC(now)
-	res, err := s.exec(ctx, `UPDATE items SET lock_holder = '', lock_since = NULL, updated_at = ?, version = version + 1
+	res, err := s.exec(ctx, `UPDATE items SET lock_holder = '', lock_since = NULL, lock_taken_from = '', updated_at = ?, version = version + 1
 		WHERE item_id = ? AND lock_holder <> '' AND (CAST(? AS TEXT) = '' OR lock_holder = ?)`,
 		s.t(now), itemID, holder, holder)
 	if err != nil {

@@ -299,6 +299,15 @@ var migrations = []migration{
 			`CREATE INDEX audit_log_project_verdict ON audit_log (project_id, verdict, at)`,
 		},
 	},
+	{
+		version: 15,
+		name:    "lock taken over",
+		stmts: []string{
+			// Whom the lock holder took an expired lock over from (workflow.locks.ttl): that
+			// agent's later moves are refused saying so.
+			`ALTER TABLE items ADD COLUMN lock_taken_from TEXT NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -341,8 +341,8 @@ func relationExists(t *testing.T, s *Store, name string) bool {
 // observations): a new database never has it, and a database of version 2
 // loses it on Open and keeps everything else.
 func TestMigrationDropsDeliveries(t *testing.T) {
-	if got := SchemaVersion(); got != 14 {
-		t.Errorf("SchemaVersion() = %d, want 14", got)
+	if got := SchemaVersion(); got != 15 {
+		t.Errorf("SchemaVersion() = %d, want 15", got)
 	}
 	forEachDriver(t, func(t *testing.T, tg target) {
 		tests := []struct {
@@ -381,7 +381,7 @@ func TestMigrationDropsDeliveries(t *testing.T) {
 					}
 				}
 				applied, err := s.AppliedMigrations(ctx)
-				if err != nil || !slices.Equal(applied, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}) {
+				if err != nil || !slices.Equal(applied, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
 					t.Errorf("applied migrations = %v, %v; want [1 2 3 4 5 6 7 8 9 10 11 12 13 14]", applied, err)
 				}
 				if tt.from > 0 {
@@ -930,5 +930,44 @@ func TestPendingItemsBefore(t *testing.T) {
 		if !slices.Equal(got, []string{"A", "D"}) {
 			t.Fatalf("got %v, want [A D]", got)
 		}
+	})
+}
+
+// Whom a lock was taken over from (workflow.locks.ttl) is kept with the record, and forgotten
+// when the lock changes hands the ordinary way: a claim by someone else, a release.
+func TestLockTakenFrom(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		seed(t, s, enforce.Record{ProjectID: "P", ItemID: "I", IssueNumber: 3, LastLegalState: "Research in Progress",
+			LockHolder: "agent-b", LockSince: at(0), LockTakenFrom: "agent-a"})
+		check := func(step, holder, from string) {
+			t.Helper()
+			got, err := s.GetItem(ctx, "I")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LockHolder != holder || got.LockTakenFrom != from {
+				t.Errorf("%s: holder %q taken from %q, want %q from %q", step, got.LockHolder, got.LockTakenFrom, holder, from)
+			}
+		}
+		check("stored", "agent-b", "agent-a")
+		if ok, err := s.ClaimLock(ctx, "I", "agent-b", at(time.Minute)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		check("the holder claims again", "agent-b", "agent-a")
+		if ok, err := s.ReleaseLock(ctx, "I", "agent-b", at(2*time.Minute)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		check("released", "", "")
+		seed(t, s, enforce.Record{ProjectID: "P", ItemID: "I", IssueNumber: 3, LastLegalState: "Research in Progress",
+			LockHolder: "agent-b", LockSince: at(0), LockTakenFrom: "agent-a"})
+		if ok, err := s.ReleaseLock(ctx, "I", "", at(3*time.Minute)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		if ok, err := s.ClaimLock(ctx, "I", "agent-c", at(4*time.Minute)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		check("claimed by another", "agent-c", "")
 	})
 }

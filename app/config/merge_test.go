@@ -182,7 +182,7 @@ func TestWorkflowSectionProblemsKeepTheFilesPlaces(t *testing.T) {
 		{"unknown keys by the file's path",
 			"workflow:\n  states:\n    - name: Plan in Review\n      colour: red\n  gatez: {}\n",
 			[]string{"workflow.states[0].colour: unknown key (line 4); known keys: name, kind, description, next, humans_only",
-				"workflow.gatez: unknown key (line 5); known keys: extends, field, states, from_anywhere, humans_only, initial, pipeline, parent_gates, intents, commands, gates, requirements, automation, review_mode"},
+				"workflow.gatez: unknown key (line 5); known keys: extends, field, states, from_anywhere, humans_only, initial, pipeline, parent_gates, intents, commands, gates, locks, requirements, automation, review_mode"},
 			nil},
 		{"a next naming no state, in a state that moved",
 			"workflow:\n  states:\n    - name: In Progress\n      next: [In Reveiw, Human Needed]\n",

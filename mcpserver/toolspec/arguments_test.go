@@ -27,7 +27,7 @@ func TestArguments(t *testing.T) {
 	want := []Argument{
 		{Name: "owner", Type: "string", MaxRunes: 256}, {Name: "repo", Type: "string", MaxRunes: 256}, {Name: "number", Type: "integer", Required: true},
 		{Name: "project", Type: "integer"}, {Name: "command", Type: "string", Required: true, MaxRunes: 256}, {Name: "intent", Type: "string", MaxRunes: 256},
-		{Name: "to_state", Type: "string", MaxRunes: 256}, {Name: "reason", Type: "string", Required: true, MaxRunes: 10000},
+		{Name: "to_state", Type: "string", MaxRunes: 256}, {Name: "reason", Type: "string", Required: true, MaxRunes: 10000}, {Name: "take_over", Type: "boolean"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%+v", got)
@@ -74,7 +74,7 @@ func TestCheckArguments(t *testing.T) {
 			"handoff_ticket: argument `reason` is missing. `reason` is required: Why you are moving the issue, one or two sentences; posted in the audit comment on the issue. Recovery: retry with reason set to why you are moving the issue, one or two sentences"},
 		{HandoffTicket, `{"number":1,"reason":"r"}`, "argument `command` is missing. `command` is required: The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ... Recovery: retry with command \"research\" or \"plan\""},
 		{HandoffTicket, `{"number":1,"command":"research","reason":"r","state":"Done"}`,
-			"handoff_ticket: unknown argument `state`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required). Recovery: retry with to_state \"Done\" instead of state"},
+			"handoff_ticket: unknown argument `state`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required), take_over. Recovery: retry with to_state \"Done\" instead of state"},
 		{HandoffTicket, `{"number":1,"command":"research","reason":"r","state":"Done","to_state":"Done"}`, "Recovery: retry without state"},
 		// An alias of an argument: the argument it stands for, with its value, in its place.
 		{GetWorkflowState, `{"issue":3}`, "get_workflow_state: unknown argument `issue`. get_workflow_state takes owner, repo, number (required), project. Recovery: retry with number 3 instead of issue"},
@@ -100,7 +100,7 @@ func TestCheckArguments(t *testing.T) {
 		{BoardHealth, `{"organization":"acme"}`, "Recovery: retry with owner \"acme\" instead of organization"},
 		{BoardHealth, `{"project":"3"}`, "board_health: argument `project` must be an integer, got a string (\"3\"). `project`: One enforced project's number (e.g. 3). Omit for every enforced project. Recovery: retry with project 3"},
 		{BoardHealth, `{"project":1,"owner":"acme"}`, ""},
-		{HandoffTicket, `{"Number":1,"command":"research","reason":"r"}`, "unknown argument `Number`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required). Recovery: retry with number 1 instead of Number"},
+		{HandoffTicket, `{"Number":1,"command":"research","reason":"r"}`, "unknown argument `Number`. handoff_ticket takes owner, repo, number (required), project, command (required), intent, to_state, reason (required), take_over. Recovery: retry with number 1 instead of Number"},
 		{CheckConvergence, `{"number":1,"target_state":"Done"}`, "Recovery: retry with targetState \"Done\" instead of target_state"},
 		{PickActionableIssue, `{"workflowState":"Backlog","claim":"true"}`, "argument `claim` must be a boolean, got a string (\"true\")"},
 		{PickActionableIssue, `{"workflowState":"Backlog","claim":1}`, "Recovery: retry with claim true or false"},

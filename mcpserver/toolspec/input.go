@@ -20,10 +20,11 @@ type Issue struct {
 // HandoffInput is handoff_ticket's input.
 type HandoffInput struct {
 	Issue
-	Command string `json:"command" jsonschema:"The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ..."`
-	Intent  string `json:"intent,omitempty" jsonschema:"What you mean, resolved for your command: lock (claim work), complete (finish), escalate (needs a human), release (give the work back), reject, close, cancel. Also accepted as __LOCK__ etc. Give intent or to_state, not both."`
-	ToState string `json:"to_state,omitempty" jsonschema:"A Workflow State by name (case-sensitive), one of your command's outputs or its lock state. Give intent or to_state, not both."`
-	Reason  string `json:"reason" maxRunes:"10000" jsonschema:"Why you are moving the issue, one or two sentences; posted in the audit comment on the issue."`
+	Command  string `json:"command" jsonschema:"The command you are running, bare or ralph_-prefixed: research or ralph_research, plan, impl, review, ..."`
+	Intent   string `json:"intent,omitempty" jsonschema:"What you mean, resolved for your command: lock (claim work), complete (finish), escalate (needs a human), release (give the work back), reject, close, cancel. Also accepted as __LOCK__ etc. Give intent or to_state, not both."`
+	ToState  string `json:"to_state,omitempty" jsonschema:"A Workflow State by name (case-sensitive), one of your command's outputs or its lock state. Give intent or to_state, not both."`
+	Reason   string `json:"reason" maxRunes:"10000" jsonschema:"Why you are moving the issue, one or two sentences; posted in the audit comment on the issue."`
+	TakeOver bool   `json:"take_over,omitempty" jsonschema:"Take over the issue's lock first: allowed once its holder has held it longer than workflow.locks.ttl, for an agent of a role that owns the state. Give the lock state as to_state (or intent lock) to take it over only."`
 }
 
 // StateInput is get_workflow_state's input.

@@ -26,6 +26,7 @@ type HandoffOutput struct {
 	Reason        string   `json:"reason" jsonschema:"Why the workflow allows the move."`
 	Guidance      Guidance `json:"guidance"`
 	Warnings      []string `json:"warnings,omitempty" jsonschema:"Problems after the move took effect (the move stands)."`
+	TookOverFrom  string   `json:"tookOverFrom,omitempty" jsonschema:"Whom you took the issue's expired lock over from (take_over)."`
 }
 
 // IssueSummary is a related issue.
