@@ -57,8 +57,8 @@ type HandoffResult struct {
 	Changed bool
 	// TookOverFrom is whom the agent took the item's expired lock over from ("" none).
 	TookOverFrom string
-	Rule    string
-	Reason  string
+	Rule         string
+	Reason       string
 	// Guidance is what agents may do from the new state.
 	Guidance Guidance
 	// Warnings are problems after the move took effect (the comment or the automation failed);

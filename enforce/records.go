@@ -51,8 +51,8 @@ type Record struct {
 	// LockTakenFrom is whom LockHolder took the lock over from after it expired
 	// (workflow.locks.ttl); "" when the holder took it the ordinary way.
 	LockTakenFrom string
-	UpdatedAt                                        time.Time // set by the store when zero on write
-	Version                                      int64     // bumped by every write; 1 after the first
+	UpdatedAt     time.Time // set by the store when zero on write
+	Version       int64     // bumped by every write; 1 after the first
 }
 
 // forgetProvisional clears the journal of a provisional revert.
