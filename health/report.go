@@ -238,6 +238,8 @@ func (r *Reader) classify(p *Project, it item, state string, now time.Time) {
 		l := Lock{Item: it.ref(state), Holder: it.rec.LockHolder, Since: utc(it.rec.LockSince)}
 		l.Age = since(now, l.Since)
 		l.Stale = r.opts.StaleLockAfter > 0 && !l.Since.IsZero() && l.Age > r.opts.StaleLockAfter
+		ttl := r.opts.Spec.Locks.TTL
+		l.Expired = ttl > 0 && !l.Since.IsZero() && l.Age > ttl
 		p.Locks = append(p.Locks, l)
 	}
 	kind := r.kind(state)

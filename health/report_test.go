@@ -33,6 +33,7 @@ var (
 func spec() policy.Spec {
 	s := policy.DefaultSpec()
 	s.Gates.WIPLimits = map[string]int{"In Progress": 1}
+	s.Locks.TTL = 2 * time.Hour
 	return s
 }
 
@@ -189,7 +190,10 @@ func TestReport(t *testing.T) {
 						t.Errorf("In Progress: %+v", s)
 					}
 				}
-				if got := ids(p.Locks, func(l health.Lock) string { return fmt.Sprintf("%s %v %v", l.Item.ItemID, l.Stale, l.Age) }); !slices.Equal(got, []string{"I2 true 5h0m0s", "I3 false 1h0m0s"}) {
+				// Stale past 4h; expired past workflow.locks.ttl (2h).
+				if got := ids(p.Locks, func(l health.Lock) string {
+					return fmt.Sprintf("%s %v %v %v", l.Item.ItemID, l.Stale, l.Age, l.Expired)
+				}); !slices.Equal(got, []string{"I2 true 5h0m0s true", "I3 false 1h0m0s false"}) {
 					t.Errorf("locks %v", got)
 				}
 				// I9 waits longest, but it is closed.

@@ -65,6 +65,9 @@ type Lock struct {
 	Since  time.Time     `json:"since"`
 	Age    time.Duration `json:"ageNs"`
 	Stale  bool          `json:"stale"` // held longer than the configured stale age
+	// Expired: held longer than workflow.locks.ttl, so another agent of a role that owns the
+	// state may take it over (docs/ENFORCEMENT.md "Lock expiry").
+	Expired bool `json:"expired"`
 }
 
 // Waiting is an item waiting for a person.

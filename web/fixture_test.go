@@ -55,7 +55,7 @@ func boardReport() health.Report {
 			States: states,
 			Unset:  []health.ItemRef{unset},
 			Locks: []health.Lock{
-				{Item: stale, Holder: "agent-research-7", Since: t0.Add(-50 * time.Hour), Age: 50 * time.Hour, Stale: true},
+				{Item: stale, Holder: "agent-research-7", Since: t0.Add(-50 * time.Hour), Age: 50 * time.Hour, Stale: true, Expired: true},
 				{Item: ref(8, "Build it", "In Progress"), Holder: "agent-impl-2", Since: t0.Add(-time.Hour), Age: time.Hour},
 			},
 			HumanNeeded: []health.Waiting{

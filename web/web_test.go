@@ -33,9 +33,9 @@ func TestPages(t *testing.T) {
 			`<tr class="over"><td data-label="State">In Progress</td>`,
 			`3 jobs waiting`, `4321 of 5000 left`, `2026-03-14 15:05:26 UTC (4m 0s ago)`, `(30s ago)`,
 		}, nil},
-		{"board: locks, stale marked", "/ui/projects/acme/1", http.StatusOK, []string{
+		{"board: locks, stale and expired marked", "/ui/projects/acme/1", http.StatusOK, []string{
 			`<tr class="stale"><td data-label="Item"><a href="https://github.com/acme/web/issues/7">acme/web#7</a>`,
-			`<td data-label="Holder" class="holder">agent-research-7</td>`, `2d 2h <strong class="warn">stale</strong>`,
+			`<td data-label="Holder" class="holder">agent-research-7</td>`, `2d 2h <strong class="warn">stale</strong> <strong class="warn" title="held longer than workflow.locks.ttl: another agent of a role that owns the state may take it over">expired</strong>`,
 			`<td data-label="Holder" class="holder">agent-impl-2</td>`,
 			`<strong class="warn">1 stale</strong>`,
 		}, nil},
