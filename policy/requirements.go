@@ -97,6 +97,19 @@ func (m *Machine) lacks(state string, values map[string]string, mergedPR bool, b
 	return fields, pr
 }
 
+// WithRequirements completes a table check (Check, CheckRole) with the requirements of to that
+// bind actor: an allowed move that fails one is not allowed, with what the item lacks, given
+// its field values and whether a merged pull request closes it.
+func (m *Machine) WithRequirements(res CheckResult, to string, actor ActorKind, fields map[string]string, mergedPR bool) CheckResult {
+	if !res.Allowed {
+		return res
+	}
+	if f, pr := m.unmet(Change{To: to, ActorKind: actor, Fields: fields, MergedPR: mergedPR}); len(f) > 0 || pr {
+		res.Allowed, res.Reason = false, requirementReason(to, f, pr)
+	}
+	return res
+}
+
 // Unmet says why an item cannot be moved into state by the app's automation (a cascade, a
 // convergence): the requirements of state it fails, whoever they bind — the app never moves
 // an item where nobody could. "" when it meets them all.

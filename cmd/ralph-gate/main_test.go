@@ -26,6 +26,11 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("workflow:\n  field: \"\"\n  statez: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	reqs := filepath.Join(dir, "requirements.yml")
+	if err := os.WriteFile(reqs, []byte("workflow:\n  requirements:\n    - {into: [Ready for Plan], fields: [Estimate]}\n    - {into: [Done], pull_request: merged}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(args ...string) []string { return append([]string{"policy", "check", "--config", reqs}, args...) }
 	tests := []struct {
 		name     string
 		args     []string
@@ -57,6 +62,15 @@ func TestCLI(t *testing.T) {
 		{"check unknown from", []string{"policy", "check", "--from", "Nowhere", "--to", "Backlog"}, "", exitUsage, nil, []string{"Nowhere"}},
 		{"check missing to", []string{"policy", "check", "--from", "Backlog"}, "", exitUsage, nil, nil},
 		{"check bad actor", []string{"policy", "check", "--from", "Backlog", "--to", "Done", "--actor", "robot"}, "", exitUsage, nil, nil},
+		{"a requirement shows", check("--from", "Research Needed", "--to", "Ready for Plan", "--actor", "agent"), "", exitOK,
+			[]string{`"allowed": false`, `"reason": "Ready for Plan requires Estimate to have a value"`}, nil},
+		{"a requirement met by --field", check("--from", "Research Needed", "--to", "Ready for Plan", "--actor", "agent", "--field", "Estimate=S"), "", exitOK,
+			[]string{`"allowed": true`}, nil},
+		{"a requirement binds agents only", check("--from", "Research Needed", "--to", "Ready for Plan"), "", exitOK, []string{`"allowed": true`}, nil},
+		{"a merged pull request asked", check("--from", "In Review", "--to", "Done", "--actor", "agent"), "", exitOK,
+			[]string{`"allowed": false`, `Done requires a merged pull request that closes the issue`}, nil},
+		{"a merged pull request given", check("--from", "In Review", "--to", "Done", "--actor", "agent", "--pr", "merged"), "", exitOK,
+			[]string{`"allowed": true`}, nil},
 		{"resolve marker", []string{"policy", "resolve", "--command", "research", "--intent", "__LOCK__"}, "", exitOK,
 			[]string{`{"state":"Research in Progress"}`}, nil},
 		{"resolve prefixed word", []string{"policy", "resolve", "--command", "ralph_impl", "--intent", "complete"}, "", exitOK,
@@ -269,5 +283,22 @@ func TestPolicyBadInput(t *testing.T) {
 				t.Fatalf("the retry %q exits %d, want %d\nstdout: %s\nstderr: %s", again, code, tt.after, out, errOut)
 			}
 		})
+	}
+}
+
+// policy check's --pr and --field refuse what they cannot read, saying what they take.
+func TestPolicyCheckRequirementFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "Done", "--pr", "closed"}, "--pr closed was given. --pr takes one value, merged. Recovery: retry with --pr merged"},
+		{[]string{"--to", "Done", "--field", "Estimate"}, `want NAME=VALUE (e.g. Estimate=S), got "Estimate"`},
+		{[]string{"--to", "Done", "--field", "=S"}, "want NAME=VALUE"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"policy", "check", "--from", "In Review"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, exitUsage, tt.want)
+		}
 	}
 }

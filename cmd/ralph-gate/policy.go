@@ -91,8 +91,15 @@ func policyCheck(args []string, s streams) int {
 	to := fs.String("to", "", "requested state")
 	actor := fs.String("actor", "human", "actor kind: human, agent, bypass or app")
 	role := fs.String("role", "", "judge an agent of this worker role (actors.roles); implies --actor agent")
+	fields := fieldValues{}
+	fs.Var(fields, "field", "a project field's value on the item, NAME=VALUE (repeatable), for workflow.requirements")
+	pr := fs.String("pr", "", "merged: a merged pull request closes the issue, for workflow.requirements")
 	if code, ok := parseFlags(fs, args, s); !ok {
 		return code
+	}
+	if *pr != "" && *pr != policy.PullRequestMerged {
+		return badInput(s, name, policy.NewRetryRefusal(fmt.Sprintf("--pr %s was given", *pr), "--pr takes one value, merged",
+			policy.Retry{With: []policy.Suggestion{{Arg: "pr", Kind: policy.Word, Values: []string{policy.PullRequestMerged}}}}))
 	}
 	m, ok := loadMachine(*file, s)
 	if !ok {
@@ -132,10 +139,25 @@ func policyCheck(args []string, s streams) int {
 		}
 		return badInput(s, name, err)
 	}
+	res := m.Check(*from, *to, kind)
 	if *role != "" {
-		return writeJSON(s, m.CheckRole(*from, *to, *role), true, exitOK)
+		res = m.CheckRole(*from, *to, *role)
 	}
-	return writeJSON(s, m.Check(*from, *to, kind), true, exitOK)
+	return writeJSON(s, m.WithRequirements(res, *to, kind, fields, *pr == policy.PullRequestMerged), true, exitOK)
+}
+
+// fieldValues is --field NAME=VALUE, repeatable.
+type fieldValues map[string]string
+
+func (f fieldValues) String() string { return "" }
+
+func (f fieldValues) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want NAME=VALUE (e.g. Estimate=S), got %q", v)
+	}
+	f[strings.TrimSpace(name)] = value
+	return nil
 }
 
 // requireRole refuses a --role the configuration does not have, or one given for a person.
