@@ -474,6 +474,19 @@ func (s *server) workflowResource(_ context.Context, req *mcp.ReadResourceReques
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: toolspec.WorkflowResourceURI, MIMEType: "application/json", Text: string(data)}}}, nil
 }
 
+// requirements describes what entering a state needs (nil when nothing).
+func requirements(rs []policy.Requirement) []toolspec.Requirement {
+	var out []toolspec.Requirement
+	for _, r := range rs {
+		bound := r.For
+		if len(bound) == 0 {
+			bound = []string{"agent"}
+		}
+		out = append(out, toolspec.Requirement{Fields: r.Fields, PullRequest: r.PullRequest, For: bound})
+	}
+	return out
+}
+
 // Describe renders the machine for agents (describe_workflow and the workflow resource).
 func Describe(m *policy.Machine, agent Agent) toolspec.DescribeOutput {
 	spec := m.Spec()
@@ -495,7 +508,8 @@ func Describe(m *policy.Machine, agent Agent) toolspec.DescribeOutput {
 		out.States = append(out.States, toolspec.StateDescription{Name: name, Kind: info.Kind.String(), Description: info.Description,
 			PipelineIndex: info.PipelineIndex, HumansOnly: info.HumansOnly, AgentNext: m.AllowedNext(name, policy.ActorAgent),
 			HumanNext: m.AllowedNext(name, policy.ActorHuman), ExpectedBy: m.CommandsExpecting(name),
-			IsInitial: slices.Contains(initial, name), IsParentGateOf: slices.Contains(gates, name), Owners: m.Roles().Owners(name)})
+			IsInitial: slices.Contains(initial, name), IsParentGateOf: slices.Contains(gates, name), Owners: m.Roles().Owners(name),
+			Requirements: requirements(m.Requirements(name))})
 	}
 	if roles := m.Roles(); roles != nil {
 		out.ReviewMode = m.ReviewMode()
@@ -533,6 +547,9 @@ func Describe(m *policy.Machine, agent Agent) toolspec.DescribeOutput {
 	out.Gates = toolspec.Gates{LockOwnership: g.LockOwnership, Blockers: g.Blockers, Convergence: g.Convergence, WIPLimits: map[string]int{}}
 	for k, v := range g.WIPLimits {
 		out.Gates.WIPLimits[k] = v
+	}
+	if ttl := m.LockTTL(); ttl > 0 {
+		out.Gates.LockTTL = ttl.String()
 	}
 	return out
 }

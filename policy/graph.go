@@ -60,6 +60,27 @@ func (m *Machine) graphLabel(state, sep string) string {
 	return state
 }
 
+// EdgeNote is what a diagram writes on a transition into to: "humans only", what entering to
+// requires (workflow.requirements: "requires Estimate", "requires a merged PR"), or both;
+// "" for a plain transition.
+func (m *Machine) EdgeNote(to string, humansOnly bool) string {
+	var notes []string
+	if humansOnly {
+		notes = append(notes, "humans only")
+	}
+	var needs []string
+	for _, r := range m.Requirements(to) {
+		needs = append(needs, r.Fields...)
+		if r.PullRequest == PullRequestMerged {
+			needs = append(needs, "a merged PR")
+		}
+	}
+	if len(needs) > 0 {
+		notes = append(notes, "requires "+strings.Join(needs, ", "))
+	}
+	return strings.Join(notes, "; ")
+}
+
 // Mermaid renders the machine as a Mermaid stateDiagram-v2 (embedded in the README).
 func (m *Machine) Mermaid() string {
 	ids, anywhere := m.graphIDs()
@@ -81,15 +102,15 @@ func (m *Machine) Mermaid() string {
 			continue
 		}
 		suffix := ""
-		if t.HumansOnly {
-			suffix = " : humans only"
+		if note := m.EdgeNote(t.To, t.HumansOnly); note != "" {
+			suffix = " : " + label(note)
 		}
 		w("    %s --> %s%s", ids[m.index[t.From]], ids[m.index[t.To]], suffix)
 	}
 	for _, r := range m.spec.FromAnywhere {
 		suffix := ""
-		if r.HumansOnly {
-			suffix = " : humans only"
+		if note := m.EdgeNote(r.To, r.HumansOnly); note != "" {
+			suffix = " : " + label(note)
 		}
 		w("    %s --> %s%s", anywhere, ids[m.index[r.To]], suffix)
 	}
@@ -151,19 +172,22 @@ func (m *Machine) Dot() string {
 		if t.Anywhere {
 			continue
 		}
-		attrs := ""
-		if t.HumansOnly {
-			attrs = ` [label="humans only", style=dashed]`
-		}
-		w("  %s -> %s%s;", ids[m.index[t.From]], ids[m.index[t.To]], attrs)
+		w("  %s -> %s%s;", ids[m.index[t.From]], ids[m.index[t.To]], dotEdge(q, m.EdgeNote(t.To, t.HumansOnly), t.HumansOnly))
 	}
 	for _, r := range m.spec.FromAnywhere {
-		attrs := ""
-		if r.HumansOnly {
-			attrs = ` [label="humans only", style=dashed]`
-		}
-		w("  %s -> %s%s;", anywhere, ids[m.index[r.To]], attrs)
+		w("  %s -> %s%s;", anywhere, ids[m.index[r.To]], dotEdge(q, m.EdgeNote(r.To, r.HumansOnly), r.HumansOnly))
 	}
 	w("}")
 	return b.String()
+}
+
+// dotEdge is a DOT edge's attributes: its note as the label, dashed when humans only.
+func dotEdge(q func(string) string, note string, humansOnly bool) string {
+	switch {
+	case humansOnly:
+		return ` [label=` + q(note) + `, style=dashed]`
+	case note != "":
+		return ` [label=` + q(note) + `]`
+	}
+	return ""
 }

@@ -108,3 +108,33 @@ func contains(lines []string, s string) bool {
 	}
 	return false
 }
+
+// A transition into a state with requirements says what it requires, in both formats, next to
+// "humans only" when both hold.
+func TestGraphMarksRequirements(t *testing.T) {
+	m := machineWith(t, func(s *Spec) {
+		s.Requirements = []Requirement{
+			{Into: []string{sRFP}, Fields: []string{"Estimate", "Priority"}},
+			{Into: []string{sBacklog}, PullRequest: PullRequestMerged, For: []string{"human"}},
+		}
+	})
+	mermaid, dot := m.Mermaid(), m.Dot()
+	for _, want := range []string{
+		`    research_needed --> ready_for_plan : requires Estimate, Priority`,
+		`    human_needed --> backlog : humans only; requires a merged PR`,
+		`    research_needed --> research_in_progress` + "\n",
+	} {
+		if !strings.Contains(mermaid, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, mermaid)
+		}
+	}
+	for _, want := range []string{
+		`  research_needed -> ready_for_plan [label="requires Estimate, Priority"];`,
+		`  human_needed -> backlog [label="humans only; requires a merged PR", style=dashed];`,
+		`  research_needed -> research_in_progress;`,
+	} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("dot lacks %q:\n%s", want, dot)
+		}
+	}
+}

@@ -58,6 +58,7 @@ const (
 	dFontSize  = 13
 	dEdgeColor = "#6b7280"
 	dHighlight = "#c2410c"
+	dGuarded   = "#7c3aed" // a transition into a state with requirements
 	dInk       = "#1f2937"
 )
 
@@ -100,6 +101,7 @@ type dPort struct {
 type dEdge struct {
 	from, to int // rows
 	humans   bool
+	requires string // what entering to requires (workflow.requirements), "" nothing
 	hl       bool
 	side     int // -1 left, 0 centre, 1 right
 	lane     int
@@ -131,7 +133,11 @@ func diagram(m *policy.Machine, o DiagramOptions) string {
 	pair := map[[2]int]int{}
 	add := func(from, to int, humans bool) {
 		pair[[2]int{from, to}] = len(edges)
-		edges = append(edges, &dEdge{from: from, to: to, humans: humans})
+		e := &dEdge{from: from, to: to, humans: humans}
+		if !nodes[to].pseudo {
+			e.requires = m.EdgeNote(nodes[to].name, false)
+		}
+		edges = append(edges, e)
 	}
 	for _, s := range m.Initial() {
 		add(start, row[s], false)
@@ -318,12 +324,21 @@ func writeEdge(b *strings.Builder, e *dEdge, nodes []*dNode, boxX float64, dim b
 		extra += ` stroke-dasharray="5 3"`
 		class += " humans-only"
 	}
+	if e.requires != "" {
+		class += " guarded"
+		if !e.hl {
+			color = dGuarded
+		}
+	}
 	if dim && !e.hl {
 		extra += ` opacity="0.35"`
 	}
 	title := from.name + " → " + to.name
 	if e.humans {
 		title += " (humans only)"
+	}
+	if e.requires != "" {
+		title += " (" + e.requires + ")"
 	}
 	fmt.Fprintf(b, `<path class="%s" data-from="%s" data-to="%s" d="%s" fill="none" stroke="%s" stroke-width="%s"%s marker-end="url(#%s)"><title>%s</title></path>`+"\n",
 		class, esc(pseudoOr(from)), esc(pseudoOr(to)), d, color, widthAttr, extra, marker, esc(title))

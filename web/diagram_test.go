@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -299,4 +300,37 @@ func atof(t *testing.T, s string) float64 {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// An arrow into a state with requirements is marked (class guarded, its own colour) and its
+// title says what the state requires; other arrows are not.
+func TestDiagramMarksGuardedTransitions(t *testing.T) {
+	t.Parallel()
+	spec := policy.DefaultSpec()
+	spec.Requirements = []policy.Requirement{{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}}}
+	svg, err := Diagram(spec, DiagramOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWellFormed(t, svg)
+	guarded := regexp.MustCompile(`<path class="edge[^"]*guarded" data-from="([^"]*)" data-to="([^"]*)"[^>]*stroke="` + dGuarded + `"[^>]*><title>([^<]*)</title>`)
+	found := guarded.FindAllStringSubmatch(svg, -1)
+	if len(found) == 0 {
+		t.Fatalf("no guarded arrow:\n%s", svg)
+	}
+	for _, f := range found {
+		if f[2] != "Ready for Plan" || !strings.HasSuffix(f[3], "(requires Estimate)") {
+			t.Errorf("guarded arrow %s → %s titled %q", f[1], f[2], f[3])
+		}
+	}
+	if n := strings.Count(svg, `data-to="Ready for Plan"`); n != len(found) {
+		t.Errorf("%d arrows into Ready for Plan, %d of them marked", n, len(found))
+	}
+	plain, err := Diagram(policy.DefaultSpec(), DiagramOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "guarded") {
+		t.Error("an arrow is marked guarded without requirements")
+	}
 }

@@ -158,17 +158,25 @@ type PickOutput struct {
 
 // StateDescription is one state of the workflow.
 type StateDescription struct {
-	Name           string   `json:"name"`
-	Kind           string   `json:"kind" jsonschema:"queue, lock, human_gate or terminal."`
-	Description    string   `json:"description"`
-	PipelineIndex  int      `json:"pipelineIndex" jsonschema:"Position on the pipeline; -1 when off it."`
-	HumansOnly     bool     `json:"humansOnly" jsonschema:"Every exit from this state is for humans only."`
-	AgentNext      []string `json:"agentNext" jsonschema:"States an agent may move an item to from here."`
-	HumanNext      []string `json:"humanNext" jsonschema:"States a human may move an item to from here."`
-	ExpectedBy     []string `json:"expectedBy" jsonschema:"Commands that take this state as input."`
-	IsInitial      bool     `json:"isInitial" jsonschema:"An item with no state may start here."`
-	IsParentGateOf bool     `json:"isParentGate" jsonschema:"A parent advances here when all its children have."`
-	Owners         []string `json:"owners,omitempty" jsonschema:"The worker roles whose agents may move an item out of this state (when roles are configured)."`
+	Name           string        `json:"name"`
+	Kind           string        `json:"kind" jsonschema:"queue, lock, human_gate or terminal."`
+	Description    string        `json:"description"`
+	PipelineIndex  int           `json:"pipelineIndex" jsonschema:"Position on the pipeline; -1 when off it."`
+	HumansOnly     bool          `json:"humansOnly" jsonschema:"Every exit from this state is for humans only."`
+	AgentNext      []string      `json:"agentNext" jsonschema:"States an agent may move an item to from here."`
+	HumanNext      []string      `json:"humanNext" jsonschema:"States a human may move an item to from here."`
+	ExpectedBy     []string      `json:"expectedBy" jsonschema:"Commands that take this state as input."`
+	IsInitial      bool          `json:"isInitial" jsonschema:"An item with no state may start here."`
+	IsParentGateOf bool          `json:"isParentGate" jsonschema:"A parent advances here when all its children have."`
+	Owners         []string      `json:"owners,omitempty" jsonschema:"The worker roles whose agents may move an item out of this state (when roles are configured)."`
+	Requirements   []Requirement `json:"requirements,omitempty" jsonschema:"What an item needs to enter this state (workflow.requirements): a move that lacks it is reverted."`
+}
+
+// Requirement is one condition on entering a state.
+type Requirement struct {
+	Fields      []string `json:"fields,omitempty" jsonschema:"Project fields that must have a value on the item."`
+	PullRequest string   `json:"pullRequest,omitempty" jsonschema:"merged: a merged pull request must close the issue."`
+	For         []string `json:"for" jsonschema:"Whom it binds: agent, human."`
 }
 
 // RoleDescription is one worker role of the state ownership map.
@@ -213,6 +221,8 @@ type Gates struct {
 	Blockers      bool           `json:"blockers"`
 	Convergence   bool           `json:"convergence"`
 	WIPLimits     map[string]int `json:"wipLimits"`
+	// LockTTL: workflow.locks.ttl, "" when locks never expire.
+	LockTTL string `json:"lockTtl,omitempty" jsonschema:"A lock held longer may be taken over (handoff_ticket take_over, pick_actionable_issue claim in a lock state), e.g. 2h0m0s; absent when locks never expire."`
 }
 
 // DescribeOutput is describe_workflow's result (also the workflow resource).

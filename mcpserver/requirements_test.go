@@ -1,0 +1,52 @@
+package mcpserver
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// describe_workflow says what each state requires (workflow.requirements, whom each binds:
+// agents by default) and how long a lock lasts (workflow.locks.ttl).
+func TestDescribeWorkflowListsRequirementsAndLockTTL(t *testing.T) {
+	f := newFixtureSpec(t, func(s *policy.Spec) {
+		s.Requirements = []policy.Requirement{
+			{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
+			{Into: []string{"Done"}, PullRequest: policy.PullRequestMerged, For: []string{"agent", "human"}},
+		}
+		s.Locks.TTL = 2 * time.Hour
+	})
+	var out toolspec.DescribeOutput
+	if msg := callTool(t, f.session("agent-1"), toolspec.DescribeWorkflow, map[string]any{}, &out); msg != "" {
+		t.Fatal(msg)
+	}
+	if out.Gates.LockTTL != "2h0m0s" {
+		t.Errorf("lockTtl %q", out.Gates.LockTTL)
+	}
+	for _, s := range out.States {
+		switch s.Name {
+		case "Ready for Plan":
+			if len(s.Requirements) != 1 || !slices.Equal(s.Requirements[0].Fields, []string{"Estimate"}) || !slices.Equal(s.Requirements[0].For, []string{"agent"}) {
+				t.Errorf("Ready for Plan requires %+v", s.Requirements)
+			}
+		case "Done":
+			if len(s.Requirements) != 1 || s.Requirements[0].PullRequest != "merged" || !slices.Equal(s.Requirements[0].For, []string{"agent", "human"}) {
+				t.Errorf("Done requires %+v", s.Requirements)
+			}
+		default:
+			if len(s.Requirements) != 0 {
+				t.Errorf("%s requires %+v", s.Name, s.Requirements)
+			}
+		}
+	}
+	var plain toolspec.DescribeOutput
+	if msg := callTool(t, newFixture(t).session("agent-1"), toolspec.DescribeWorkflow, map[string]any{}, &plain); msg != "" {
+		t.Fatal(msg)
+	}
+	if plain.Gates.LockTTL != "" {
+		t.Errorf("locks never expire by default, lockTtl %q", plain.Gates.LockTTL)
+	}
+}
