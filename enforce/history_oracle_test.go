@@ -269,8 +269,27 @@ func historySeed(t *testing.T) uint64 {
 func TestHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withMode(genHistory(m, actors, seed, 0.15, 0.10), seed)
+		return withRequirements(withMode(genHistory(m, actors, seed, 0.15, 0.10), seed), seed)
 	})
+}
+
+// withRequirements has three histories in ten run under workflow.requirements (an Estimate
+// to enter Ready for Plan and In Progress: simRequirements), half their items estimated,
+// drawn apart from the history. The values stay as they are for the whole history: the app
+// reads them when it judges a move, seconds after it, so an edit in between could go either
+// way (docs/ENFORCEMENT.md "Requirements").
+func withRequirements(h simHistory, seed uint64) simHistory {
+	rng := rand.New(rand.NewPCG(seed, 0x7e9))
+	if rng.IntN(10) >= 3 {
+		return h
+	}
+	h.Estimates = make([]string, len(h.Items))
+	for i := range h.Items {
+		if rng.IntN(2) == 0 {
+			h.Estimates[i] = "S"
+		}
+	}
+	return h
 }
 
 // withMode puts two histories in ten in warn mode and two in evaluate mode (refused moves
@@ -297,7 +316,7 @@ func withMode(h simHistory, seed uint64) simHistory {
 func TestFamilyHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_FAMILY_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed)
+		return withRequirements(withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed), seed)
 	})
 }
 
@@ -308,6 +327,7 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 	seed := historySeed(t)
 	failed, together, settledJobs, requests, moves := 0, 0, 0, 0, 0
 	made, families, provisional := map[string]int{}, false, map[bool]int{}
+	required, requirementRefusals := 0, 0
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		h := gen(seed + uint64(i))
@@ -335,6 +355,14 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 			provisional[k] += v
 		}
 		families = families || len(h.Parents) > 0
+		if len(h.Estimates) > 0 {
+			required++
+			for _, v := range w.or.Violations {
+				if v.Rule == policy.RuleRequirement {
+					requirementRefusals++
+				}
+			}
+		}
 		if (i+1)%1000 == 0 {
 			t.Logf("%d histories, %d diverged (%s)", i+1, failed, time.Since(start).Round(time.Millisecond))
 		}
@@ -356,6 +384,10 @@ func runHistories(t *testing.T, n int, gen func(seed uint64) simHistory) {
 	}
 	t.Logf("%d GitHub requests for %d moves (%.2f a move)", requests, moves, float64(requests)/float64(max(moves, 1)))
 	t.Logf("provisional reverts: %d confirmed, %d withdrawn", provisional[true], provisional[false])
+	t.Logf("%d histories under workflow.requirements: %d moves refused by one", required, requirementRefusals)
+	if n >= 1000 && requirementRefusals == 0 {
+		t.Error("no move was ever refused by a requirement: the histories do not try that path")
+	}
 	if n >= 1000 && (provisional[true] == 0 || provisional[false] == 0) {
 		t.Error("no provisional revert was ever confirmed, or none withdrawn: the histories do not try both paths")
 	}

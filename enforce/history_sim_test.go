@@ -68,6 +68,38 @@ type simHistory struct {
 	// Mode is the project's mode (Options.Mode): "" and enforce revert, warn and evaluate
 	// leave refused moves standing.
 	Mode Mode `json:"mode,omitempty"`
+	// Estimates, when set, are the items' Estimate values ("" none), fixed for the history,
+	// and the workflow has requirements on them (simRequirements).
+	Estimates []string `json:"estimates,omitempty"`
+}
+
+// simRequirements are the requirements a history with Estimates runs under: an agent needs an
+// Estimate to enter Ready for Plan, anyone to enter In Progress.
+var simRequirements = []policy.Requirement{
+	{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
+	{Into: []string{"In Progress"}, Fields: []string{"Estimate"}, For: []string{"agent", "human"}},
+}
+
+// machineFor is the machine a history runs under: m, or m's spec with simRequirements.
+func machineFor(m *policy.Machine, h simHistory) *policy.Machine {
+	if len(h.Estimates) == 0 {
+		return m
+	}
+	spec := m.Spec()
+	spec.Requirements = simRequirements
+	rm, problems := policy.Compile(spec)
+	if len(problems) > 0 {
+		panic(fmt.Sprint(problems))
+	}
+	return rm
+}
+
+// fieldsOf is item i's field values as the board reads them (nil without requirements).
+func (h simHistory) fieldsOf(i int) map[string]string {
+	if len(h.Estimates) == 0 {
+		return nil
+	}
+	return map[string]string{"Estimate": h.Estimates[i]}
 }
 
 // parentOf is item i's parent, -1 for none.
@@ -245,7 +277,7 @@ func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) 
 func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
-		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents}
+		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents, Fields: it.Fields}
 }
 
 // timeline adds a close or reopen to an issue's latest ones, as the app reads them (the last
@@ -423,13 +455,14 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	w := &simWorld{h: h, now: simT0, rng: rand.New(rand.NewPCG(h.Seed, h.Seed^0x5eed)), st: newMemStore(), crashing: true,
 		proof: policy.SweepProof{Available: true}}
 	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
-	w.m, w.actors = m, actors
+	w.m, w.actors = machineFor(m, h), actors
+	m = w.m
 	w.or = w.newOracle()
 	for i, s := range h.Items {
 		id := simItemID(i)
 		it := Item{ID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme", ContentType: ContentIssue,
 			ContentID: "I_" + id, Number: i + 1, Repo: "acme/app", Title: id, Open: true, State: s, StateUpdatedAt: simT0.Add(-time.Hour),
-			SubIssues: len(h.childrenOf(i))}
+			SubIssues: len(h.childrenOf(i)), Fields: h.fieldsOf(i)}
 		if p := h.parentOf(i); p >= 0 {
 			it.ParentID, it.ParentNumber = "I_"+simItemID(p), p+1
 		}
@@ -494,6 +527,9 @@ func (w *simWorld) newOracle() *oracle.Oracle {
 		}
 	}
 	or.Stands, or.Silent = !h.Mode.Writes(), h.Mode == ModeEvaluate
+	if len(h.Estimates) > 0 {
+		or.FieldsOf = func(item string) map[string]string { return h.fieldsOf(simItemIndex(item)) }
+	}
 	for i, s := range h.Items {
 		or.Start(simItemID(i), s)
 	}

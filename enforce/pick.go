@@ -84,11 +84,15 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 			lockState = st
 		}
 	}
-	ranked, err := f.rank(ctx, b, req, nil)
+	target := lockState
+	if target == "" && !takeOver && req.Handoff.Command != "" {
+		target, _ = f.claimState(req) // what the issue would enter, for its requirements
+	}
+	ranked, lacking, err := f.rank(ctx, b, req, target, nil)
 	if err != nil {
 		return PickResult{}, err
 	}
-	res := PickResult{Alternatives: []Pick{}, Passed: []Passed{}}
+	res := PickResult{Alternatives: []Pick{}, Passed: lacking}
 	if !req.Claim {
 		if len(ranked) > 0 {
 			res.Best, res.Alternatives = &ranked[0], ranked[1:]
@@ -132,7 +136,7 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 		if !lost {
 			break // every candidate refused: ranking again would refuse them again
 		}
-		if ranked, err = f.rank(ctx, b, req, tried); err != nil {
+		if ranked, _, err = f.rank(ctx, b, req, target, tried); err != nil {
 			return res, err
 		}
 	}
@@ -178,24 +182,34 @@ func (f *Facade) claimState(req PickRequest) (string, error) {
 }
 
 // rank reads the projects' open, unlocked items in req.State and ranks them (policy.Pick),
-// leaving out the items in skip.
-func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[string]bool) ([]Pick, error) {
+// leaving out the items in skip, and those that lack a field target requires of an agent
+// (workflow.requirements; the field values come with the page): those are returned as passed,
+// with why. (A merged pull request a requirement asks is not on the page: the claim's handoff
+// checks it.)
+func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target string, skip map[string]bool) ([]Pick, []Passed, error) {
 	var cands []policy.Candidate
 	byID := map[string]Item{}
+	lacking := []Passed{}
 	for _, p := range req.Projects {
 		after := ""
 		for page := 0; page < maxPickPages; page++ {
 			pg, err := b.ProjectItems(ctx, p.Owner, p.Number, after)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for _, it := range pg.Items {
 				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open || skip[it.ID] {
 					continue
 				}
+				if target != "" {
+					if r := f.machine.WithRequirements(policy.CheckResult{Allowed: true}, target, policy.ActorAgent, it.Fields, true); !r.Allowed {
+						lacking = append(lacking, Passed{Item: it, Reason: r.Reason})
+						continue
+					}
+				}
 				rec, _, err := f.items.load(ctx, it.ID)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				locked := f.machine.IsLock(it.State) || rec.LockHolder != ""
 				if req.Claim && f.takesOver(req) && rec.LockHolder != "" && !strings.EqualFold(rec.LockHolder, req.Handoff.Agent) &&
@@ -214,7 +228,7 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[st
 	}
 	best, alts, err := policy.Pick(cands, req.State, req.MaxEstimate)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ranked := []Pick{}
 	if best != nil {
@@ -223,7 +237,7 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, skip map[st
 			ranked = append(ranked, Pick{Item: byID[c.Key], Locked: c.Locked})
 		}
 	}
-	return ranked, nil
+	return ranked, lacking, nil
 }
 
 // takesOver: a claim in a lock state takes over an item whose lock expired (workflow.locks.ttl),

@@ -213,7 +213,7 @@ func Documents() []Document {
 		{"sub-issues page", querySubIssuesPage, withRequired(map[string]any{"id": "I_x", "field": "Workflow State", "estimate": EstimateField, "after": nil, "prs": false}, false)},
 		{"closing issues", queryClosingIssues, map[string]any{"owner": "acme", "repo": "app", "number": 10}},
 		{"set states (batch of 2)", batchSetStates(2), batchVars(2)},
-		{"project items", queryProjectItems, map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}},
+		{"project items", queryProjectItems, withRequired(map[string]any{"owner": "acme", "number": 1, "after": nil, "field": "Workflow State", "estimate": "Estimate", "priority": "Priority"}, true)},
 		{"find comment", queryFindComment, map[string]any{"id": "I_x"}},
 		{"issue items", queryIssueItems, map[string]any{"owner": "acme", "repo": "app", "number": 1, "field": "Workflow State"}},
 		{"close issue", mutationCloseIssue, map[string]any{"id": "I_x", "reason": "NOT_PLANNED"}},
@@ -249,7 +249,7 @@ const queryIssueItems = `query RalphGateIssueItems($owner: String!, $repo: Strin
 // queryProjectItems pages through a project's items with every value the app reads: the
 // workflow state, estimate and priority (by field name), and the issue's relations summary.
 // Archived items are not listed (the schema's archivedStates defaults to [NOT_ARCHIVED]).
-const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number: Int!, $after: String, $field: String!, $estimate: String!, $priority: String!) {
+var queryProjectItems = `query RalphGateProjectItems($owner: String!, $number: Int!, $after: String, $field: String!, $estimate: String!, $priority: String!, ` + requiredVars + `) {
   organization(login: $owner) {
     projectV2(number: $number) {
       id
@@ -263,6 +263,7 @@ const queryProjectItems = `query RalphGateProjectItems($owner: String!, $number:
           state: fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
           estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
           priority: fieldValueByName(name: $priority) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
+          ` + requiredSlots + `
           content { ` + projectItemContent + ` }
         }
       }

@@ -74,13 +74,14 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 						Estimate   *selectValue `json:"estimate"`
 						Priority   *selectValue `json:"priority"`
 						Content    *pageContent `json:"content"`
+						requiredValues
 					} `json:"nodes"`
 				} `json:"items"`
 			} `json:"projectV2"`
 		} `json:"organization"`
 	}
-	vars := map[string]any{"owner": owner, "number": number, "field": b.fieldName,
-		"estimate": EstimateField, "priority": PriorityField, "after": nil}
+	vars := b.requiredVars(map[string]any{"owner": owner, "number": number, "field": b.fieldName,
+		"estimate": EstimateField, "priority": PriorityField, "after": nil})
 	if after != "" {
 		vars["after"] = after
 	}
@@ -99,7 +100,7 @@ func (b *Board) ProjectItems(ctx context.Context, owner string, number int, afte
 			continue // an item whose issue the installation may not see: nothing the app can act on
 		}
 		it := enforce.Item{ID: n.ID, ProjectID: p.ID, ProjectNumber: number, Owner: owner, Archived: n.IsArchived,
-			State: n.State.name(), Estimate: n.Estimate.name(), Priority: n.Priority.name()}
+			State: n.State.name(), Estimate: n.Estimate.name(), Priority: n.Priority.name(), Fields: n.values(b.required)}
 		if n.State != nil {
 			it.StateUpdatedAt = n.State.UpdatedAt
 		}

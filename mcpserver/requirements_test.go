@@ -50,3 +50,34 @@ func TestDescribeWorkflowListsRequirementsAndLockTTL(t *testing.T) {
 		t.Errorf("locks never expire by default, lockTtl %q", plain.Gates.LockTTL)
 	}
 }
+
+// pick_actionable_issue does not offer an issue that lacks what the state its command would
+// move it to requires, and says why in passed; with claim, the issue that has it is claimed.
+func TestPickLeavesOutIssuesThatLackARequirement(t *testing.T) {
+	lacking, having := issue(1, "Research Needed"), issue(2, "Research Needed")
+	having.Fields = map[string]string{"Priority": "P1"}
+	lacking.Fields = map[string]string{"Priority": ""}
+	lacking.Priority = "P0" // ranked first, but it cannot enter Research in Progress
+	f := newFixtureSpec(t, func(s *policy.Spec) {
+		s.Requirements = []policy.Requirement{{Into: []string{"Research in Progress"}, Fields: []string{"Priority"}}}
+	}, lacking, having)
+	var out toolspec.PickOutput
+	if msg := callTool(t, f.session("agent-1"), toolspec.PickActionableIssue,
+		map[string]any{"workflowState": "Research Needed", "command": "research"}, &out); msg != "" {
+		t.Fatal(msg)
+	}
+	if !out.Found || out.Issue.Number != 2 || out.Alternatives != 0 {
+		t.Fatalf("offered %+v (alternatives %d), want #2 alone", out.Issue, out.Alternatives)
+	}
+	if len(out.Passed) != 1 || out.Passed[0].Number != 1 || out.Passed[0].Reason != "Research in Progress requires Priority to have a value" {
+		t.Errorf("passed %+v", out.Passed)
+	}
+	var claimed toolspec.PickOutput
+	if msg := callTool(t, f.session("agent-1"), toolspec.PickActionableIssue,
+		map[string]any{"workflowState": "Research Needed", "command": "research", "claim": true, "reason": "r"}, &claimed); msg != "" {
+		t.Fatal(msg)
+	}
+	if !claimed.Claimed || claimed.Issue.Number != 2 || claimed.Handoff.NewState != "Research in Progress" {
+		t.Errorf("claim: %+v", claimed)
+	}
+}

@@ -447,7 +447,9 @@ func (s *server) pick(ctx context.Context, agent string, in toolspec.PickInput) 
 			out.Message = fmt.Sprintf("claimed #%d %q for %s: it is now in %s", best.Number, best.Title, agent, h.NewState)
 		}
 	case in.Claim && len(res.Passed) > 0:
-		out.Message = fmt.Sprintf("nothing actionable left in %s: every candidate was claimed by someone else first or refused; try another state or stop", in.WorkflowState)
+		out.Message = fmt.Sprintf("nothing actionable left in %s: every candidate was claimed by someone else first, refused, or lacks what its next state requires (passed says why); try another state or stop", in.WorkflowState)
+	case len(res.Passed) > 0:
+		out.Message = fmt.Sprintf("nothing actionable in %s: the candidates lack what their next state requires (passed says why); set it, or try another state", in.WorkflowState)
 	default:
 		out.Message = fmt.Sprintf("nothing actionable in %s (open, unlocked, unblocked, estimate at most %s); try another state or stop", in.WorkflowState, orDefault(in.MaxEstimate, "S"))
 	}

@@ -47,6 +47,9 @@ type Oracle struct {
 	// board shows), a close, reopen or merge never moves the card and is never undone, and no
 	// automation runs. Silent: refused moves are not explained either (evaluate).
 	Stands, Silent bool
+	// FieldsOf, when set, is an item's field values (fixed for the history): the input of
+	// workflow.requirements, for its own moves and for the automation that would move it.
+	FieldsOf func(item string) map[string]string
 	byApp          map[string]bool   // the item's legal state was last set by automation
 	writes         map[string][]Move // by item: the values the app wrote on its card (Wrote)
 }
@@ -159,7 +162,8 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			}
 			continue
 		}
-		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group}
+		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group,
+			Fields: o.fields(item), MergedPR: mv.Lifecycle == LifecycleMerge}
 		d := o.m.Decide(c)
 		refused := d.Verdict != policy.Allow && !(closing && o.mergePath(c))
 		if o.Stands {
@@ -262,7 +266,7 @@ func (o *Oracle) automate(item string, at time.Time) {
 			members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
 		}
 		target, ok := o.m.ConvergenceTarget(o.Legal[parent], members)
-		if !ok {
+		if !ok || o.m.Unmet(target, policy.Member{Fields: o.fields(parent)}) != "" {
 			return
 		}
 		visited[parent] = true
@@ -283,7 +287,7 @@ func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited 
 			continue
 		}
 		byNumber[i+1] = c
-		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
+		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c], Fields: o.fields(c)})
 	}
 	moves, _ := o.m.PlanCascade(o.Legal[parent], members)
 	var moved []string
@@ -301,6 +305,14 @@ func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited 
 			o.cascade(cause, c, at, depth+1, visited)
 		}
 	}
+}
+
+// fields is an item's field values (FieldsOf; nil without).
+func (o *Oracle) fields(item string) map[string]string {
+	if o.FieldsOf == nil {
+		return nil
+	}
+	return o.FieldsOf(item)
 }
 
 // appMove records an automated move of item at the time of the move that caused it.

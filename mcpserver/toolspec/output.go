@@ -152,7 +152,7 @@ type PickOutput struct {
 	AlternativeIssues []PickedIssue  `json:"alternativeIssues" jsonschema:"The next issues in rank order (at most 10)."`
 	Claimed           bool           `json:"claimed" jsonschema:"With claim: the issue is now locked for you."`
 	Handoff           *HandoffOutput `json:"handoff" jsonschema:"With claim: the handoff that locked the issue."`
-	Passed            []PassedIssue  `json:"passed,omitempty" jsonschema:"With claim: better-ranked issues someone else claimed first or that were refused, with why."`
+	Passed            []PassedIssue  `json:"passed,omitempty" jsonschema:"Issues left out, with why: lacking what the state your command would move them to requires (workflow.requirements), or, with claim, claimed by someone else first or refused."`
 	Message           string         `json:"message"`
 }
 
