@@ -50,8 +50,8 @@ type Oracle struct {
 	// FieldsOf, when set, is an item's field values (fixed for the history): the input of
 	// workflow.requirements, for its own moves and for the automation that would move it.
 	FieldsOf func(item string) map[string]string
-	byApp          map[string]bool   // the item's legal state was last set by automation
-	writes         map[string][]Move // by item: the values the app wrote on its card (Wrote)
+	byApp    map[string]bool   // the item's legal state was last set by automation
+	writes   map[string][]Move // by item: the values the app wrote on its card (Wrote)
 }
 
 // LegalByAutomation reports whether an item's legal state was last set by the app's
