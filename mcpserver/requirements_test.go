@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/mcpserver/toolspec"
 	"github.com/ralph-gate/ralph-gate/policy"
 )
@@ -79,5 +80,33 @@ func TestPickLeavesOutIssuesThatLackARequirement(t *testing.T) {
 	}
 	if !claimed.Claimed || claimed.Issue.Number != 2 || claimed.Handoff.NewState != "Research in Progress" {
 		t.Errorf("claim: %+v", claimed)
+	}
+}
+
+// detect_pipeline_position says, per issue of the group, what it lacks to enter the next state
+// on the pipeline.
+func TestNextRequires(t *testing.T) {
+	m, problems := policy.Compile(func() policy.Spec {
+		s := policy.DefaultSpec()
+		s.Requirements = []policy.Requirement{{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}}}
+		return s
+	}())
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	for _, tt := range []struct {
+		state  string
+		fields map[string]string
+		want   string
+	}{
+		{"Research in Progress", nil, "Ready for Plan requires Estimate to have a value"},
+		{"Research in Progress", map[string]string{"Estimate": "M"}, ""},
+		{"Research Needed", nil, ""}, // its next state is Research in Progress
+		{"Done", nil, ""},            // the pipeline's end
+		{"Human Needed", nil, ""},    // off the pipeline
+	} {
+		if got := nextRequires(m, enforce.Relative{State: tt.state, Fields: tt.fields}); got != tt.want {
+			t.Errorf("%s %v: %q, want %q", tt.state, tt.fields, got, tt.want)
+		}
 	}
 }

@@ -341,11 +341,25 @@ func (s *server) pipeline(ctx context.Context, _ string, in toolspec.PipelineInp
 	if pos.Group.Parent != nil {
 		out.GroupParent = pos.Group.Parent.Number
 	}
+	machine := s.opts.Facade.Machine()
 	for _, m := range pos.Group.Members {
 		out.Issues = append(out.Issues, toolspec.PipelineIssue{Number: m.Number, Title: m.Title, WorkflowState: m.State,
-			Estimate: m.Estimate, SubIssueCount: m.SubIssues, BlockedBy: m.BlockedBy})
+			Estimate: m.Estimate, SubIssueCount: m.SubIssues, BlockedBy: m.BlockedBy, NextRequires: nextRequires(machine, m.Relative)})
 	}
 	return out, nil
+}
+
+// nextRequires says what r lacks, of an agent, to enter the state after its own on the
+// pipeline ("" nothing, or no next state).
+func nextRequires(m *policy.Machine, r enforce.Relative) string {
+	i := m.PipelineIndex(r.State)
+	if i < 0 || i+1 >= len(m.Pipeline()) {
+		return ""
+	}
+	if res := m.WithRequirements(policy.CheckResult{Allowed: true}, m.Pipeline()[i+1], policy.ActorAgent, r.Fields, r.MergedPR); !res.Allowed {
+		return res.Reason
+	}
+	return ""
 }
 
 func (s *server) convergence(ctx context.Context, _ string, in toolspec.ConvergenceInput) (toolspec.ConvergenceOutput, error) {

@@ -70,6 +70,7 @@ type PipelineIssue struct {
 	Estimate      string `json:"estimate"`
 	SubIssueCount int    `json:"subIssueCount"`
 	BlockedBy     []int  `json:"blockedBy" jsonschema:"Open blockers inside the group."`
+	NextRequires  string `json:"nextRequires,omitempty" jsonschema:"What the issue lacks to enter the next state on the pipeline (workflow.requirements): set it before you move it there."`
 }
 
 // PipelineOutput is detect_pipeline_position's result.
