@@ -69,7 +69,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 		byNumber[c.Number] = c
 		members = append(members, memberOf(c, legal))
 	}
-	moves, skipped := f.machine.PlanCascade(target, members)
+	moves, skipped := f.machine.PlanCascadeAs(target, members, policy.ActorAgent)
 	res.Skipped = append(res.Skipped, skipped...)
 	cause := fmt.Sprintf("advance_children by %s: parent #%d is in %s", by.Agent, cur.Number, cur.State)
 	for _, mv := range moves {

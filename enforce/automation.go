@@ -514,7 +514,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 			rec.LegalAt = mv.At
 		}
 		if !a.machine.IsLock(mv.To) {
-			rec.LockHolder, rec.LockSince = "", time.Time{}
+			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		// (A card changed since the history's last judged change shows the same value set
 		// again: a round trip no report has told of yet, judged first by the item's walk.)

@@ -249,31 +249,68 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 			Rule:     policy.RuleUnsettled,
 		}
 	}
-	if h.TakeOver {
-		if err := f.takeOver(ctx, a); err != nil {
+	at := moveTime(time.Time{}, f.now())
+	res := HandoffResult{Item: cur, Command: a.cmd, PreviousState: a.from, NewState: a.to, Warnings: []string{}}
+	if !h.TakeOver {
+		if a.from == a.to {
+			return f.unchanged(a, res)
+		}
+		if err := f.settledBefore(ctx, b, a, at); err != nil {
 			return HandoffResult{}, err
 		}
+		return f.handoffMove(ctx, b, a, res, at)
 	}
-	res := HandoffResult{Item: cur, Command: a.cmd, PreviousState: a.from, NewState: a.to, Warnings: []string{}}
-	if h.TakeOver {
-		res.TookOverFrom = a.rec.LockTakenFrom
+	// A take-over (takeover.go) comes after everything the item's history holds before it:
+	// the previous holder's last moves are judged as its own.
+	if err := f.settledBefore(ctx, b, a, at); err != nil {
+		return HandoffResult{}, err
 	}
+	if err := f.takeOver(ctx, a); err != nil {
+		return HandoffResult{}, err
+	}
+	res.TookOverFrom = a.rec.LockTakenFrom
 	if a.from == a.to {
 		return f.unchanged(a, res)
 	}
-	at := moveTime(time.Time{}, f.now())
+	out, err := f.handoffMove(ctx, b, a, res, at)
+	var refusal *policy.Refusal
+	if errors.As(err, &refusal) {
+		// The take-over stands: say so, or the agent holds a lock it was never told of.
+		refusal.Why += fmt.Sprintf(" (the lock on %s is yours now: you took it over from %s)", a.from, orNobody(res.TookOverFrom))
+	}
+	return out, err
+}
+
+// orNobody names a previous holder, "nobody" for none.
+func orNobody(s string) string {
+	if s == "" {
+		return "nobody"
+	}
+	return s
+}
+
+// settledBefore refuses a handoff while a change of the item (or of one it depends on) made
+// before at is still being judged.
+func (f *Facade) settledBefore(ctx context.Context, b Board, a *handoffAttempt, at time.Time) error {
 	var busy errUnsettled
-	if err := f.auto.unsettledBefore(ctx, b, cur, a.rec, at); errors.As(err, &busy) {
-		return HandoffResult{}, &policy.Refusal{
-			Tried:    fmt.Sprintf("Handing off #%d", cur.Number),
+	if err := f.auto.unsettledBefore(ctx, b, a.cur, a.rec, at); errors.As(err, &busy) {
+		return &policy.Refusal{
+			Tried:    fmt.Sprintf("Handing off #%d", a.cur.Number),
 			Why:      busy.why,
 			Recovery: "wait a few seconds and retry (get_workflow_state shows the settled state)",
 			Options:  []string{},
 			Rule:     policy.RuleUnsettled,
 		}
 	} else if err != nil {
-		return HandoffResult{}, err
+		return err
 	}
+	return nil
+}
+
+// handoffMove judges and makes the handoff's move (a.from → a.to), its lock and comment.
+func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, res HandoffResult, at time.Time) (HandoffResult, error) {
+	cur, h := a.cur, a.h
+	var err error
 	pc := f.withItem(policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, LockTakenFrom: a.rec.LockTakenFrom, Role: h.Role}, cur)
 	a.dec = f.machine.Decide(pc)
 	if a.dec.Verdict == policy.Allow {

@@ -61,7 +61,7 @@ func stand(rec *Record, o Observation, lock bool) {
 	if o.At.After(rec.LegalAt) {
 		rec.LegalAt = o.At
 	}
-	rec.LockHolder, rec.LockSince = "", time.Time{}
+	rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 	if lock && !unknownAuthor(o.Actor) {
 		rec.LockHolder, rec.LockSince = o.Actor, o.At
 	}

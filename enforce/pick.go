@@ -201,18 +201,12 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 				if it.ContentType != ContentIssue || it.Archived || it.State != req.State || !it.Open || skip[it.ID] {
 					continue
 				}
-				if target != "" {
-					if r := f.machine.WithRequirements(policy.CheckResult{Allowed: true}, target, policy.ActorAgent, it.Fields, true); !r.Allowed {
-						lacking = append(lacking, Passed{Item: it, Reason: r.Reason})
-						continue
-					}
-				}
 				rec, _, err := f.items.load(ctx, it.ID)
 				if err != nil {
 					return nil, nil, err
 				}
 				locked := f.machine.IsLock(it.State) || rec.LockHolder != ""
-				if req.Claim && f.takesOver(req) && rec.LockHolder != "" && !strings.EqualFold(rec.LockHolder, req.Handoff.Agent) &&
+				if f.takesOver(req) && rec.LockHolder != "" && !strings.EqualFold(rec.LockHolder, req.Handoff.Agent) &&
 					f.machine.LockExpired(rec.LockSince, f.now()) {
 					locked = false // an expired lock: a claim takes it over (claimExpired)
 				}
@@ -232,9 +226,16 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 	}
 	ranked := []Pick{}
 	if best != nil {
-		ranked = append(ranked, Pick{Item: byID[best.Key], Locked: best.Locked})
-		for _, c := range alts {
-			ranked = append(ranked, Pick{Item: byID[c.Key], Locked: c.Locked})
+		for _, c := range append([]policy.Candidate{*best}, alts...) {
+			it := byID[c.Key]
+			// Eligible, but lacking what target requires of an agent: not offered, and said why.
+			if target != "" {
+				if r := f.machine.WithRequirements(policy.CheckResult{Allowed: true}, target, policy.ActorAgent, it.Fields, true); !r.Allowed {
+					lacking = append(lacking, Passed{Item: it, Reason: r.Reason})
+					continue
+				}
+			}
+			ranked = append(ranked, Pick{Item: it, Locked: c.Locked})
 		}
 	}
 	return ranked, lacking, nil
@@ -250,7 +251,14 @@ func (f *Facade) takesOver(req PickRequest) bool {
 // with take_over (takeover.go). Another claimer that took it first makes it a refusal.
 func (f *Facade) claimExpired(ctx context.Context, b Board, it Item, h Handoff) (HandoffResult, error) {
 	h.Intent, h.ToState, h.TakeOver = "", it.State, true
-	return f.Handoff(ctx, b, it, h)
+	res, err := f.Handoff(ctx, b, it, h)
+	var r *policy.Refusal
+	if errors.As(err, &r) && r.TakeOver && r.Rule != policy.RuleRole {
+		// Another claimer took it over first (the lock is fresh again, or changed hands
+		// while this one was deciding): lost, and the project is ranked again.
+		return HandoffResult{}, fmt.Errorf("#%d: %w", it.Number, errClaimLost)
+	}
+	return res, err
 }
 
 // roleMayPick refuses to look for work in a state the agent's role does not own: a worker

@@ -190,7 +190,7 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	if rec.LastLegalState != a.To {
 		// The lock holder goes as when automation is recorded directly.
 		if !e.machine.IsLock(a.To) {
-			rec.LockHolder, rec.LockSince = "", time.Time{}
+			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		rec.LastLegalState = a.To
 	}

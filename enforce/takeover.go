@@ -25,11 +25,14 @@ func (f *Facade) takeOver(ctx context.Context, a *handoffAttempt) error {
 	}
 	held := now.Sub(a.rec.LockSince).Round(time.Second)
 	reason := fmt.Sprintf("took over the lock on %s from %s, held for %s (workflow.locks.ttl %s)", a.from, prev, held, f.machine.LockTTL())
+	if prev == "" {
+		held, reason = 0, fmt.Sprintf("took over the lock on %s, which nobody was known to hold", a.from)
+	}
 	rec, err := f.items.update(ctx, a.cur.ID, func(rec Record, found bool) (Step, bool, error) {
 		if !found || !strings.EqualFold(rec.LockHolder, prev) || rec.LastLegalState != a.from {
 			return Step{}, false, &policy.Refusal{Tried: t.Agent + " asked to take over the lock on #" + fmt.Sprint(t.Number),
 				Why: "the item changed while the take-over was being decided", Recovery: "retry in a few seconds",
-				Options: []string{}, Rule: policy.RuleUnsettled}
+				Options: []string{}, Rule: policy.RuleUnsettled, TakeOver: true}
 		}
 		rec.LockHolder, rec.LockSince, rec.LockTakenFrom = a.h.Agent, now, prev
 		e := f.rec.handoffAudit(a, VerdictHandoff, reason)

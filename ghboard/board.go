@@ -221,7 +221,7 @@ func (b *Board) readItem(ctx context.Context, itemID string) (enforce.Item, erro
 	var d struct {
 		Node *itemNode `json:"node"`
 	}
-	if err := b.gql.Do(ctx, queryItem, b.requiredVars(map[string]any{"id": itemID, "field": b.fieldName}), &d); err != nil {
+	if err := b.gql.Do(ctx, queryItem, b.requiredVars(map[string]any{"id": itemID, "field": b.fieldName, "prs": b.prs}), &d); err != nil {
 		if _, other := skips(err, []any{"node"}); other == nil && !errors.Is(err, ErrNotFound) {
 			// Only FORBIDDEN in the item: its issue is in a repository the installation may
 			// not see, which the app cannot act on any more than on a deleted one.

@@ -45,7 +45,8 @@ var requiredSlots = func() string {
 	return b.String()
 }()
 
-// requiredVars declares $extra and $r0…$r3.
+// requiredVars declares $extra and $r0…$r3; a document that selects closing pull requests
+// declares $prs besides.
 var requiredVars = func() string {
 	s := "$extra: Boolean!"
 	for i := range enforce.MaxRequiredFields {
@@ -74,11 +75,11 @@ var itemNodeFields = `__typename
       ` + requiredSlots + `
       content {
         ` + itemContent + `
-        ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $extra) { nodes { merged } } }
+        ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged } } }
       }
     }`
 
-var queryItem = `query RalphGateItem($id: ID!, $field: String!, ` + requiredVars + `) {
+var queryItem = `query RalphGateItem($id: ID!, $field: String!, $prs: Boolean!, ` + requiredVars + `) {
   node(id: $id) {
     ` + itemNodeFields + `
   }
@@ -201,8 +202,8 @@ type Document struct {
 // Documents lists every document the adapter sends.
 func Documents() []Document {
 	return []Document{
-		{"item", queryItem, withRequired(map[string]any{"id": "PVTI_x", "field": "Workflow State"}, false)},
-		{"items", queryItems, withRequired(map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State"}, true)},
+		{"item", queryItem, withRequired(map[string]any{"id": "PVTI_x", "field": "Workflow State", "prs": false}, false)},
+		{"items", queryItems, withRequired(map[string]any{"ids": []string{"PVTI_x", "PVTI_y"}, "field": "Workflow State", "prs": true}, true)},
 		{"project field", queryProjectField, map[string]any{"owner": "acme", "number": 1, "field": "Workflow State"}},
 		{"project field names", queryProjectFieldNames, map[string]any{"owner": "acme", "number": 1}},
 		{"set state", mutationSetState, map[string]any{"project": "PVT_x", "item": "PVTI_x", "field": "PVTSSF_x", "option": "abc"}},

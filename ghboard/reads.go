@@ -30,7 +30,7 @@ const maxBatchReads = 100
 const maxReadsInFlight = 2
 
 // queryItems reads several items by id, each as queryItem reads one.
-var queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!, ` + requiredVars + `) {
+var queryItems = `query RalphGateItems($ids: [ID!]!, $field: String!, $prs: Boolean!, ` + requiredVars + `) {
   nodes(ids: $ids) {
     ` + itemNodeFields + `
   }
@@ -252,7 +252,7 @@ func (b *Board) readItems(ctx context.Context, ids []string) ([]enforce.Item, []
 	var d struct {
 		Nodes []json.RawMessage `json:"nodes"`
 	}
-	err := b.gql.Do(ctx, queryItems, b.requiredVars(map[string]any{"ids": ids, "field": b.fieldName}), &d)
+	err := b.gql.Do(ctx, queryItems, b.requiredVars(map[string]any{"ids": ids, "field": b.fieldName, "prs": b.prs}), &d)
 	var ge *GraphQLError
 	if err != nil && (!errors.As(err, &ge) || !ge.Partial) {
 		// Nothing came back: every read fails as the request did (a rate limit, an outage).

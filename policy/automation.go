@@ -24,12 +24,28 @@ type Skip struct {
 // that fails a requirement of parentTo (Unmet) is skipped with what it lacks.
 // Children keep their input order. Both results are non-nil.
 func (m *Machine) PlanCascade(parentTo string, children []Member) (moves []Move, skipped []Skip) {
+	return m.planCascade(parentTo, children, m.Unmet)
+}
+
+// PlanCascadeAs plans the moves an actor of kind makes of a parent's children (advance_children:
+// an agent's own moves), skipping a child that fails a requirement binding that kind.
+func (m *Machine) PlanCascadeAs(parentTo string, children []Member, kind ActorKind) (moves []Move, skipped []Skip) {
+	return m.planCascade(parentTo, children, func(state string, mb Member) string {
+		fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, func(r Requirement) bool { return r.binds(kind) })
+		if len(fields) == 0 && !pr {
+			return ""
+		}
+		return requirementReason(state, fields, pr)
+	})
+}
+
+func (m *Machine) planCascade(parentTo string, children []Member, unmet func(string, Member) string) (moves []Move, skipped []Skip) {
 	moves, skipped = []Move{}, []Skip{}
 	target := m.PipelineIndex(parentTo)
 	for _, c := range children {
 		skip := func(reason string) { skipped = append(skipped, Skip{Number: c.Number, State: c.State, Reason: reason}) }
 		move := func() {
-			if why := m.Unmet(parentTo, c); why != "" {
+			if why := unmet(parentTo, c); why != "" {
 				skipped = append(skipped, Skip{Number: c.Number, State: c.State, Reason: why, Rule: RuleRequirement})
 				return
 			}

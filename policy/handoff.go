@@ -319,7 +319,7 @@ func (m *Machine) HandoffRefusal(cmd string, commands []string, c Change, d Deci
 	}
 	r.Tried = fmt.Sprintf("%s asked to hand the item off from %s to %s with command %s", who, displayFrom(c.From), quoteState(c.To), cmd)
 	switch d.Rule {
-	case RuleLockOwnership, RuleBlockers, RuleConvergence, RuleWIP, RuleSerialized:
+	case RuleLockOwnership, RuleBlockers, RuleConvergence, RuleWIP, RuleSerialized, RuleRequirement:
 		return r
 	}
 	a := HandoffAsk{Command: cmd, From: c.From, Actor: c.Actor, Kind: c.ActorKind, Role: c.Role, Commands: commands}

@@ -27,6 +27,9 @@ type Refusal struct {
 	// Rule names what refused: a refused move's decision rule, or one of the refusal rules
 	// below. Empty where the refusal has none; Kind says which rule it counts under.
 	Rule Rule `json:"rule,omitempty"`
+	// TakeOver marks a refused take-over of a lock (CheckTakeOver): a claimer that meets one
+	// for an item it ranked as expired lost it to another taker.
+	TakeOver bool `json:"-"`
 }
 
 // The rules of refusals that are not a move's verdict (a refused move carries its decision's

@@ -111,8 +111,8 @@ func (m *Machine) WithRequirements(res CheckResult, to string, actor ActorKind, 
 }
 
 // Unmet says why an item cannot be moved into state by the app's automation (a cascade, a
-// convergence): the requirements of state it fails, whoever they bind — the app never moves
-// an item where nobody could. "" when it meets them all.
+// convergence): the requirements of state it fails, whoever they bind — the app's own moves
+// are bound by every requirement. "" when it meets them all.
 func (m *Machine) Unmet(state string, mb Member) string {
 	fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, func(Requirement) bool { return true })
 	if len(fields) == 0 && !pr {

@@ -199,3 +199,21 @@ func TestAutomationRespectsRequirements(t *testing.T) {
 		t.Errorf("Unmet without requirements = %q", got)
 	}
 }
+
+// An agent's own cascade (advance_children) is bound only by the requirements that bind
+// agents; the app's is bound by all.
+func TestPlanCascadeAsAnAgent(t *testing.T) {
+	m := machineWith(t, func(s *Spec) {
+		s.Requirements = []Requirement{{Into: []string{sRFP}, Fields: []string{"Estimate"}, For: []string{"human"}}}
+	})
+	children := []Member{{Number: 1, State: sBacklog}}
+	if moves, _ := m.PlanCascadeAs(sRFP, children, ActorAgent); len(moves) != 1 {
+		t.Errorf("an agent's cascade: %+v, want #1 moved (the requirement binds humans)", moves)
+	}
+	if moves, skipped := m.PlanCascadeAs(sRFP, children, ActorHuman); len(moves) != 0 || len(skipped) != 1 || skipped[0].Rule != RuleRequirement {
+		t.Errorf("a human's cascade: moves %+v, skipped %+v", moves, skipped)
+	}
+	if moves, _ := m.PlanCascade(sRFP, children); len(moves) != 0 {
+		t.Errorf("the app's cascade: %+v, want none", moves)
+	}
+}
