@@ -48,9 +48,14 @@ func (e *explainLater) Error() string { return e.why }
 // actor's explanations are written one at a time (in this process and across replicas), so
 // that a summary never lists a step whose own comment is being written.
 func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) error {
-	if o.Lifecycle != "" && o.Verdict == VerdictReverted {
-		// A refused close or reopen: undone, and explained on its own.
-		return e.undoEvent(ctx, w, o)
+	if o.Lifecycle != "" {
+		// A refused close or reopen is explained on its own, never in a summary (the store
+		// lists none for one): undone and explained, or, standing under warn, explained.
+		// (family-seed-13010241: a storm's summary left a standing close unexplained.)
+		if o.Verdict == VerdictReverted {
+			return e.undoEvent(ctx, w, o)
+		}
+		return e.explainOne(ctx, w, o)
 	}
 	if unknownAuthor(o.Actor) || o.Actor == "" {
 		// Nobody to address a summary to.
