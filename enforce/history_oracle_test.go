@@ -274,7 +274,8 @@ func TestHistoriesAgainstOracle(t *testing.T) {
 }
 
 // withRequirements has three histories in ten run under workflow.requirements (an Estimate
-// to enter Ready for Plan and In Progress: simRequirements), half their items estimated,
+// to enter Ready for Plan and In Progress, a merged pull request to enter Done:
+// simRequirements), half their items estimated,
 // drawn apart from the history. The values stay as they are for the whole history: the app
 // reads them when it judges a move, seconds after it, so an edit in between could go either
 // way (docs/ENFORCEMENT.md "Requirements").

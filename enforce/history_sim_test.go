@@ -74,10 +74,13 @@ type simHistory struct {
 }
 
 // simRequirements are the requirements a history with Estimates runs under: an agent needs an
-// Estimate to enter Ready for Plan, anyone to enter In Progress.
+// Estimate to enter Ready for Plan, anyone to enter In Progress, and an agent a merged pull
+// request to enter Done. The simulated issues have no pull request of their own: only a
+// merge's own move has one, so an agent's close into Done is refused.
 var simRequirements = []policy.Requirement{
 	{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
 	{Into: []string{"In Progress"}, Fields: []string{"Estimate"}, For: []string{"agent", "human"}},
+	{Into: []string{"Done"}, PullRequest: policy.PullRequestMerged},
 }
 
 // machineFor is the machine a history runs under: m, or m's spec with simRequirements.
