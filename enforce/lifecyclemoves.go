@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -138,6 +139,20 @@ func (e *Enforcer) undoEvent(ctx context.Context, w *walk, o Observation) error 
 	later, err := e.store().LaterEvent(ctx, o)
 	if err != nil {
 		return err
+	}
+	if !later {
+		// A close or reopen made after this one by someone else shows on the issue's timeline
+		// before any report of it comes: the undo must not undo that one — a retry after a
+		// crash, whose walk read the item before it, least of all (family-seed-15029180). The
+		// item is read again for it.
+		fresh, err := w.board.Item(ctx, cur.ID)
+		if err != nil {
+			return fmt.Errorf("read #%d before undoing its %s: %w", cur.Number, o.Lifecycle, err)
+		}
+		cur = fresh
+		if last, ok := a.lastIssueEvent(cur.IssueEvents); ok {
+			later = last.At.Truncate(time.Second).After(o.At.Truncate(time.Second))
+		}
 	}
 	kind := o.Lifecycle
 	if later {
