@@ -165,13 +165,29 @@ type contentData struct {
 	Dependencies struct {
 		BlockedBy int `json:"blockedBy"`
 	} `json:"issueDependenciesSummary"`
-	Lifecycle eventsData `json:"lifecycle"`
-	// ClosedBy: only with $extra (itemNodeFields).
-	ClosedBy *struct {
-		Nodes []*struct {
-			Merged bool `json:"merged"`
-		} `json:"nodes"`
-	} `json:"closedBy"`
+	Lifecycle eventsData  `json:"lifecycle"`
+	ClosedBy  *closingPRs `json:"closedBy"` // only with $prs
+}
+
+// closingPRs are the pull requests that close an issue, as the documents select them (with
+// $prs).
+type closingPRs struct {
+	Nodes []*struct {
+		Merged bool `json:"merged"`
+	} `json:"nodes"`
+}
+
+// merged reports whether one of them is merged (false for none, or not read).
+func (c *closingPRs) merged() bool {
+	if c == nil {
+		return false
+	}
+	for _, pr := range c.Nodes {
+		if pr != nil && pr.Merged {
+			return true
+		}
+	}
+	return false
 }
 
 // eventsData is an issue's latest closes and reopens as issueEvents selects them.

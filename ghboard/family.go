@@ -23,13 +23,8 @@ type relativeData struct {
 	SubIssuesSummary struct {
 		Total int `json:"total"`
 	} `json:"subIssuesSummary"`
-	Lifecycle eventsData `json:"lifecycle"`
-	// ClosedBy: only with $prs.
-	ClosedBy *struct {
-		Nodes []*struct {
-			Merged bool `json:"merged"`
-		} `json:"nodes"`
-	} `json:"closedBy"`
+	Lifecycle    eventsData  `json:"lifecycle"`
+	ClosedBy     *closingPRs `json:"closedBy"` // only with $prs
 	ProjectItems struct {
 		Nodes []struct {
 			ID         string `json:"id"`
@@ -60,11 +55,7 @@ func (r relativeData) relative(projectID string, required []string) enforce.Rela
 			rel.Fields = n.values(required)
 		}
 	}
-	if r.ClosedBy != nil {
-		for _, pr := range r.ClosedBy.Nodes {
-			rel.MergedPR = rel.MergedPR || (pr != nil && pr.Merged)
-		}
-	}
+	rel.MergedPR = r.ClosedBy.merged()
 	return rel
 }
 

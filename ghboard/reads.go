@@ -92,12 +92,8 @@ func (n *itemNode) requirementInputs(it *enforce.Item, required []string) {
 			}
 		}
 	}
-	if c := n.Content; c != nil && c.ClosedBy != nil {
-		for _, pr := range c.ClosedBy.Nodes {
-			if pr != nil && pr.Merged {
-				it.MergedPR = true
-			}
-		}
+	if c := n.Content; c != nil {
+		it.MergedPR = c.ClosedBy.merged()
 	}
 }
 
