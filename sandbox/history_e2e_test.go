@@ -53,8 +53,12 @@ func e2eHistories(t *testing.T) int {
 	return 100
 }
 
+// Not parallel: it runs alone, before the tests that run eight at a time (main_test.go). Beside
+// them its timings stretch: a revert at once's read and its guarded write came two seconds
+// apart, an agent's next move fell between them and the write landed over it (GitHub has no
+// conditional write), and the app then explained the card's value as nobody's violation — a
+// race the design has not closed yet, which this test reports when it meets it.
 func TestHistoriesEndToEnd(t *testing.T) {
-	t.Parallel()
 	n := e2eHistories(t)
 	seed := uint64(7)
 	if v := os.Getenv("RALPH_GATE_HISTORY_SEED"); v != "" {
