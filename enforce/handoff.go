@@ -251,19 +251,16 @@ func (f *Facade) handoffLocked(ctx context.Context, b Board, a *handoffAttempt) 
 	}
 	at := moveTime(time.Time{}, f.now())
 	res := HandoffResult{Item: cur, Command: a.cmd, PreviousState: a.from, NewState: a.to, Warnings: []string{}}
-	if !h.TakeOver {
-		if a.from == a.to {
-			return f.unchanged(a, res)
-		}
-		if err := f.settledBefore(ctx, b, a, at); err != nil {
-			return HandoffResult{}, err
-		}
-		return f.handoffMove(ctx, b, a, res, at)
+	if a.from == a.to && !h.TakeOver {
+		return f.unchanged(a, res)
 	}
-	// A take-over (takeover.go) comes after everything the item's history holds before it:
-	// the previous holder's last moves are judged as its own.
+	// A move, and a take-over (takeover.go), come after everything the item's history holds
+	// before them: the previous holder's last moves are judged as its own.
 	if err := f.settledBefore(ctx, b, a, at); err != nil {
 		return HandoffResult{}, err
+	}
+	if !h.TakeOver {
+		return f.handoffMove(ctx, b, a, res, at)
 	}
 	if err := f.takeOver(ctx, a); err != nil {
 		return HandoffResult{}, err

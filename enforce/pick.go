@@ -230,8 +230,8 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 			it := byID[c.Key]
 			// Eligible, but lacking what target requires of an agent: not offered, and said why.
 			if target != "" {
-				if r := f.machine.WithRequirements(policy.CheckResult{Allowed: true}, target, policy.ActorAgent, it.Fields, true); !r.Allowed {
-					lacking = append(lacking, Passed{Item: it, Reason: r.Reason})
+				if why := f.machine.Lacks(target, policy.Member{Fields: it.Fields, MergedPR: true}, policy.ActorAgent); why != "" {
+					lacking = append(lacking, Passed{Item: it, Reason: why})
 					continue
 				}
 			}

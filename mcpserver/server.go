@@ -356,10 +356,7 @@ func nextRequires(m *policy.Machine, r enforce.Relative) string {
 	if i < 0 || i+1 >= len(m.Pipeline()) {
 		return ""
 	}
-	if res := m.WithRequirements(policy.CheckResult{Allowed: true}, m.Pipeline()[i+1], policy.ActorAgent, r.Fields, r.MergedPR); !res.Allowed {
-		return res.Reason
-	}
-	return ""
+	return m.Lacks(m.Pipeline()[i+1], policy.Member{Fields: r.Fields, MergedPR: r.MergedPR}, policy.ActorAgent)
 }
 
 func (s *server) convergence(ctx context.Context, _ string, in toolspec.ConvergenceInput) (toolspec.ConvergenceOutput, error) {

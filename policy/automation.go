@@ -30,13 +30,7 @@ func (m *Machine) PlanCascade(parentTo string, children []Member) (moves []Move,
 // PlanCascadeAs plans the moves an actor of kind makes of a parent's children (advance_children:
 // an agent's own moves), skipping a child that fails a requirement binding that kind.
 func (m *Machine) PlanCascadeAs(parentTo string, children []Member, kind ActorKind) (moves []Move, skipped []Skip) {
-	return m.planCascade(parentTo, children, func(state string, mb Member) string {
-		fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, func(r Requirement) bool { return r.binds(kind) })
-		if len(fields) == 0 && !pr {
-			return ""
-		}
-		return requirementReason(state, fields, pr)
-	})
+	return m.planCascade(parentTo, children, func(state string, mb Member) string { return m.Lacks(state, mb, kind) })
 }
 
 func (m *Machine) planCascade(parentTo string, children []Member, unmet func(string, Member) string) (moves []Move, skipped []Skip) {

@@ -101,20 +101,29 @@ func (m *Machine) lacks(state string, values map[string]string, mergedPR bool, b
 // bind actor: an allowed move that fails one is not allowed, with what the item lacks, given
 // its field values and whether a merged pull request closes it.
 func (m *Machine) WithRequirements(res CheckResult, to string, actor ActorKind, fields map[string]string, mergedPR bool) CheckResult {
-	if !res.Allowed {
-		return res
-	}
-	if f, pr := m.unmet(Change{To: to, ActorKind: actor, Fields: fields, MergedPR: mergedPR}); len(f) > 0 || pr {
-		res.Allowed, res.Reason = false, requirementReason(to, f, pr)
+	if res.Allowed {
+		if why := m.Lacks(to, Member{Fields: fields, MergedPR: mergedPR}, actor); why != "" {
+			res.Allowed, res.Reason = false, why
+		}
 	}
 	return res
+}
+
+// Lacks says what mb lacks, of the requirements of state that bind an actor of kind, to enter
+// it: "Ready for Plan requires Estimate to have a value". "" when nothing.
+func (m *Machine) Lacks(state string, mb Member, kind ActorKind) string {
+	return m.lacksText(state, mb, func(r Requirement) bool { return r.binds(kind) })
 }
 
 // Unmet says why an item cannot be moved into state by the app's automation (a cascade, a
 // convergence): the requirements of state it fails, whoever they bind — the app's own moves
 // are bound by every requirement. "" when it meets them all.
 func (m *Machine) Unmet(state string, mb Member) string {
-	fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, func(Requirement) bool { return true })
+	return m.lacksText(state, mb, func(Requirement) bool { return true })
+}
+
+func (m *Machine) lacksText(state string, mb Member, binds func(Requirement) bool) string {
+	fields, pr := m.lacks(state, mb.Fields, mb.MergedPR, binds)
 	if len(fields) == 0 && !pr {
 		return ""
 	}

@@ -150,7 +150,8 @@ func hasAudit(entries []enforce.AuditEntry, verdict enforce.Verdict, rule string
 	return false
 }
 
-// setSingleSelect sets a single-select field of an issue's item as login does on the board.
+// setSingleSelect sets a single-select field of an issue's item as login does on the board:
+// ghboard writes any single-select field it is given the name of.
 func (e *env) setSingleSelect(login string, number int, field, option string) {
 	e.t.Helper()
 	ctx := context.Background()
@@ -158,41 +159,12 @@ func (e *env) setSingleSelect(login string, number int, field, option string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	b, err := e.sb.UserBoard(login)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	b := ghboard.New(ghboard.NewClient(UserClient(token, nil), e.sb.SimURL+"/api/graphql", ghboard.Unpaced()), field, ghboard.NewFieldCache())
 	its, err := b.IssueItems(ctx, e.sb.Org(), "app", number)
 	if err != nil || len(its) != 1 {
 		e.t.Fatalf("the item of #%d: %v", number, err)
 	}
-	gql := ghboard.NewClient(UserClient(token, nil), e.sb.SimURL+"/api/graphql", ghboard.Unpaced())
-	var p struct {
-		Node struct {
-			Field struct {
-				ID      string `json:"id"`
-				Options []struct {
-					ID   string `json:"id"`
-					Name string `json:"name"`
-				} `json:"options"`
-			} `json:"field"`
-		} `json:"node"`
-	}
-	if err := gql.Do(ctx, `query($id: ID!, $f: String!) { node(id: $id) { ... on ProjectV2 { field(name: $f) { ... on ProjectV2SingleSelectField { id options { id name } } } } } }`,
-		map[string]any{"id": its[0].ProjectID, "f": field}, &p); err != nil {
-		e.t.Fatal(err)
-	}
-	opt := ""
-	for _, o := range p.Node.Field.Options {
-		if o.Name == option {
-			opt = o.ID
-		}
-	}
-	if opt == "" {
-		e.t.Fatalf("%s has no option %q", field, option)
-	}
-	if err := gql.Do(ctx, `mutation($p: ID!, $i: ID!, $f: ID!, $o: String!) { updateProjectV2ItemFieldValue(input: {projectId: $p, itemId: $i, fieldId: $f, value: {singleSelectOptionId: $o}}) { projectV2Item { id } } }`,
-		map[string]any{"p": its[0].ProjectID, "i": its[0].ID, "f": p.Node.Field.ID, "o": opt}, nil); err != nil {
-		e.t.Fatal(err)
+	if err := b.SetState(ctx, its[0], option); err != nil {
+		e.t.Fatalf("%s sets %s to %s on #%d: %v", login, field, option, number, err)
 	}
 }
