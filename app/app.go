@@ -263,7 +263,7 @@ func fetchAppLogin(ctx context.Context, creator githubapp.ClientCreator) (string
 
 // eventHandlers are the handlers of the webhook events the app takes in.
 func (a *App) eventHandlers() []githubapp.EventHandler {
-	scope := handlers.Scope{Field: a.machine.Field(), AppLogin: a.appLogin}
+	scope := handlers.Scope{Field: a.machine.Field(), AppLogin: a.appLogin, Required: a.machine.RequiredFields()}
 	for _, p := range a.cfg.Projects {
 		scope.Projects = append(scope.Projects, handlers.Project{Owner: p.Owner, Number: p.Number})
 	}

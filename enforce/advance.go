@@ -67,7 +67,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 			return Advance{}, err
 		}
 		byNumber[c.Number] = c
-		members = append(members, memberOf(c, legal))
+		members = append(members, memberOf(c, legal, c.Fields, time.Time{})) // (made now: as read)
 	}
 	moves, skipped := f.machine.PlanCascadeAs(target, members, policy.ActorAgent)
 	res.Skipped = append(res.Skipped, skipped...)

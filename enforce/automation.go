@@ -115,8 +115,12 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 			}
 			continue
 		}
+		fields, err := a.fieldsAt(ctx, c, rec, ch.at)
+		if err != nil {
+			return err
+		}
 		byNumber[c.Number] = c
-		members = append(members, memberOf(c, legal))
+		members = append(members, memberOf(c, legal, fields, ch.at))
 	}
 	moves, skipped := a.machine.PlanCascade(parent.State, members)
 	for _, s := range skipped {
@@ -250,7 +254,11 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			return err
 		}
 		target, ok := a.machine.ConvergenceTarget(from, children)
-		if why := a.machine.Unmet(target, memberOf(parent, from)); ok && why != "" {
+		fields, err := a.fieldsAt(ctx, parent, rec, ch.at)
+		if err != nil {
+			return err
+		}
+		if why := a.machine.Unmet(target, memberOf(parent, from, fields, ch.at)); ok && why != "" {
 			// Reported, not forced (docs/AUTOMATION.md): the parent stays where it is.
 			zerolog.Ctx(ctx).Info().Int("issue", parent.Number).Str("state", from).Str("reason", why).
 				Msg("convergence left a parent that fails a requirement")

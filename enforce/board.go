@@ -57,10 +57,12 @@ type Item struct {
 	IssueEvents []IssueEvent
 	// What workflow.requirements check, read with the item only when some are configured:
 	// its field values by field name, the options of its project's single-select fields, and
-	// whether a merged pull request closes the issue.
+	// whether a merged pull request closes the issue, and when the first was merged (zero
+	// when GitHub did not say).
 	Fields       map[string]string
 	FieldOptions map[string][]string
 	MergedPR     bool
+	MergedAt     time.Time
 }
 
 // IssueEvent is a close or a reopen of an issue as its timeline dates it (whole seconds).
@@ -93,9 +95,11 @@ type Relative struct {
 	SubIssues      int
 	Estimate       string       // the Estimate field on the project ("" when unset or not read)
 	IssueEvents    []IssueEvent // as Item's
-	// Fields and MergedPR are as Item's: read only when workflow.requirements are configured.
+	// Fields, MergedPR and MergedAt are as Item's: read only when workflow.requirements are
+	// configured.
 	Fields   map[string]string
 	MergedPR bool
+	MergedAt time.Time
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

@@ -24,6 +24,9 @@ type Change struct {
 	// Cause says what it was in words (recorded as the report's Reason until it is judged).
 	Lifecycle string `json:",omitempty"`
 	Cause     string `json:",omitempty"`
+	// Field names a required field (workflow.requirements) whose edit this is: From and To
+	// are the field's values, not the Workflow State (Observation.Field).
+	Field string `json:",omitempty"`
 	// NotBefore is when the change's job first has work to do (Enforcer.Observe); zero: at
 	// once. The queue schedules the job for then; it is not part of the job's arguments.
 	NotBefore time.Time `json:"-"`

@@ -151,7 +151,7 @@ func (e *Enforcer) record(ctx context.Context, ch Change) error {
 		at = received
 	}
 	if _, err := e.store().RecordObservation(ctx, Observation{DeliveryID: ch.DeliveryID, ItemID: ch.ItemID,
-		FromKnown: ch.FromKnown, From: ch.From, To: ch.To, Actor: ch.Actor, At: at, ReceivedAt: received, Lifecycle: ch.Lifecycle, Reason: ch.Cause}); err != nil {
+		FromKnown: ch.FromKnown, From: ch.From, To: ch.To, Actor: ch.Actor, At: at, ReceivedAt: received, Lifecycle: ch.Lifecycle, Reason: ch.Cause, Field: ch.Field}); err != nil {
 		return fmt.Errorf("record change %s: %w", ch.DeliveryID, err)
 	}
 	return nil
@@ -275,7 +275,8 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 				return e.finish(ctx, w)
 			}
 		}
-		if !w.read && (a.Kind == policy.ActRead || a.Kind == policy.ActJudge || a.Kind == policy.ActJudgeUnobserved) {
+		if !w.read && (a.Kind == policy.ActRead || (a.Kind == policy.ActJudge && a.Obs.Field == "") || a.Kind == policy.ActJudgeUnobserved) {
+			// (A field's edit is taken in without looking at the board.)
 			// Judging reads the gates' inputs from the item; the rest compares with the board.
 			// The read comes where a job's walk would read: a read made earlier (JudgeWaiting's,
 			// before the lock) stands for it, once; the sequencer's steps before it did not look
@@ -387,7 +388,8 @@ func (e *Enforcer) drop(ctx context.Context, w *walk, why string) (Result, error
 func (w *walk) history() policy.History {
 	return policy.History{Known: w.found, Legal: w.rec.LastLegalState, Observed: w.rec.ObservedState,
 		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending,
-		Provisional: w.rec.Provisional, ProvisionalOver: w.rec.ProvisionalOver, ProvisionalAt: w.rec.ProvisionalAt}
+		Provisional: w.rec.Provisional, ProvisionalOver: w.rec.ProvisionalOver, ProvisionalAt: w.rec.ProvisionalAt,
+		Fields: w.rec.fieldValues()}
 }
 
 func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {
@@ -395,7 +397,7 @@ func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {
 	for i, o := range os {
 		out[i] = policy.Observation{Delivery: o.DeliveryID, FromKnown: o.FromKnown, From: o.From, To: o.To,
 			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == e.opts.AppLogin && o.Actor != "", Event: o.Lifecycle != "",
-			Closes: o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecyclePRMerged}
+			Closes: o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecyclePRMerged, Field: o.Field}
 	}
 	return out
 }

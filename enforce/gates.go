@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
@@ -62,10 +63,10 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 	return pc, nil
 }
 
-// withItem adds to a change what workflow.requirements check, as read with its item (no
-// request of its own: the board's item reads select it when requirements are configured).
-// A requirement is checked against the item as read when the move is judged, seconds after
-// it was made: a field set in between counts (docs/ENFORCEMENT.md "Requirements").
+// withItem adds to a move being made now (a handoff, a claim, advance_children) what
+// workflow.requirements check, as read with its item (no request of its own: the board's item
+// reads select it when requirements are configured): the item as it stands is the item at
+// the move.
 func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 	pc.Number = it.Number
 	if !c.machine.HasRequirements() {
@@ -76,9 +77,66 @@ func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 	return pc
 }
 
-// memberOf is a relative as policy's automation plans see it, in its legal state.
-func memberOf(r Relative, legal string) policy.Member {
-	return policy.Member{Number: r.Number, Title: r.Title, State: legal, Fields: r.Fields, MergedPR: r.MergedPR}
+// withHistory is withItem for a step of the item's history judged after it was made, at
+// `at`: the required fields as the history held them then (its edits are steps of it, taken
+// in before the step when made before it or in its second; a field the record does not hold,
+// as read), and a pull request merged by the step's second (docs/ENFORCEMENT.md
+// "Requirements").
+func (c *core) withHistory(pc policy.Change, w *walk, at time.Time) policy.Change {
+	own := pc.MergedPR // (a merge's own move)
+	pc = c.withItem(pc, w.it)
+	if !c.machine.HasRequirements() {
+		return pc
+	}
+	pc.Fields = overlay(w.it.Fields, w.rec.fieldValues())
+	pc.MergedPR = own || mergedBy(w.it.MergedPR, w.it.MergedAt, at)
+	return pc
+}
+
+// mergedBy reports whether a merged pull request closing the issue was merged by `at`'s
+// second (zero: now, or GitHub did not say when).
+func mergedBy(merged bool, mergedAt, at time.Time) bool {
+	return merged && (at.IsZero() || mergedAt.IsZero() || !mergedAt.Truncate(time.Second).After(at.Truncate(time.Second)))
+}
+
+// overlay is read with the values of held laid over it (nil when both are empty).
+func overlay(read, held map[string]string) map[string]string {
+	if len(held) == 0 {
+		return read
+	}
+	out := maps.Clone(read)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, held)
+	return out
+}
+
+// fieldsAt is a relative's required field values when a step made at `at` was (zero: now, as
+// read): its record's, with the edits its history took in after that second undone (each
+// edit says the value it left); a field the record does not hold, as read.
+func (c *core) fieldsAt(ctx context.Context, r Relative, rec Record, at time.Time) (map[string]string, error) {
+	if !c.machine.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 {
+		return r.Fields, nil
+	}
+	held := rec.fieldValues()
+	edits, err := c.store().FieldEdits(ctx, r.ItemID, at.Truncate(time.Second).Add(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("required fields of #%d: %w", r.Number, err)
+	}
+	undone := map[string]bool{}
+	for _, o := range edits {
+		if _, ok := held[o.Field]; ok && !undone[o.Field] && o.FromKnown {
+			held[o.Field], undone[o.Field] = o.From, true
+		}
+	}
+	return overlay(r.Fields, held), nil
+}
+
+// memberOf is a relative as policy's automation plans see it, in its legal state, with its
+// required fields as given and a pull request merged by `at`.
+func memberOf(r Relative, legal string, fields map[string]string, at time.Time) policy.Member {
+	return policy.Member{Number: r.Number, Title: r.Title, State: legal, Fields: fields, MergedPR: mergedBy(r.MergedPR, r.MergedAt, at)}
 }
 
 func stateOrOpen(r Relative) string {

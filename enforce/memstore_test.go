@@ -438,6 +438,24 @@ func (m *memStore) AutomatedCauses(_ context.Context, id, to string, at time.Tim
 	return causes, nil
 }
 
+func (m *memStore) FieldEdits(_ context.Context, id string, since time.Time) ([]Observation, error) {
+	if err := m.call("FieldEdits"); err != nil {
+		return nil, err
+	}
+	out := m.list(func(o Observation) bool {
+		return o.ItemID == id && o.Field != "" && o.Status == ObservationJudged && !o.At.Before(since)
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Observation) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return m.judged[a.DeliveryID] - m.judged[b.DeliveryID]
+	})
+	return out, nil
+}
+
 func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (string, bool, error) {
 	if err := m.call("LegalStateAt"); err != nil {
 		return "", false, err

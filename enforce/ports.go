@@ -101,6 +101,9 @@ type Store interface {
 	// LegalStateAt is an item's last legal state just before t, read back from its judged
 	// history; known is false while a report from before t is still pending.
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
+	// FieldEdits lists an item's judged edits of required fields made at or after since, in
+	// the order its history took them in.
+	FieldEdits(ctx context.Context, itemID string, since time.Time) ([]Observation, error)
 	// LaterEvent reports whether the item's history has a close or a reopen after o (a refused
 	// event, about to be undone): one waiting to be judged made at o's second or later, or one
 	// judged made later, or of the same second and judged after o (events of one second are

@@ -51,8 +51,32 @@ type Record struct {
 	// LockTakenFrom is whom LockHolder took the lock over from after it expired
 	// (workflow.locks.ttl); "" when the holder took it the ordinary way.
 	LockTakenFrom string
-	UpdatedAt     time.Time // set by the store when zero on write
+	// Fields are the required fields' values (workflow.requirements) as the item's judged
+	// history leaves them, by field name: a move is checked against them as they were when it
+	// was made. A field missing is not known (recorded before it was required): a move is
+	// then checked against the value read with the item.
+	Fields    map[string]FieldValue
+	UpdatedAt time.Time // set by the store when zero on write
 	Version       int64     // bumped by every write; 1 after the first
+}
+
+// FieldValue is a required field's value in an item's history, and GitHub's time of the
+// edit that set it (zero: adopted as read).
+type FieldValue struct {
+	Value string    `json:"value"`
+	At    time.Time `json:"at,omitzero"`
+}
+
+// fieldValues is the values alone (nil when none is known).
+func (r Record) fieldValues() map[string]string {
+	if len(r.Fields) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(r.Fields))
+	for k, v := range r.Fields {
+		out[k] = v.Value
+	}
+	return out
 }
 
 // forgetProvisional clears the journal of a provisional revert.
@@ -84,6 +108,9 @@ const (
 	// VerdictWouldRevert: a refused move left standing because its project is in warn or
 	// evaluate mode (modes.go): what enforce would have reverted.
 	VerdictWouldRevert Verdict = "would_revert"
+	// VerdictRecorded: a required field's edit taken into the item's history (no move: never
+	// audited).
+	VerdictRecorded Verdict = "recorded"
 	// Told only as a job's result, never recorded:
 	VerdictSuperseded Verdict = "superseded" // refused, but a later legal move had already replaced it
 	VerdictWait       Verdict = "wait"       // its place in the item's history is not certain yet: retry
@@ -154,6 +181,9 @@ type Observation struct {
 	// of the card: its actor's move, its state decided from the legal state when judged (To:
 	// the state a close or reopen moves to; for a merge, "" until judged).
 	Lifecycle string
+	// Field names the required field a report edited (From → To are its values); "" for a
+	// report of the card or a lifecycle event.
+	Field string
 }
 
 // settled reports whether a record has nothing left to write: no revert pending or due (the

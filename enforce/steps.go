@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -19,6 +20,9 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		return e.adopt(ctx, w, a)
 	case policy.ActJudge:
 		o := w.take(a.Obs.Delivery)
+		if o.Field != "" {
+			return e.recordField(ctx, w, o)
+		}
 		if o.Lifecycle != "" {
 			return e.judgeEvent(ctx, w, o)
 		}
@@ -54,10 +58,43 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
 }
 
+// recordField takes a required field's edit into the item's history: the moves made after it
+// are checked against its value (withHistory). An edit older than one the history holds for the
+// field changes nothing (its report came late, after a hold gave up on it).
+func (e *Enforcer) recordField(ctx context.Context, w *walk, o Observation) error {
+	rec := w.rec
+	cur, known := rec.Fields[o.Field]
+	o.Status, o.JudgedAt, o.Verdict, o.ActorKind = ObservationJudged, e.now(), VerdictRecorded, e.actors.Classify(o.Actor).String()
+	o.LegalFrom = rec.LastLegalState // (it moves nothing: the legal state before it is the one after)
+	o.Reason = fmt.Sprintf("%s set to %s", o.Field, strconv.Quote(o.To))
+	if known && o.At.Before(cur.At) {
+		o.Reason = fmt.Sprintf("%s: older than the value the history holds (%s)", o.Field, strconv.Quote(cur.Value))
+	} else {
+		rec.Fields = maps.Clone(rec.Fields)
+		if rec.Fields == nil {
+			rec.Fields = map[string]FieldValue{}
+		}
+		rec.Fields[o.Field] = FieldValue{Value: o.To, At: o.At}
+	}
+	if err := e.commit(ctx, w, Step{Record: rec, Observation: &o}); err != nil {
+		return err
+	}
+	w.settle(o, Result{Verdict: VerdictRecorded, Reason: o.Reason})
+	return nil
+}
+
 // adopt takes the board's value as the item's legal state (first sight).
 func (e *Enforcer) adopt(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
 	rec.LastLegalState, rec.ObservedState, rec.ObservedAt, rec.LegalAt = a.To, a.To, a.At, a.At
+	if w.read && len(w.it.Fields) > 0 {
+		// The required fields' values as read: the history's from here on (its edits are
+		// reports of their own).
+		rec.Fields = map[string]FieldValue{}
+		for k, v := range w.it.Fields {
+			rec.Fields[k] = FieldValue{Value: v}
+		}
+	}
 	st := Step{Record: rec}
 	fromBoard := len(w.pending) == 0 || !w.pending[0].FromKnown
 	if len(w.pending) == 0 {
@@ -266,7 +303,7 @@ func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at tim
 	if pc.To == pc.From {
 		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}, pc, nil
 	}
-	pc = e.withItem(pc, w.it)
+	pc = e.withHistory(pc, w, at)
 	dec := e.machine.Decide(pc)
 	if dec.Verdict != policy.Allow || dec.Rule == policy.RuleBypass {
 		return dec, pc, nil

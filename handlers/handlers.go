@@ -48,6 +48,10 @@ type Scope struct {
 	Projects []Project
 	Field    string // the workflow field's name
 	AppLogin string // our own "<slug>[bot]"
+	// Required names the fields workflow.requirements check: their edits are recorded in
+	// their items' histories too (a move is checked against them as they were when it was
+	// made).
+	Required []string
 }
 
 func (s Scope) enforced(owner string, number int) bool {

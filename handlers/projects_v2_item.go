@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,12 @@ import (
 //     value is an option or null is recorded in its item's history and enqueued: a report;
 //   - a change that may be one of the workflow field but whose field, or whose to value, the
 //     payload does not name is enqueued as a re-read (see reread): never recorded as a
-//     report, since a guessed value would be judged as a move, and never dropped.
+//     report, since a guessed value would be judged as a move, and never dropped;
+//   - an edit of a field workflow.requirements names (by field_name, or a field node id an
+//     earlier payload named), of any type, on an enforced (or not yet identified) project, is
+//     recorded in its item's history as the field's edit and enqueued: the moves after it are
+//     checked against its value (one whose payload does not say the new value is logged and
+//     left: no value can be recorded).
 type ProjectsV2Item struct {
 	Scope Scope
 	Queue Enqueuer
@@ -38,10 +44,9 @@ type ProjectsV2Item struct {
 	History Recorder
 	Now     func() time.Time
 
-	// fields and projects remember what payloads that named them said of node ids: whether a
-	// field node id is the workflow field's, which number a project node id has (zero values
-	// ready).
-	fields   learned[bool]
+	// fields and projects remember what payloads that named them said of node ids: a field
+	// node id's field name, which number a project node id has (zero values ready).
+	fields   learned[string]
 	projects learned[int]
 }
 
@@ -61,6 +66,8 @@ const (
 	// routeReread: possibly a Workflow State change, without a value to record: the item is
 	// walked (read back and compared with its history) without a report.
 	routeReread
+	// routeField: an edit of a required field with its value: recorded and enqueued.
+	routeField
 )
 
 // Handles implements githubapp.EventHandler.
@@ -109,6 +116,9 @@ func (h *ProjectsV2Item) Handle(ctx context.Context, eventType, deliveryID strin
 		Actor:          fc.Sender,
 		At:             fc.At,
 		ReceivedAt:     now(),
+	}
+	if r == routeField {
+		ch.Field, ch.FromKnown, ch.From, ch.To = fc.Field, fc.Value.FromKnown, fc.Value.From, fc.Value.To
 	}
 	if ch.At.IsZero() {
 		ch.At = ch.ReceivedAt
@@ -167,28 +177,34 @@ func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
 	if !ownsAProject(h.Scope, fc.Owner) {
 		return routeIgnore, "no enforced project belongs to this organization"
 	}
-	if single, known := fc.SingleSelect(); known && !single {
-		return routeIgnore, "not a single-select field, so not the workflow field"
-	}
-	fieldNamed := fc.Field != ""
-	if fieldNamed {
-		workflow := fc.Field == h.Scope.Field
-		h.fields.remember(fc.FieldNodeID, workflow)
-		if !workflow {
-			return routeIgnore, "not the workflow field"
-		}
-	} else if workflow, ok := h.fields.lookup(fc.FieldNodeID); ok {
-		if !workflow {
-			return routeIgnore, "not the workflow field (known by its node id)"
-		}
-		fieldNamed = true
+	if fc.Field != "" {
+		h.fields.remember(fc.FieldNodeID, fc.Field)
+	} else if name, ok := h.fields.lookup(fc.FieldNodeID); ok {
+		fc.Field = name // (known by its node id)
 	}
 	if fc.ProjectNumber != 0 {
 		h.projects.remember(fc.ProjectID, fc.ProjectNumber)
 	} else if n, ok := h.projects.lookup(fc.ProjectID); ok {
 		fc.ProjectNumber = n
 	}
-	if fc.ProjectNumber != 0 && !h.Scope.enforced(fc.Owner, fc.ProjectNumber) {
+	enforced := fc.ProjectNumber == 0 || h.Scope.enforced(fc.Owner, fc.ProjectNumber)
+	if fc.Field != "" && fc.Field != h.Scope.Field && slices.Contains(h.Scope.Required, fc.Field) {
+		switch {
+		case !enforced:
+			return routeIgnore, "project is not enforced"
+		case !fc.Value.ToKnown:
+			return routeIgnore, "a required field's edit whose payload does not say the new value: nothing to record"
+		}
+		return routeField, ""
+	}
+	if single, known := fc.SingleSelect(); known && !single {
+		return routeIgnore, "not a single-select field, so not the workflow field"
+	}
+	fieldNamed := fc.Field != ""
+	if fieldNamed && fc.Field != h.Scope.Field {
+		return routeIgnore, "not the workflow field"
+	}
+	if !enforced {
 		return routeIgnore, "project is not enforced"
 	}
 	switch {

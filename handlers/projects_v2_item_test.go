@@ -457,3 +457,104 @@ func TestProjectsV2ItemMalformedIsRefused(t *testing.T) {
 		t.Fatalf("enqueued %+v", got)
 	}
 }
+
+// An edit of a field workflow.requirements names is recorded in its item's history with its
+// values as text, whatever the field's type (every documented shape of from and to): a move
+// is checked against the field as it was when it was made. One whose payload does not say the
+// new value records nothing; one on a project not enforced, or of a field not required, is
+// ignored; an unnamed field is known by a node id an earlier payload named.
+func TestProjectsV2ItemRequiredFieldEdits(t *testing.T) {
+	const required = "Estimate"
+	sc := scope()
+	sc.Required = []string{required}
+	text := func(v variant) (string, bool) {
+		switch {
+		case v.label == "absent", v.label == "object":
+			return "", false
+		case v.label == "null":
+			return "", true
+		case v.option != "":
+			return v.option, true
+		}
+		switch x := v.value.(type) {
+		case string:
+			return x, true
+		case map[string]any:
+			s, ok := x["title"].(string)
+			return s, ok
+		default:
+			b, _ := json.Marshal(x)
+			return string(b), true
+		}
+	}
+	est := meta{name: "Estimate named", nodeID: true, fieldT: false, fieldID: "PVTF_estimate", field: required, project: enforcedProj}
+	vs := fromToVariants(t)
+	n := 0
+	for _, from := range vs {
+		for _, to := range vs {
+			n++
+			q, hist := &queue{}, &recorder{}
+			route := intake(&handlers.ProjectsV2Item{Scope: sc, Queue: q, History: hist})
+			delivery := fmt.Sprintf("f-%d", n)
+			name := fmt.Sprintf("from %s, to %s", from.label, to.label)
+			if status, msg := deliver(route, delivery, payloadFor(t, exampleOrg, est, from, to)); status/100 != 2 {
+				t.Fatalf("%s: answered %d %q", name, status, msg)
+			}
+			got, recorded := q.take(), hist.take()
+			toText, toKnown := text(to)
+			fromText, fromKnown := text(from)
+			if !toKnown {
+				if len(got)+len(recorded) != 0 {
+					t.Errorf("%s: no new value to record, but enqueued %+v", name, got)
+				}
+				continue
+			}
+			if len(got) != 1 || len(recorded) != 1 {
+				t.Errorf("%s: enqueued %+v, recorded %+v", name, got, recorded)
+				continue
+			}
+			if ch := got[0]; ch.Field != required || ch.DeliveryID != delivery || ch.To != toText || ch.FromKnown != fromKnown ||
+				(fromKnown && ch.From != fromText) || ch.ItemID != exampleItem || ch.Actor != "wolfy1339" {
+				t.Errorf("%s: recorded %+v, want %s %q → %q", name, ch, required, fromText, toText)
+			}
+		}
+	}
+
+	var option, null variant
+	for _, v := range vs {
+		switch {
+		case v.option != "":
+			option = v
+		case v.label == "null":
+			null = v
+		}
+	}
+	q := &queue{}
+	route := intake(&handlers.ProjectsV2Item{Scope: sc, Queue: q, History: &recorder{}})
+	steps := []struct {
+		name     string
+		m        meta
+		recorded bool
+	}{
+		{"unnamed, its node id not named before", meta{nodeID: true, fieldID: "PVTF_estimate", project: enforcedProj}, false},
+		{"a field not required", meta{nodeID: true, fieldID: "PVTF_priority", field: "Priority", project: enforcedProj}, false},
+		{"the required field on a project not enforced", meta{nodeID: true, fieldID: "PVTF_estimate", field: required, project: enforcedProj + 1}, false},
+		{"the required field", est, true},
+		{"unnamed, its node id named Estimate before", meta{nodeID: true, fieldID: "PVTF_estimate", project: enforcedProj}, true},
+	}
+	for i, st := range steps {
+		if status, msg := deliver(route, fmt.Sprintf("s-%d", i), payloadFor(t, exampleOrg, st.m, null, option)); status/100 != 2 {
+			t.Fatalf("%s: answered %d %q", st.name, status, msg)
+		}
+		got := q.take()
+		fields := 0
+		for _, ch := range got {
+			if ch.Field != "" {
+				fields++
+			}
+		}
+		if st.recorded != (fields == 1) || (!st.recorded && fields != 0) {
+			t.Errorf("%s: recorded=%v, enqueued %+v", st.name, st.recorded, got)
+		}
+	}
+}

@@ -65,8 +65,18 @@ type FieldChange struct {
 	From      string
 	ToKnown   bool
 	To        string
-	Sender    string
-	At        time.Time // the item's updated_at; zero when absent or unreadable
+	// Value is the change as any field's, for a field workflow.requirements names: its from
+	// and to as text (an option's or iteration's name, a string, a number; "" for null), each
+	// known only when the payload carries a readable value.
+	Value  ValueChange
+	Sender string
+	At     time.Time // the item's updated_at; zero when absent or unreadable
+}
+
+// ValueChange is a field's from and to values as text (FieldChange.Value).
+type ValueChange struct {
+	FromKnown, ToKnown bool
+	From, To           string
 }
 
 // ValueKind is what the from and to values of a field value change say of the field's type.
@@ -173,6 +183,7 @@ func projectsV2Item(data []byte) (FieldChange, error) {
 		fc.ProjectNumber = int(n)
 	}
 	from, to := readValue(fv["from"]), readValue(fv["to"])
+	fc.Value = ValueChange{FromKnown: from.textKnown, From: from.text, ToKnown: to.textKnown, To: to.text}
 	fc.From, fc.FromKnown = from.name, from.known
 	fc.To, fc.ToKnown = to.name, to.known
 	switch {
@@ -235,6 +246,10 @@ type fieldValue struct {
 	name  string    // the option's name ("" for null)
 	known bool      // an option, or null (no value)
 	kind  ValueKind // KindUnknown for absent, null and unreadable objects
+	// text is the value of any field type as text (an option's or an iteration's name, a
+	// string, a number as sent; "" for null), textKnown false when absent or unreadable.
+	text      string
+	textKnown bool
 }
 
 // readValue reads a from/to value. Absent means unknown and null means no value; an object
@@ -248,21 +263,30 @@ func readValue(raw json.RawMessage) fieldValue {
 	case len(raw) == 0:
 		return fieldValue{}
 	case string(raw) == "null":
-		return fieldValue{known: true}
+		return fieldValue{known: true, textKnown: true}
 	}
 	obj, _, err := object(raw, "the value")
 	if err != nil {
-		return fieldValue{kind: KindOther}
+		v := fieldValue{kind: KindOther}
+		if s, ok := unquote(raw); ok {
+			v.text, v.textKnown = s, true
+		} else if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			v.text, v.textKnown = string(raw), true
+		}
+		return v
 	}
 	name, hasName := obj["name"]
-	if _, hasTitle := obj["title"]; !hasName && !hasTitle {
+	title, hasTitle := obj["title"]
+	if !hasName && !hasTitle {
 		return fieldValue{}
 	}
 	s, ok := unquote(name)
 	if !ok {
-		return fieldValue{kind: KindOther}
+		v := fieldValue{kind: KindOther}
+		v.text, v.textKnown = unquote(title) // an iteration
+		return v
 	}
-	return fieldValue{name: s, known: true, kind: KindOption}
+	return fieldValue{name: s, known: true, kind: KindOption, text: s, textKnown: true}
 }
 
 // integer reads a JSON number that holds an integer (1, 1.0, 1e3); ok is false for anything

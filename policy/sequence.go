@@ -31,6 +31,11 @@ type Observation struct {
 	// Closes: the event closes the issue (a close, a merge); else it reopens it. Events of one
 	// second are ordered so that the last leaves the issue as it is now.
 	Closes bool
+	// Field names a required field (workflow.requirements) whose value the report changed
+	// From → To: it sets no value on the card either. It takes its place in the history by
+	// its time, before the card reports and events of its own second (a value set and a move
+	// made in one second: the move has it); edits of one field in one second chain by value.
+	Field string
 }
 
 // History is what is known of one item before this decision.
@@ -50,6 +55,9 @@ type History struct {
 	// report comes no earlier than that.
 	Provisional, ProvisionalOver string
 	ProvisionalAt                time.Time
+	// Fields are the required fields' values as the judged history leaves them (a field
+	// missing: not known): edits of one field in one second are ordered from them.
+	Fields map[string]string
 }
 
 // BoardValue is the item's Workflow State as read from GitHub.
@@ -182,7 +190,7 @@ func Sequence(in SequenceInput) Action {
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 	}
-	events, cards := splitEvents(pending)
+	events, fields, cards := splitEvents(pending)
 	if !h.Known && len(cards) == 0 {
 		if in.Board.Unknown {
 			return Action{Kind: ActRead, Why: "first sight: the board's value is adopted"}
@@ -202,6 +210,18 @@ func Sequence(in SequenceInput) Action {
 			return in.wait(h, later[0].At, "first sight: waiting until no earlier report can be missing")
 		}
 		return adopt(in, covered)
+	}
+	if len(fields) > 0 {
+		// A required field's edit comes once every change made up to it is reported, and
+		// every card report and event made before its second is judged.
+		f := firstField(fields, h)
+		second := f.At.Truncate(clockResolution)
+		switch {
+		case !in.covers(h, f.At, f.Received):
+			later = sortedPending(append(later, f))
+		case !anyBefore(covered, second) && !anyBefore(events, second):
+			return Action{Kind: ActJudge, Obs: f, From: h.Observed, Why: "next in the item's history: an edit of " + f.Field}
+		}
 	}
 	if len(events) > 0 {
 		// A lifecycle event comes once every change made up to it is reported, and the card
@@ -439,16 +459,36 @@ func reportedBefore(pending []Observation, t time.Time) bool {
 	return false
 }
 
-// splitEvents separates lifecycle events from card reports (both in the order given).
-func splitEvents(pending []Observation) (events, cards []Observation) {
+// splitEvents separates lifecycle events and field edits from card reports (each in the order
+// given).
+func splitEvents(pending []Observation) (events, fields, cards []Observation) {
 	for _, o := range pending {
-		if o.Event {
+		switch {
+		case o.Field != "":
+			fields = append(fields, o)
+		case o.Event:
 			events = append(events, o)
-		} else {
+		default:
 			cards = append(cards, o)
 		}
 	}
-	return events, cards
+	return events, fields, cards
+}
+
+// firstField is the field edit to take first: the earliest; of edits of one field in one
+// second, one that follows the value the history holds (when it holds one).
+func firstField(fields []Observation, h History) Observation {
+	first := fields[0]
+	cur, known := h.Fields[first.Field]
+	if !known || !first.FromKnown || first.From == cur {
+		return first
+	}
+	for _, f := range fields[1:] {
+		if f.At.Equal(first.At) && f.Field == first.Field && f.FromKnown && f.From == cur {
+			return f
+		}
+	}
+	return first
 }
 
 // firstEvent is the event to judge first: the earliest; of several of one second, one that

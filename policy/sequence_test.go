@@ -40,6 +40,10 @@ func TestSequence(t *testing.T) {
 	reopening := Observation{Delivery: "reopen", To: "Backlog", Actor: "agent-1", At: sec(5), Received: sec(5), Event: true}
 	provisionalOwn := obs("own", "In Progress", "Backlog", "ralph-gate[bot]", 5)
 	provisionalOwn.Own = true
+	edit := func(id, from, to string, at int) Observation {
+		return Observation{Delivery: id, FromKnown: true, From: from, To: to, Actor: "alice", At: sec(at), Received: sec(at), Field: "Estimate"}
+	}
+	withFields := func(h History, v string) History { h.Fields = map[string]string{"Estimate": v}; return h }
 
 	tests := []struct {
 		name string
@@ -48,6 +52,38 @@ func TestSequence(t *testing.T) {
 		// check inspects the action beyond its kind.
 		check func(t *testing.T, a Action)
 	}{
+		// Required fields' edits: no value of the card, placed by time, before the card
+		// reports and events of their own second.
+		{"a field edit is taken in once the proof covers it", in(known("Backlog", "Backlog", 1), []Observation{edit("f", "", "S", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f") }},
+		{"a field edit waits for the proof", in(known("Backlog", "Backlog", 1), []Observation{edit("f", "", "S", 5)}, unknown, proven(8), 9), ActWait, nil},
+		{"a field edit is taken in without reading the board", in(known("Backlog", "Backlog", 1), []Observation{edit("f", "", "S", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Field, "Estimate") }},
+		{"a card report made before a field edit is judged first", in(known("Backlog", "Backlog", 1),
+			[]Observation{edit("f", "", "S", 5), obs("c", "Backlog", "Research Needed", "alice", 4)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "c") }},
+		{"a field edit comes before a card report of its own second", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("c", "Backlog", "Research Needed", "alice", 5), edit("f", "", "S", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f") }},
+		{"a field edit comes before an event of its own second", in(known("Backlog", "Backlog", 1),
+			[]Observation{event, edit("f", "", "S", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f") }},
+		{"an event made before a field edit comes first", in(known("Backlog", "Backlog", 1),
+			[]Observation{edit("f", "", "S", 6), event}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "e") }},
+		{"a card report covered while a later field edit is not is judged", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("c", "Backlog", "Research Needed", "alice", 4), edit("f", "", "S", 9)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "c") }},
+		{"a field edit not covered yet holds the history's end", in(known("Backlog", "Backlog", 1),
+			[]Observation{edit("f", "", "S", 9)}, BoardValue{State: "Backlog"}, proven(10), 11), ActWait, nil},
+		{"edits of one field in one second follow the value the history holds", in(withFields(known("Backlog", "Backlog", 1), "S"),
+			[]Observation{edit("f1", "M", "L", 5), edit("f2", "S", "M", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f2") }},
+		{"edits of one field in one second, the value not held: in arrival order", in(known("Backlog", "Backlog", 1),
+			[]Observation{edit("f1", "M", "L", 5), edit("f2", "S", "M", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f1") }},
+		{"an item never seen with only a field edit is adopted first", in(History{}, []Observation{edit("f", "", "S", 5)}, BoardValue{State: "Backlog"}, proven(10), 11),
+			ActAdopt, nil},
 		// Lifecycle events (a close, a reopen): their actor's move, placed by time alone.
 		{"a lifecycle event is judged once the proof covers it", in(known("Backlog", "Backlog", 1), []Observation{event}, unknown, proven(10), 11),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "e") }},

@@ -308,6 +308,17 @@ var migrations = []migration{
 			`ALTER TABLE items ADD COLUMN lock_taken_from TEXT NOT NULL DEFAULT ''`,
 		},
 	},
+	{
+		version: 16,
+		name:    "required fields in an item's history",
+		stmts: []string{
+			// A required field's edit (workflow.requirements) is a report of the item's history,
+			// and the item's record keeps the values its judged history leaves (JSON by field
+			// name; '' when none is known).
+			`ALTER TABLE observations ADD COLUMN field TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN fields TEXT NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -12,13 +12,13 @@ import (
 )
 
 const observationCols = `delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status,
-	judged_at, verdict, actor_kind, legal_from, rule, reason, recovery, explained, lifecycle`
+	judged_at, verdict, actor_kind, legal_from, rule, reason, recovery, explained, lifecycle, field`
 
 func scanObservation(row interface{ Scan(...any) error }) (enforce.Observation, error) {
 	var o enforce.Observation
 	var status, verdict string
 	err := row.Scan(&o.DeliveryID, &o.ItemID, &o.FromKnown, &o.From, &o.To, &o.Actor, tc(&o.At), tc(&o.ReceivedAt), &status,
-		tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained, &o.Lifecycle)
+		tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained, &o.Lifecycle, &o.Field)
 	o.Status, o.Verdict = enforce.ObservationStatus(status), enforce.Verdict(verdict)
 	return o, err
 }
@@ -29,10 +29,10 @@ func (s *Store) RecordObservation(ctx context.Context, o enforce.Observation) (b
 	if o.DeliveryID == "" || o.ItemID == "" {
 		return false, errors.New("store: record observation: delivery id and item id are required")
 	}
-	res, err := s.exec(ctx, `INSERT INTO observations (delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status, lifecycle, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
+	res, err := s.exec(ctx, `INSERT INTO observations (delivery_id, item_id, from_known, from_state, to_state, actor, at, received_at, status, lifecycle, reason, field)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING`,
 		o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(enforce.ObservationPending),
-		o.Lifecycle, o.Reason)
+		o.Lifecycle, o.Reason, o.Field)
 	if err != nil {
 		return false, fmt.Errorf("store: record observation %q: %w", o.DeliveryID, err)
 	}
@@ -163,12 +163,12 @@ func (s *Store) commitStep(ctx context.Context, st enforce.Step) (bool, error) {
 			o.Status = enforce.ObservationJudged
 		}
 		_, err := s.exec(ctx, `INSERT INTO observations (`+observationCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (delivery_id) DO UPDATE SET status = excluded.status, to_state = excluded.to_state, judged_at = excluded.judged_at,
 				verdict = excluded.verdict, actor_kind = excluded.actor_kind, legal_from = excluded.legal_from,
 				rule = excluded.rule, reason = excluded.reason, recovery = excluded.recovery, explained = excluded.explained`,
 			o.DeliveryID, o.ItemID, o.FromKnown, o.From, o.To, o.Actor, s.t(nowUTC(o.At)), s.t(nowUTC(o.ReceivedAt)), string(o.Status),
-			s.t(nowUTC(o.JudgedAt)), string(o.Verdict), o.ActorKind, o.LegalFrom, o.Rule, o.Reason, o.Recovery, o.Explained, o.Lifecycle)
+			s.t(nowUTC(o.JudgedAt)), string(o.Verdict), o.ActorKind, o.LegalFrom, o.Rule, o.Reason, o.Recovery, o.Explained, o.Lifecycle, o.Field)
 		if err != nil {
 			return false, fmt.Errorf("store: commit step: observation %q: %w", o.DeliveryID, err)
 		}
@@ -267,6 +267,29 @@ func (s *Store) AutomatedCauses(ctx context.Context, itemID, to string, at time.
 		return nil, fmt.Errorf("store: automated moves of %q: %w", itemID, err)
 	}
 	return causes, nil
+}
+
+// FieldEdits lists an item's judged edits of required fields made at or after since, in the
+// order its history took them in (the values they left from say what each field was before).
+func (s *Store) FieldEdits(ctx context.Context, itemID string, since time.Time) ([]enforce.Observation, error) {
+	rows, err := s.query(ctx, `SELECT `+observationCols+` FROM observations WHERE item_id = ? AND field <> '' AND status = ? AND at >= ?
+		ORDER BY at, judged_at, delivery_id`, itemID, string(enforce.ObservationJudged), s.t(nowUTC(since)))
+	if err != nil {
+		return nil, fmt.Errorf("store: field edits of %q: %w", itemID, err)
+	}
+	defer rows.Close()
+	var out []enforce.Observation
+	for rows.Next() {
+		o, err := scanObservation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: field edits of %q: %w", itemID, err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: field edits of %q: %w", itemID, err)
+	}
+	return out, nil
 }
 
 // LegalStateAt is what an item's last legal state was just before t, read back from its judged

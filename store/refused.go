@@ -35,7 +35,7 @@ func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]e
 		var status, verdict string
 		o := &r.Observation
 		if err := rows.Scan(&o.DeliveryID, &o.ItemID, &o.FromKnown, &o.From, &o.To, &o.Actor, tc(&o.At), tc(&o.ReceivedAt), &status,
-			tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained, &o.Lifecycle,
+			tc(&o.JudgedAt), &verdict, &o.ActorKind, &o.LegalFrom, &o.Rule, &o.Reason, &o.Recovery, &o.Explained, &o.Lifecycle, &o.Field,
 			&r.Repo, &r.IssueNumber, &r.LegalNow); err != nil {
 			return nil, fmt.Errorf("store: unexplained refused steps of %q: %w", actor, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -341,8 +342,8 @@ func relationExists(t *testing.T, s *Store, name string) bool {
 // observations): a new database never has it, and a database of version 2
 // loses it on Open and keeps everything else.
 func TestMigrationDropsDeliveries(t *testing.T) {
-	if got := SchemaVersion(); got != 15 {
-		t.Errorf("SchemaVersion() = %d, want 15", got)
+	if got := SchemaVersion(); got != 16 {
+		t.Errorf("SchemaVersion() = %d, want 16", got)
 	}
 	forEachDriver(t, func(t *testing.T, tg target) {
 		tests := []struct {
@@ -381,8 +382,12 @@ func TestMigrationDropsDeliveries(t *testing.T) {
 					}
 				}
 				applied, err := s.AppliedMigrations(ctx)
-				if err != nil || !slices.Equal(applied, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
-					t.Errorf("applied migrations = %v, %v; want [1 2 3 4 5 6 7 8 9 10 11 12 13 14]", applied, err)
+				var every []int
+				for v := 1; v <= SchemaVersion(); v++ {
+					every = append(every, v)
+				}
+				if err != nil || !slices.Equal(applied, every) {
+					t.Errorf("applied migrations = %v, %v; want %v", applied, err, every)
 				}
 				if tt.from > 0 {
 					if it, err := s.GetItem(ctx, "I1"); err != nil || it.LastLegalState != "Backlog" || it.Version != 1 {
@@ -410,6 +415,8 @@ func TestItems(t *testing.T) {
 			{"locked, with legal time and rejected value", enforce.Record{ProjectID: "PVT_1", ItemID: "PVTI_b", IssueNumber: 13, Repo: "acme/web",
 				LastLegalState: "Plan in Progress", LegalAt: at(-time.Minute), RejectedState: "Done", LockHolder: "agent-1", LockSince: at(-time.Hour), UpdatedAt: at(time.Second)}},
 			{"draft, unset state", enforce.Record{ProjectID: "PVT_2", ItemID: "PVTI_c", UpdatedAt: at(2 * time.Second)}},
+			{"required fields in its history", enforce.Record{ProjectID: "PVT_3", ItemID: "PVTI_f", LastLegalState: "Backlog", UpdatedAt: at(3 * time.Second),
+				Fields: map[string]enforce.FieldValue{"Estimate": {Value: "S", At: at(-time.Minute)}, "Priority": {Value: ""}}}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +429,7 @@ func TestItems(t *testing.T) {
 				}
 				want := tt.item
 				want.Version = 1
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("GetItem = %+v\nwant      %+v", got, want)
 				}
 				// Overwrite bumps the version.
@@ -442,8 +449,8 @@ func TestItems(t *testing.T) {
 			t.Errorf("ListItems(PVT_1) = %+v, %v", items, err)
 		}
 		all, err := s.ListItems(ctx, "")
-		if err != nil || len(all) != 3 {
-			t.Errorf("ListItems(all) = %d items, %v; want 3", len(all), err)
+		if err != nil || len(all) != 4 {
+			t.Errorf("ListItems(all) = %d items, %v; want 4", len(all), err)
 		}
 		// A holder without a time gets "now"; a time without a holder is refused.
 		if ok, err := s.CompareAndSetItem(ctx, enforce.Record{ItemID: "PVTI_d", LockHolder: "agent-2"}, 0); !ok || err != nil {
