@@ -101,8 +101,8 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 	}
 	others := 0
 	for _, o := range pending {
-		if o.Actor == a.opts.AppLogin {
-			continue
+		if o.Actor == a.opts.AppLogin || o.Field != "" {
+			continue // (a field's edit moves no card: the move is checked against the field as read now)
 		}
 		others++
 		if !o.At.After(at) {

@@ -324,7 +324,7 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 		// has told of, made when is unknown (its card shows only the newest change time).
 		reports, follows := 0, false
 		for _, o := range pending {
-			if o.Actor != a.rec.app && o.Lifecycle == "" {
+			if o.Actor != a.rec.app && o.Lifecycle == "" && o.Field == "" {
 				reports++
 				follows = follows || !o.FromKnown || o.From == rec.ObservedState
 			}
@@ -516,7 +516,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		if err != nil {
 			return Step{}, false, fmt.Errorf("load reports of item %s: %w", it.ID, err)
 		}
-		pending = slices.DeleteFunc(pending, func(o Observation) bool { return o.Actor == a.rec.app })
+		pending = slices.DeleteFunc(pending, func(o Observation) bool { return o.Actor == a.rec.app || o.Field != "" })
 		rec.LastLegalState, rec.RejectedState = mv.To, ""
 		if mv.At.After(rec.LegalAt) {
 			rec.LegalAt = mv.At

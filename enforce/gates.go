@@ -79,16 +79,32 @@ func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 
 // withHistory is withItem for a step of the item's history judged after it was made, at
 // `at`: the required fields as the history held them then (its edits are steps of it, taken
-// in before the step when made before it or in its second; a field the record does not hold,
-// as read), and a pull request merged by the step's second (docs/ENFORCEMENT.md
-// "Requirements").
+// in before the step when made before it or in its second), and a pull request merged by the
+// step's second (docs/ENFORCEMENT.md "Requirements"). A field the record does not hold yet
+// (the item was recorded before the field was required) is the value the first edit of it
+// waiting to be taken in left, or else as read.
 func (c *core) withHistory(pc policy.Change, w *walk, at time.Time) policy.Change {
 	own := pc.MergedPR // (a merge's own move)
 	pc = c.withItem(pc, w.it)
 	if !c.machine.HasRequirements() {
 		return pc
 	}
-	pc.Fields = overlay(w.it.Fields, w.rec.fieldValues())
+	held := w.rec.fieldValues()
+	first := map[string]Observation{}
+	for _, o := range w.pending {
+		if _, ok := w.rec.Fields[o.Field]; o.Field != "" && !ok && o.FromKnown {
+			if f, seen := first[o.Field]; !seen || o.At.Before(f.At) {
+				first[o.Field] = o
+			}
+		}
+	}
+	for name, o := range first {
+		if held == nil {
+			held = map[string]string{}
+		}
+		held[name] = o.From
+	}
+	pc.Fields = overlay(w.it.Fields, held)
 	pc.MergedPR = own || mergedBy(w.it.MergedPR, w.it.MergedAt, at)
 	return pc
 }
@@ -112,15 +128,17 @@ func overlay(read, held map[string]string) map[string]string {
 	return out
 }
 
-// fieldsAt is a relative's required field values when a step made at `at` was (zero: now, as
-// read): its record's, with the edits its history took in after that second undone (each
-// edit says the value it left); a field the record does not hold, as read.
+// fieldsAt is a relative's required field values as they stood before the second of a step
+// made at `at` (as the group's states do: relatives' changes of one second are not ordered
+// across items), zero: now, as read. Its record's, with the edits its history took in from
+// that second on undone (each edit says the value it left); a field the record does not hold,
+// as read.
 func (c *core) fieldsAt(ctx context.Context, r Relative, rec Record, at time.Time) (map[string]string, error) {
 	if !c.machine.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 {
 		return r.Fields, nil
 	}
 	held := rec.fieldValues()
-	edits, err := c.store().FieldEdits(ctx, r.ItemID, at.Truncate(time.Second).Add(time.Second))
+	edits, err := c.store().FieldEdits(ctx, r.ItemID, at.Truncate(time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("required fields of #%d: %w", r.Number, err)
 	}
@@ -196,7 +214,7 @@ func (c *core) memberState(ctx context.Context, r Relative, at time.Time) (strin
 		unsettled := r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
 			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt))
 		for _, o := range pending {
-			unsettled = unsettled || o.Actor != c.opts.AppLogin
+			unsettled = unsettled || (o.Actor != c.opts.AppLogin && o.Field == "") // (a field's edit moves no card)
 		}
 		if unsettled {
 			return "", groupUnsettled{member: r.ItemID, number: r.Number}

@@ -275,10 +275,11 @@ func TestHistoriesAgainstOracle(t *testing.T) {
 
 // withRequirements has three histories in ten run under workflow.requirements (an Estimate
 // to enter Ready for Plan and In Progress, a merged pull request to enter Done:
-// simRequirements), half their items estimated,
-// drawn apart from the history. The values stay as they are for the whole history: the app
-// reads them when it judges a move, seconds after it, so an edit in between could go either
-// way (docs/ENFORCEMENT.md "Requirements").
+// simRequirements), half their items estimated, drawn apart from the history, and one to
+// four edits of an Estimate by people and agents put among its moves — most right before or
+// after a move of their item, often in its second — with the faults of any webhook: each
+// move is checked against the Estimate as it was when it was made (docs/ENFORCEMENT.md
+// "Requirements").
 func withRequirements(h simHistory, seed uint64) simHistory {
 	rng := rand.New(rand.NewPCG(seed, 0x7e9))
 	if rng.IntN(10) >= 3 {
@@ -289,6 +290,23 @@ func withRequirements(h simHistory, seed uint64) simHistory {
 		if rng.IntN(2) == 0 {
 			h.Estimates[i] = "S"
 		}
+	}
+	for k := 1 + rng.IntN(4); k > 0; k-- {
+		pos := rng.IntN(len(h.Moves) + 1)
+		item := rng.IntN(len(h.Items))
+		if near := pos - rng.IntN(2); near >= 0 && near < len(h.Moves) && rng.Float64() < 0.7 {
+			item = h.Moves[near].Item // right before or right after a move of its item
+		}
+		mv := simMove{Item: item, Actor: simActors[rng.IntN(len(simActors))], To: []string{"", "S", "M"}[rng.IntN(3)], Kind: simEdit,
+			Latency: time.Duration(5+rng.IntN(40)) * time.Millisecond}
+		if rng.Float64() < 0.5 {
+			mv.After = time.Duration(rng.IntN(1500)) * time.Millisecond // else the same moment
+		}
+		if rng.Float64() < 0.2 {
+			mv.Latency = time.Duration(50+rng.IntN(1500)) * time.Millisecond // delivered late
+		}
+		mv.Drop, mv.Dup = rng.Float64() < 0.15, rng.Float64() < 0.10
+		h.Moves = slices.Insert(h.Moves, pos, mv)
 	}
 	return h
 }

@@ -47,6 +47,7 @@ const (
 	simHandoff = "handoff"
 	simAdvance = "advance" // advance_children of the item to To
 	simClaim   = "claim"   // pick_actionable_issue with claim: true, in state To, for Command
+	simEdit    = "edit"    // the item's Estimate set to To ("" clears it)
 )
 
 // simPR is the number of the pull request that closes issue n.
@@ -68,15 +69,15 @@ type simHistory struct {
 	// Mode is the project's mode (Options.Mode): "" and enforce revert, warn and evaluate
 	// leave refused moves standing.
 	Mode Mode `json:"mode,omitempty"`
-	// Estimates, when set, are the items' Estimate values ("" none), fixed for the history,
-	// and the workflow has requirements on them (simRequirements).
+	// Estimates, when set, are the items' Estimate values ("" none) before the history (its
+	// edits, simEdit, change them), and the workflow has requirements on them
+	// (simRequirements).
 	Estimates []string `json:"estimates,omitempty"`
 }
 
 // simRequirements are the requirements a history with Estimates runs under: an agent needs an
 // Estimate to enter Ready for Plan, anyone to enter In Progress, and an agent a merged pull
-// request to enter Done. The simulated issues have no pull request of their own: only a
-// merge's own move has one, so an agent's close into Done is refused.
+// request to enter Done. An issue has a merged pull request from its first merge on (simMerge).
 var simRequirements = []policy.Requirement{
 	{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
 	{Into: []string{"In Progress"}, Fields: []string{"Estimate"}, For: []string{"agent", "human"}},
@@ -280,7 +281,8 @@ func (b *simBoard) Family(_ context.Context, issueID, _ string) (Family, error) 
 func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
-		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents, Fields: it.Fields}
+		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents, Fields: it.Fields,
+		MergedPR: it.MergedPR, MergedAt: it.MergedAt}
 }
 
 // timeline adds a close or reopen to an issue's latest ones, as the app reads them (the last
@@ -470,8 +472,16 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 			it.ParentID, it.ParentNumber = "I_"+simItemID(p), p+1
 		}
 		w.board.items[id] = it
-		// Installed on an existing board: every item adopted as it is.
-		w.st.items[id] = storeItem(id, s, simT0.Add(-time.Hour))
+		// Installed on an existing board: every item adopted as it is, its required fields
+		// with it.
+		rec := storeItem(id, s, simT0.Add(-time.Hour))
+		for k, v := range h.fieldsOf(i) {
+			if rec.Fields == nil {
+				rec.Fields = map[string]FieldValue{}
+			}
+			rec.Fields[k] = FieldValue{Value: v}
+		}
+		w.st.items[id] = rec
 	}
 	w.st.fail = func(op string) error {
 		if w.crashing && w.rng.Float64() < h.Crash {
@@ -607,6 +617,9 @@ func (w *simWorld) move(i int, mv simMove) {
 	case simClaim:
 		w.claim(i, mv)
 		return
+	case simEdit:
+		w.edit(i, mv)
+		return
 	}
 	id := simItemID(mv.Item)
 	w.board.mu.Lock()
@@ -626,6 +639,33 @@ func (w *simWorld) move(i int, mv simMove) {
 	w.dels = append(w.dels, d)
 	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
+	w.send(d, mv)
+}
+
+// edit sets the item's Estimate and sends its webhook (a projects_v2_item edit of the field)
+// with the move's faults: in the true history, a change of the value its later moves are
+// checked against.
+func (w *simWorld) edit(i int, mv simMove) {
+	id := simItemID(mv.Item)
+	w.board.mu.Lock()
+	it := w.board.items[id]
+	from := it.Fields["Estimate"]
+	if from == mv.To {
+		w.board.mu.Unlock()
+		w.trace("edit d%02d: %s leaves the Estimate of %s as it is (GitHub reports no change)", i, mv.Actor, id)
+		return
+	}
+	it.Fields = maps.Clone(it.Fields)
+	it.Fields["Estimate"] = mv.To
+	w.board.items[id] = it
+	w.board.mu.Unlock()
+	at := w.now.Truncate(time.Second)
+	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
+		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: at, Field: "Estimate"}}
+	d.ch.DeliveryID = d.id
+	w.dels = append(w.dels, d)
+	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: at, Field: "Estimate"})
+	w.trace("edit %s: %s sets the Estimate of %s %q → %q%s", d.id, mv.Actor, id, from, mv.To, faultsOf(mv))
 	w.send(d, mv)
 }
 
@@ -684,6 +724,9 @@ func (w *simWorld) merge(i int, mv simMove) {
 	it := w.board.items[id]
 	wasOpen := it.Open
 	it.Open = false
+	if !it.MergedPR {
+		it.MergedPR, it.MergedAt = true, w.now.Truncate(time.Second)
+	}
 	if wasOpen {
 		it.IssueEvents = timeline(it.IssueEvents, IssueEvent{Closed: true, Actor: mv.Actor, At: w.now.Truncate(time.Second)})
 	}
@@ -754,7 +797,10 @@ func (w *simWorld) step(id string, om oracle.Move) {
 		// In a family, moves of one second cannot be ordered from GitHub's reports — of
 		// different items, lifecycle events, or one item's moves that chain in more than one
 		// order — and automation differs with the order.
-		w.orderAmbiguous = w.orderAmbiguous || (g.Move.At.Equal(om.At) && len(w.h.Parents) > 0)
+		// (A field's edit is no move: a relative's counts as it stood before the second; its
+		// own item's move of its second may have been made with it or without it.)
+		w.orderAmbiguous = w.orderAmbiguous || (g.Move.At.Equal(om.At) && len(w.h.Parents) > 0 &&
+			((om.Field == "" && g.Move.Field == "") || g.Item == id))
 	}
 	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
 	w.or.Step(id, om)
@@ -1199,13 +1245,13 @@ func (w *simWorld) check() {
 	diverged := w.diverge(w.or, explainedBy)
 	if len(diverged) > 0 && len(w.h.Parents) > 0 {
 		// The order the app judged them in first (when it is one of those orders), then the
-		// order its sequencer takes (events after the card's moves of their second), then the
+		// order its sequencer takes (within a second: fields' edits, card moves, events), then the
 		// others.
 		var orders [][]oracle.ItemMove
 		if taken, ok := oracle.Reordered(w.moves, w.judgedRank()); ok {
 			orders = append(orders, taken)
 		}
-		orders = append(orders, oracle.EventsLast(w.moves))
+		orders = append(orders, oracle.AsSequenced(w.moves))
 		orders = append(orders, oracle.Interleavings(w.moves, maxOrders)[1:]...)
 		for _, order := range orders {
 			or := w.newOracle()

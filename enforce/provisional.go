@@ -160,7 +160,7 @@ func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation
 		return Observation{}, policy.Decision{}, false
 	}
 	o := pending[0]
-	if o.Lifecycle != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != rec.LastLegalState {
+	if o.Lifecycle != "" || o.Field != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != rec.LastLegalState {
 		return Observation{}, policy.Decision{}, false
 	}
 	dec := e.machine.Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.actors.Classify(o.Actor),

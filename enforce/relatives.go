@@ -21,6 +21,9 @@ import (
 func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Action) error {
 	switch a.Kind {
 	case policy.ActJudge:
+		if a.Obs.Field != "" {
+			return nil // a field's edit is taken in whatever its relatives' histories hold
+		}
 		if a.Obs.Event {
 			// Closes and reopens of one second are ordered among themselves (by the issue's
 			// state now): one of its second not recorded for the item yet comes in first.

@@ -362,7 +362,7 @@ func Provisional(in SequenceInput) (Observation, bool) {
 	o := in.Pending[0]
 	// (A change or a write of ours the history holds from the report's own second is excluded:
 	// a report of ours of that second could not be told from the revert's.)
-	if o.Own || o.Event || !o.FromKnown || o.From != h.Observed || o.To == h.Observed ||
+	if o.Own || o.Event || o.Field != "" || !o.FromKnown || o.From != h.Observed || o.To == h.Observed ||
 		(!h.ObservedAt.IsZero() && !h.ObservedAt.Truncate(clockResolution).Before(o.At.Truncate(clockResolution))) {
 		return Observation{}, false
 	}

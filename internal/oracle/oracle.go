@@ -5,6 +5,7 @@ package oracle
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,8 +48,9 @@ type Oracle struct {
 	// board shows), a close, reopen or merge never moves the card and is never undone, and no
 	// automation runs. Silent: refused moves are not explained either (evaluate).
 	Stands, Silent bool
-	// FieldsOf, when set, is an item's field values (fixed for the history): the input of
-	// workflow.requirements, for its own moves and for the automation that would move it.
+	// FieldsOf, when set, is an item's field values before the history: the input of
+	// workflow.requirements, with the edits of the history (Move.Field) applied in order, for
+	// its own moves and for the automation that would move it.
 	FieldsOf func(item string) map[string]string
 	byApp    map[string]bool   // the item's legal state was last set by automation
 	writes   map[string][]Move // by item: the values the app wrote on its card (Wrote)
@@ -79,6 +81,10 @@ type Move struct {
 	// issue: its actor's move to To (Done, Backlog). A refused one is undone; one to the legal
 	// state moves nothing.
 	Lifecycle string
+	// Field marks an edit of a required field (From → To are its values): no move, but the
+	// moves after it are checked against its value. Edits of one second go anywhere in it
+	// (Orders), chained by value with the others of their field.
+	Field string
 	// Now marks a move the app made at once for its actor (a façade handoff): its gates read
 	// the group as it stands at the move, every earlier step counted (Group otherwise leaves
 	// out the steps of the move's second, which GitHub's reports cannot order).
@@ -138,8 +144,16 @@ type Outcome struct {
 // state, with the mover's own kind.
 func (o *Oracle) Judge(item string, moves []Move) Outcome {
 	out := Outcome{Legal: o.initial[item], Violations: map[string]Violation{}, Allowed: map[string]string{}}
+	fields := maps.Clone(o.fields(item))
 	for _, mv := range moves {
 		l := out.Legal
+		if mv.Field != "" {
+			if fields == nil {
+				fields = map[string]string{}
+			}
+			fields[mv.Field] = mv.To
+			continue
+		}
 		if mv.App {
 			if mv.To != l {
 				// As the app records an automated move: the holder of a lock it leaves goes.
@@ -163,7 +177,7 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			continue
 		}
 		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group,
-			Fields: o.fields(item), MergedPR: mv.Lifecycle == LifecycleMerge}
+			Fields: fields, MergedPR: mv.Lifecycle == LifecycleMerge || o.mergedBy(item, mv.At)}
 		d := o.m.Decide(c)
 		refused := d.Verdict != policy.Allow && !(closing && o.mergePath(c))
 		if o.Stands {
@@ -222,7 +236,7 @@ func (o *Oracle) Step(item string, mv Move) {
 		o.Wrote(item, mv.From, mv.To, mv.At)
 		return
 	}
-	if o.GroupOf != nil && !mv.App {
+	if o.GroupOf != nil && !mv.App && mv.Field == "" {
 		for i, other := range o.GroupOf(item) {
 			state := o.legalBefore(other, mv.At)
 			if mv.Now {
@@ -266,7 +280,7 @@ func (o *Oracle) automate(item string, at time.Time) {
 			members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
 		}
 		target, ok := o.m.ConvergenceTarget(o.Legal[parent], members)
-		if !ok || o.m.Unmet(target, policy.Member{Fields: o.fields(parent)}) != "" {
+		if !ok || o.m.Unmet(target, policy.Member{Fields: o.fieldsBefore(parent, at), MergedPR: o.mergedBy(parent, at)}) != "" {
 			return
 		}
 		visited[parent] = true
@@ -287,7 +301,7 @@ func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited 
 			continue
 		}
 		byNumber[i+1] = c
-		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c], Fields: o.fields(c)})
+		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c], Fields: o.fieldsBefore(c, at), MergedPR: o.mergedBy(c, at)})
 	}
 	moves, _ := o.m.PlanCascade(o.Legal[parent], members)
 	var moved []string
@@ -313,6 +327,32 @@ func (o *Oracle) fields(item string) map[string]string {
 		return nil
 	}
 	return o.FieldsOf(item)
+}
+
+// fieldsBefore is an item's field values as they stood before t's second: its edits of one
+// second are not ordered against another item's moves (as Group's states).
+func (o *Oracle) fieldsBefore(item string, t time.Time) map[string]string {
+	fields := maps.Clone(o.fields(item))
+	for _, mv := range o.moves[item] {
+		if mv.Field != "" && mv.At.Before(t.Truncate(time.Second)) {
+			if fields == nil {
+				fields = map[string]string{}
+			}
+			fields[mv.Field] = mv.To
+		}
+	}
+	return fields
+}
+
+// mergedBy reports whether a pull request closing the item's issue was merged by t's second
+// (GitHub dates the merge to the second: one of the move's second counts).
+func (o *Oracle) mergedBy(item string, t time.Time) bool {
+	for _, mv := range o.moves[item] {
+		if mv.Lifecycle == LifecycleMerge && !mv.At.Truncate(time.Second).After(t.Truncate(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // appMove records an automated move of item at the time of the move that caused it.
@@ -378,10 +418,11 @@ func (o *Oracle) Orders(item string) [][]Move {
 		wrote := make([]bool, len(writes))
 		// Within one second each move must leave the value the one before it left (an app
 		// write between two seconds may change it, so seconds are not chained to each other).
-		// A lifecycle event sets no value: it goes anywhere in its second.
+		// A lifecycle event sets no value: it goes anywhere in its second; so does a field's
+		// edit, after the edit of its field that left the value it changed.
 		start := grp[0].From
 		for _, mv := range grp {
-			if mv.Lifecycle == "" {
+			if mv.Lifecycle == "" && mv.Field == "" {
 				start = mv.From
 				break
 			}
@@ -397,7 +438,12 @@ func (o *Oracle) Orders(item string) [][]Move {
 					continue
 				}
 				next := value
-				if mv.Lifecycle == "" {
+				switch {
+				case mv.Field != "":
+					if v, ok := o.fieldIn(item, cur, mv.Field); ok && v != mv.From {
+						continue
+					}
+				case mv.Lifecycle == "":
 					if mv.From != value {
 						continue
 					}
@@ -424,6 +470,18 @@ func (o *Oracle) Orders(item string) [][]Move {
 	}
 	walk(0, nil)
 	return out
+}
+
+// fieldIn is a field's value after moves (the item's value before them, when none edits it);
+// ok is false when it is not known.
+func (o *Oracle) fieldIn(item string, moves []Move, field string) (string, bool) {
+	for i := len(moves) - 1; i >= 0; i-- {
+		if moves[i].Field == field {
+			return moves[i].To, true
+		}
+	}
+	v, ok := o.fields(item)[field]
+	return v, ok
 }
 
 func slicesEqualMoves(a, b []Move) bool {
@@ -587,10 +645,10 @@ func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
 func interleave(grp []ItemMove, limit int) [][]ItemMove {
 	var out [][]ItemMove
 	used := make([]bool, len(grp))
-	cur := map[string]string{} // each item's value so far in the second
+	cur := map[string]string{} // each item's value (and each of its fields') so far in the second
 	for i := len(grp) - 1; i >= 0; i-- {
 		if grp[i].Move.Lifecycle == "" {
-			cur[grp[i].Item] = grp[i].Move.From
+			cur[chainKey(grp[i])] = grp[i].Move.From
 		}
 	}
 	var rec func(order []ItemMove)
@@ -603,17 +661,17 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 			return
 		}
 		for i, im := range grp {
-			event := im.Move.Lifecycle != ""
-			if used[i] || (!event && im.Move.From != cur[im.Item]) {
+			event, k := im.Move.Lifecycle != "", chainKey(im)
+			if used[i] || (!event && im.Move.From != cur[k]) {
 				continue
 			}
 			used[i] = true
-			before := cur[im.Item]
+			before := cur[k]
 			if !event {
-				cur[im.Item] = im.Move.To
+				cur[k] = im.Move.To
 			}
 			rec(append(order, im))
-			cur[im.Item] = before
+			cur[k] = before
 			used[i] = false
 		}
 	}
@@ -626,25 +684,39 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 	return out
 }
 
-// EventsLast is the order of moves (given in true order) in which, within each second, the
-// lifecycle events come after the card moves, each kind in its true order: the order
-// ralph-gate's sequencer gives an item's reports of one second (and one of the orders
-// Interleavings may reach only late, when a second holds many moves).
-func EventsLast(moves []ItemMove) []ItemMove {
+// chainKey names the chain a move's values belong to: its item's card, or one of its fields.
+func chainKey(im ItemMove) string {
+	if im.Move.Field != "" {
+		return im.Item + "\x00" + im.Move.Field
+	}
+	return im.Item
+}
+
+// AsSequenced is the order of moves (given in true order) in which, within each second, the
+// fields' edits come first, then the card moves, then the lifecycle events, each kind in its
+// true order: the order ralph-gate's sequencer gives an item's reports of one second (and one
+// of the orders Interleavings may reach only late, when a second holds many moves).
+func AsSequenced(moves []ItemMove) []ItemMove {
 	out := make([]ItemMove, 0, len(moves))
+	rank := func(m Move) int {
+		switch {
+		case m.Field != "":
+			return 0
+		case m.Lifecycle == "":
+			return 1
+		}
+		return 2
+	}
 	for i := 0; i < len(moves); {
 		j := i + 1
 		for j < len(moves) && moves[j].Move.At.Equal(moves[i].Move.At) {
 			j++
 		}
-		for _, im := range moves[i:j] {
-			if im.Move.Lifecycle == "" {
-				out = append(out, im)
-			}
-		}
-		for _, im := range moves[i:j] {
-			if im.Move.Lifecycle != "" {
-				out = append(out, im)
+		for r := 0; r < 3; r++ {
+			for _, im := range moves[i:j] {
+				if rank(im.Move) == r {
+					out = append(out, im)
+				}
 			}
 		}
 		i = j
@@ -665,10 +737,10 @@ func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
 			j++
 		}
 		grp := append([]ItemMove{}, moves[i:j]...)
-		cur := map[string]string{} // each item's value so far in the second
+		cur := map[string]string{} // each item's value (and each of its fields') so far in the second
 		for k := len(grp) - 1; k >= 0; k-- {
 			if grp[k].Move.Lifecycle == "" {
-				cur[grp[k].Item] = grp[k].Move.From
+				cur[chainKey(grp[k])] = grp[k].Move.From
 			}
 		}
 		sort.SliceStable(grp, func(a, b int) bool { return rank(grp[a]) < rank(grp[b]) })
@@ -676,10 +748,10 @@ func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
 			if im.Move.Lifecycle != "" {
 				continue
 			}
-			if im.Move.From != cur[im.Item] {
+			if im.Move.From != cur[chainKey(im)] {
 				return nil, false
 			}
-			cur[im.Item] = im.Move.To
+			cur[chainKey(im)] = im.Move.To
 		}
 		out = append(out, grp...)
 		i = j

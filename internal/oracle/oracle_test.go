@@ -125,14 +125,49 @@ func TestOracleRunsAutomation(t *testing.T) {
 	}
 }
 
-func TestEventsLast(t *testing.T) {
+func TestAsSequenced(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	mv := func(delivery, lifecycle string, sec int) ItemMove {
 		return ItemMove{Item: "A", Move: Move{Delivery: delivery, Lifecycle: lifecycle, At: t0.Add(time.Duration(sec) * time.Second)}}
 	}
-	got := key(EventsLast([]ItemMove{mv("c1", LifecycleClose, 1), mv("a", "", 1), mv("r1", LifecycleReopen, 1), mv("b", "", 1),
+	edit := mv("e1", "", 1)
+	edit.Move.Field = "Estimate"
+	got := key(AsSequenced([]ItemMove{mv("c1", LifecycleClose, 1), mv("a", "", 1), mv("r1", LifecycleReopen, 1), edit, mv("b", "", 1),
 		mv("c2", LifecycleClose, 2), mv("d", "", 3)}))
-	if want := "a,b,c1,r1,c2,d,"; got != want {
-		t.Errorf("EventsLast = %s, want %s", got, want)
+	if want := "e1,a,b,c1,r1,c2,d,"; got != want {
+		t.Errorf("AsSequenced = %s, want %s", got, want)
+	}
+}
+
+// A field's edit is judged with no verdict of its own, and the moves after it in the order
+// judged have its value: one second's edit and move are told apart by the orders Check tries.
+func TestFieldEditsAreInputs(t *testing.T) {
+	spec := policy.DefaultSpec()
+	spec.Requirements = []policy.Requirement{{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}}}
+	m, problems := policy.Compile(spec)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	o := New(m, policy.Actors{Agents: []string{"agent-*"}})
+	o.FieldsOf = func(string) map[string]string { return map[string]string{"Estimate": ""} }
+	o.Start("A", "Research Needed")
+	o.Step("A", Move{From: "Research Needed", To: "Ready for Plan", Actor: "agent-1", Delivery: "m", At: t0})
+	o.Step("A", Move{From: "", To: "S", Actor: "bob", Delivery: "e", At: t0, Field: "Estimate"})
+	if _, refused := o.Violations["m"]; !refused || o.Legal["A"] != "Research Needed" {
+		t.Fatalf("the move made before the Estimate was set: violations %v, legal %q", o.Violations, o.Legal["A"])
+	}
+	// The edit of the move's second may have come first: GitHub's reports cannot tell.
+	if diffs := o.Check("A", "Ready for Plan", "", nil); diffs != nil {
+		t.Errorf("the edit first is an order GitHub cannot tell from the true one: %v", diffs)
+	}
+	// A second later, it cannot have.
+	o2 := New(m, policy.Actors{Agents: []string{"agent-*"}})
+	o2.FieldsOf = o.FieldsOf
+	o2.Start("A", "Research Needed")
+	o2.Step("A", Move{From: "Research Needed", To: "Ready for Plan", Actor: "agent-1", Delivery: "m", At: t0})
+	o2.Step("A", Move{From: "", To: "S", Actor: "bob", Delivery: "e", At: t0.Add(time.Second), Field: "Estimate"})
+	if diffs := o2.Check("A", "Ready for Plan", "", nil); diffs == nil {
+		t.Error("a move made a second before the Estimate was set must be refused")
 	}
 }
