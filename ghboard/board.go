@@ -173,21 +173,32 @@ type contentData struct {
 // $prs).
 type closingPRs struct {
 	Nodes []*struct {
-		Merged bool `json:"merged"`
+		Merged   bool       `json:"merged"`
+		MergedAt *time.Time `json:"mergedAt"`
 	} `json:"nodes"`
 }
 
-// merged reports whether one of them is merged (false for none, or not read).
-func (c *closingPRs) merged() bool {
+// merged reports whether one of them is merged (false for none, or not read), and when the
+// first was (zero when GitHub did not say): a move is checked against the pull requests
+// merged by its own second.
+func (c *closingPRs) merged() (bool, time.Time) {
 	if c == nil {
-		return false
+		return false, time.Time{}
 	}
+	merged, first := false, time.Time{}
 	for _, pr := range c.Nodes {
-		if pr != nil && pr.Merged {
-			return true
+		if pr == nil || !pr.Merged {
+			continue
 		}
+		if !merged || (pr.MergedAt != nil && !first.IsZero() && pr.MergedAt.Before(first)) {
+			first = time.Time{}
+			if pr.MergedAt != nil {
+				first = *pr.MergedAt
+			}
+		}
+		merged = true
 	}
-	return false
+	return merged, first
 }
 
 // eventsData is an issue's latest closes and reopens as issueEvents selects them.

@@ -75,7 +75,7 @@ var itemNodeFields = `__typename
       ` + requiredSlots + `
       content {
         ` + itemContent + `
-        ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged } } }
+        ... on Issue { closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged mergedAt } } }
       }
     }`
 
@@ -138,7 +138,7 @@ const mutationReopenIssue = `mutation RalphGateReopenIssue($id: ID!) {
 var familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
   ` + issueEvents + `
-  closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged } }
+  closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged mergedAt } }
   projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
     estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
     ` + requiredSlots + ` } }`

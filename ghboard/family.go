@@ -55,7 +55,7 @@ func (r relativeData) relative(projectID string, required []string) enforce.Rela
 			rel.Fields = n.values(required)
 		}
 	}
-	rel.MergedPR = r.ClosedBy.merged()
+	rel.MergedPR, rel.MergedAt = r.ClosedBy.merged()
 	return rel
 }
 

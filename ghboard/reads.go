@@ -93,7 +93,7 @@ func (n *itemNode) requirementInputs(it *enforce.Item, required []string) {
 		}
 	}
 	if c := n.Content; c != nil {
-		it.MergedPR = c.ClosedBy.merged()
+		it.MergedPR, it.MergedAt = c.ClosedBy.merged()
 	}
 }
 

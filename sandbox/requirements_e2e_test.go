@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
@@ -34,8 +35,11 @@ issues:
   - {repo: app, number: 6, title: Epic, project: 1, fields: {Workflow State: Research Needed, Estimate: L}}
   - {repo: app, number: 7, title: Estimated child, project: 1, parent: 6, fields: {Workflow State: Backlog, Estimate: S}}
   - {repo: app, number: 8, title: Child without an estimate, project: 1, parent: 6, fields: {Workflow State: Backlog}}
+  - {repo: app, number: 9, title: Estimated too late, project: 1, fields: {Workflow State: Research Needed}}
+  - {repo: app, number: 10, title: Merged before its plan was reviewed, project: 1, fields: {Workflow State: Plan in Review, Estimate: M}}
 pull_requests:
   - {repo: app, number: 40, title: Implement 4, closes: [4]}
+  - {repo: app, number: 41, title: Implement 10, closes: [10]}
 `
 
 // workflow.requirements end to end (docs/ENFORCEMENT.md "Requirements"), configured as the
@@ -43,7 +47,9 @@ pull_requests:
 // reverted and told to set it, with the options; setting it and retrying works; with one the
 // move stands; a person is not bound. An agent's In Review → Done with no merged pull request
 // is reverted; merging the pull request that closes the issue takes it to Done. A cascade
-// leaves a child that fails the requirement where it is.
+// leaves a child that fails the requirement where it is. A move is checked against the item
+// as it was when it was made: an Estimate set a second later, before the move is judged, does
+// not count; a pull request merged before the move does.
 func TestRequirementsEndToEnd(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
@@ -52,6 +58,9 @@ func TestRequirementsEndToEnd(t *testing.T) {
 				{Into: []string{"Ready for Plan"}, Fields: []string{"Estimate"}},
 				{Into: []string{"Done"}, PullRequest: policy.PullRequestMerged, For: []string{"agent"}},
 			}
+			// Long enough that #9's Estimate, set a second after its move, lands before the
+			// move is judged.
+			c.Enforcement.ReorderWindow = 3 * time.Second
 		})
 		ctx := context.Background()
 		if _, err := e.sb.App.ReconcileNow(ctx); err != nil { // first sight: adopted
@@ -123,6 +132,35 @@ func TestRequirementsEndToEnd(t *testing.T) {
 		e.wantState(4, "Done")
 		if hasAudit(e.audit(4), enforce.VerdictReverted, "requirement") {
 			t.Errorf("#4's merge was refused: %+v", e.audit(4))
+		}
+
+		// As it was when it was made: the Estimate set a second after the move (while the move
+		// waits for its place in the history) does not count.
+		e.move("agent-1", 9, "Ready for Plan")
+		time.Sleep(1100 * time.Millisecond)
+		e.setSingleSelect("alice", 9, "Estimate", "S")
+		e.settle()
+		e.wantState(9, "Research Needed")
+		if !hasAudit(e.audit(9), enforce.VerdictReverted, "requirement") {
+			t.Errorf("#9: the move made before its Estimate was set stood: %+v", e.audit(9))
+		}
+
+		// A pull request merged apart from the move counts: merged by the agent while #10's
+		// plan was in review (the merge moves nothing from there; its close is refused and
+		// undone), the owner takes it to In Review, then the agent's In Review → Done.
+		if err := e.sb.Sim.Merge("app", 41, "agent-1"); err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+		e.wantState(10, "Plan in Review")
+		e.move("owner", 10, "In Review")
+		e.settle()
+		time.Sleep(1100 * time.Millisecond) // (a second later: GitHub dates changes to the second)
+		e.move("agent-1", 10, "Done")
+		e.settle()
+		e.wantState(10, "Done")
+		if hasAudit(e.audit(10), enforce.VerdictReverted, "requirement") {
+			t.Errorf("#10: In Review → Done after its pull request was merged was refused: %+v", e.audit(10))
 		}
 	})
 }
