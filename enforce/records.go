@@ -57,7 +57,7 @@ type Record struct {
 	// then checked against the value read with the item.
 	Fields    map[string]FieldValue
 	UpdatedAt time.Time // set by the store when zero on write
-	Version       int64     // bumped by every write; 1 after the first
+	Version   int64     // bumped by every write; 1 after the first
 }
 
 // FieldValue is a required field's value in an item's history, and GitHub's time of the
