@@ -181,6 +181,9 @@ func (c *core) group(ctx context.Context, q gateQuery) ([]policy.Member, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read group: %w", err)
 	}
+	if err := c.membersBelowUnsettled(ctx, q, fam.Children); err != nil {
+		return nil, err
+	}
 	var out []policy.Member
 	for _, r := range fam.Children {
 		if r.ItemID == "" || r.ItemID == it.ID {
@@ -193,6 +196,36 @@ func (c *core) group(ctx context.Context, q gateQuery) ([]policy.Member, error) 
 		out = append(out, policy.Member{Number: r.Number, Title: r.Title, State: state})
 	}
 	return out, nil
+}
+
+// membersBelowUnsettled returns a groupUnsettled naming an item below a sibling member of the
+// group whose history before the move is still being judged, or whose automation owed by then
+// has not run: its convergence may move the member before the move (a sibling's own reports
+// and its ancestors' are the member's and the item's relatives' to wait for). One query when
+// nothing waits anywhere (the usual case); the members' families read only when something does.
+func (c *core) membersBelowUnsettled(ctx context.Context, q gateQuery, members []Relative) error {
+	if q.at.IsZero() {
+		return nil // (a move made now: each member's own walk is settled, memberState)
+	}
+	pending, err := c.store().PendingItemsBefore(ctx, q.at, q.it.ID, c.opts.AppLogin)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	waiting := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		waiting[id] = true
+	}
+	for _, r := range members {
+		if r.ItemID == "" || r.ItemID == q.it.ID || r.SubIssues == 0 {
+			continue
+		}
+		below := relativeItem(q.it, r)
+		below.ParentID = "" // (its ancestors are the item's: waited for with the item's relatives)
+		if err := c.eachRelative(ctx, q.board, below, func(d Relative) (bool, error) { return waiting[d.ItemID], nil }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // memberState is a group member's legal state when the move was made, not its board value

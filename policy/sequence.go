@@ -476,17 +476,22 @@ func splitEvents(pending []Observation) (events, fields, cards []Observation) {
 }
 
 // firstField is the field edit to take first: the earliest; of edits of one field in one
-// second, one that follows the value the history holds (when it holds one).
+// second, the first of the trail (or longest chain) that leads from the value the history
+// holds through them, as a card's reports of one second are ordered (when it holds one).
 func firstField(fields []Observation, h History) Observation {
 	first := fields[0]
 	cur, known := h.Fields[first.Field]
-	if !known || !first.FromKnown || first.From == cur {
+	if !known {
 		return first
 	}
-	for _, f := range fields[1:] {
-		if f.At.Equal(first.At) && f.Field == first.Field && f.FromKnown && f.From == cur {
-			return f
+	var second []Observation
+	for _, f := range fields {
+		if f.Field == first.Field && f.At.Truncate(clockResolution).Equal(first.At.Truncate(clockResolution)) {
+			second = append(second, f)
 		}
+	}
+	if chain, _ := splitChain(History{Observed: cur}, second); len(chain) > 0 {
+		return chain[0]
 	}
 	return first
 }

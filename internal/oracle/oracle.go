@@ -82,8 +82,9 @@ type Move struct {
 	// state moves nothing.
 	Lifecycle string
 	// Field marks an edit of a required field (From → To are its values): no move, but the
-	// moves after it are checked against its value. Edits of one second go anywhere in it
-	// (Orders), chained by value with the others of their field.
+	// moves after it are checked against its value. Besides the true order, Orders tries the
+	// edits of a second first in it (ralph-gate's sequencer takes them so: GitHub dates both
+	// to the second).
 	Field string
 	// Now marks a move the app made at once for its actor (a façade handoff): its gates read
 	// the group as it stands at the move, every earlier step counted (Group otherwise leaves
@@ -405,24 +406,36 @@ func (o *Oracle) Orders(item string) [][]Move {
 			}
 			return
 		}
-		grp := groups[g]
+		// The second's edits of fields come first, in their true order (as ralph-gate's
+		// sequencer takes them); the true order, first of all, has them where they were made.
+		var edits, grp []Move
+		for _, mv := range groups[g] {
+			if mv.Field != "" {
+				edits = append(edits, mv)
+			} else {
+				grp = append(grp, mv)
+			}
+		}
+		prefix = append(slices.Clone(prefix), edits...)
 		used := make([]bool, len(grp))
 		// The app's writes of the second changed the card's value too: a move may follow one
 		// (each used at most once; they are no moves, so no order holds them).
 		var writes []Move
 		for _, wr := range o.writes[item] {
-			if wr.At.Equal(grp[0].At) {
+			if wr.At.Equal(groups[g][0].At) {
 				writes = append(writes, wr)
 			}
 		}
 		wrote := make([]bool, len(writes))
 		// Within one second each move must leave the value the one before it left (an app
 		// write between two seconds may change it, so seconds are not chained to each other).
-		// A lifecycle event sets no value: it goes anywhere in its second; so does a field's
-		// edit, after the edit of its field that left the value it changed.
-		start := grp[0].From
+		// A lifecycle event sets no value: it goes anywhere in its second.
+		start := ""
+		if len(grp) > 0 {
+			start = grp[0].From
+		}
 		for _, mv := range grp {
-			if mv.Lifecycle == "" && mv.Field == "" {
+			if mv.Lifecycle == "" {
 				start = mv.From
 				break
 			}
@@ -438,12 +451,7 @@ func (o *Oracle) Orders(item string) [][]Move {
 					continue
 				}
 				next := value
-				switch {
-				case mv.Field != "":
-					if v, ok := o.fieldIn(item, cur, mv.Field); ok && v != mv.From {
-						continue
-					}
-				case mv.Lifecycle == "":
+				if mv.Lifecycle == "" {
 					if mv.From != value {
 						continue
 					}
@@ -470,18 +478,6 @@ func (o *Oracle) Orders(item string) [][]Move {
 	}
 	walk(0, nil)
 	return out
-}
-
-// fieldIn is a field's value after moves (the item's value before them, when none edits it);
-// ok is false when it is not known.
-func (o *Oracle) fieldIn(item string, moves []Move, field string) (string, bool) {
-	for i := len(moves) - 1; i >= 0; i-- {
-		if moves[i].Field == field {
-			return moves[i].To, true
-		}
-	}
-	v, ok := o.fields(item)[field]
-	return v, ok
 }
 
 func slicesEqualMoves(a, b []Move) bool {
@@ -642,7 +638,16 @@ func Interleavings(moves []ItemMove, limit int) [][]ItemMove {
 // any interleaving across items, and within an item any order in which each move leaves the
 // value the one before it left (as Orders; a lifecycle event anywhere); the given order
 // first; at most limit.
-func interleave(grp []ItemMove, limit int) [][]ItemMove {
+func interleave(all []ItemMove, limit int) [][]ItemMove {
+	// Fields' edits first, in their true order (as Orders), then the moves in any order.
+	var edits, grp []ItemMove
+	for _, im := range all {
+		if im.Move.Field != "" {
+			edits = append(edits, im)
+		} else {
+			grp = append(grp, im)
+		}
+	}
 	var out [][]ItemMove
 	used := make([]bool, len(grp))
 	cur := map[string]string{} // each item's value (and each of its fields') so far in the second
@@ -656,7 +661,7 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 		if len(out) >= limit {
 			return
 		}
-		if len(order) == len(grp) {
+		if len(order) == len(edits)+len(grp) {
 			out = append(out, append([]ItemMove{}, order...))
 			return
 		}
@@ -675,11 +680,11 @@ func interleave(grp []ItemMove, limit int) [][]ItemMove {
 			used[i] = false
 		}
 	}
-	rec(nil)
-	if len(out) == 0 || key(out[0]) != key(grp) {
+	rec(slices.Clone(edits))
+	if len(out) == 0 || key(out[0]) != key(all) {
 		// The given order first, even when its values do not chain (a value set between two
 		// reports of one second by a write of the app's).
-		out = append([][]ItemMove{append([]ItemMove{}, grp...)}, out...)
+		out = append([][]ItemMove{append([]ItemMove{}, all...)}, out...)
 	}
 	return out
 }
