@@ -548,6 +548,8 @@ func (a *Automation) wrote(ctx context.Context, mv appMove) error {
 		if !found || rec.RevertPending != mv.To {
 			return Step{}, false, nil // its report came back first, and was taken in
 		}
+		rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: mv.Item.State, To: mv.To, At: rec.ObservedAt}) // (its guard's From)
+		rec.Raced = slices.DeleteFunc(slices.Clone(rec.Raced), func(r policy.Write) bool { return r.To == mv.To })
 		rec.ObservedState, rec.RevertPending = mv.To, ""
 		// GitHub dates our write to the second it was made: a report of an earlier write of
 		// ours that comes back after it (late, or redelivered) is older than the history.

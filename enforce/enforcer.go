@@ -389,7 +389,7 @@ func (w *walk) history() policy.History {
 	return policy.History{Known: w.found, Legal: w.rec.LastLegalState, Observed: w.rec.ObservedState,
 		ObservedAt: w.rec.ObservedAt, GapSince: w.rec.GapSince, RevertPending: w.rec.RevertPending,
 		Provisional: w.rec.Provisional, ProvisionalOver: w.rec.ProvisionalOver, ProvisionalAt: w.rec.ProvisionalAt,
-		Fields: w.rec.fieldValues()}
+		Fields: w.rec.fieldValues(), Writes: w.rec.Writes, Raced: w.rec.Raced}
 }
 
 func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {

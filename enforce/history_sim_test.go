@@ -73,6 +73,9 @@ type simHistory struct {
 	// edits, simEdit, change them), and the workflow has requirements on them
 	// (simRequirements).
 	Estimates []string `json:"estimates,omitempty"`
+	// Races is the chance that a guarded write which passed its guard has someone's move land
+	// before it (GitHub has no conditional write: simWorld.race).
+	Races float64 `json:"races,omitempty"`
 }
 
 // simRequirements are the requirements a history with Estimates runs under: an agent needs an
@@ -305,8 +308,10 @@ func (b *simBoard) SetStatesIf(ctx context.Context, ws []StateWrite) []error {
 		if errs[i] = w.Guard(ctx, cur); errs[i] != nil {
 			continue
 		}
+		b.w.race(w.Item.ID)
 		written++
 		errs[i] = b.setState(w.Item, w.State)
+		b.w.raced = false
 	}
 	b.request((written + 49) / 50)
 	return errs
@@ -445,6 +450,11 @@ type simWorld struct {
 	claimTries  int // candidates claims tried beyond their first
 	// extraEvents counts the reported events a move made besides its own (a merge's close).
 	extraEvents int
+	// races counts the moves that landed between a guarded write's read and the write
+	// (simHistory.Races); raced is set until that write is made (it lands over the move).
+	races         int
+	racing, raced bool
+	racedAt       map[string]time.Time // each item's last second a write of it raced
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
 	queued map[string]bool
 }
@@ -640,6 +650,35 @@ func (w *simWorld) move(i int, mv simMove) {
 	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	w.send(d, mv)
+}
+
+// race makes, with the history's Races chance, someone's move of the item land between a
+// guarded write's read and the write (GitHub has no conditional write): a move of the true
+// history, reported as any, that the write then lands over. The write's report tells the app
+// what it wrote over.
+func (w *simWorld) race(id string) {
+	if w.h.Races == 0 || !w.crashing || w.handing || w.racedAt[id].Equal(w.now.Truncate(time.Second)) || w.rng.Float64() >= w.h.Races {
+		// (Not while a façade call is served: a handoff's own write raced by a move is not
+		// handled yet — the handoff is judged from its read, and nothing judges it again. Nor
+		// twice on one item in one second: the app knows only its last write's.)
+		return
+	}
+	if w.racedAt == nil {
+		w.racedAt = map[string]time.Time{}
+	}
+	w.racedAt[id] = w.now.Truncate(time.Second)
+	actor := simActors[w.rng.IntN(len(simActors)-1)]
+	states := w.m.States()
+	to := states[w.rng.IntN(len(states))]
+	if next := w.m.AllowedNext(w.or.Legal[id], w.actors.Classify(actor)); len(next) > 0 && w.rng.Float64() < 0.7 {
+		to = next[w.rng.IntN(len(next))]
+	}
+	w.races++
+	w.trace("race: a move of %s lands before the app's guarded write", id)
+	w.racing = true
+	w.move(900+w.races, simMove{Item: simItemIndex(id), Actor: actor, To: to, Latency: time.Duration(5+w.rng.IntN(40)) * time.Millisecond})
+	w.racing = false
+	w.raced = true
 }
 
 // edit sets the item's Estimate and sends its webhook (a projects_v2_item edit of the field)
@@ -1018,6 +1057,11 @@ func (w *simWorld) appWrite(id, state string) {
 	w.board.items[id] = it
 	w.board.mu.Unlock()
 	w.ownWrites++
+	if before == state {
+		// (No change: GitHub reports none, as for anyone's.)
+		w.trace("app writes %s again (%s): no change, GitHub reports nothing", orNoState(state), id)
+		return
+	}
 	w.or.Wrote(id, before, state, w.now.Truncate(time.Second))
 	w.trace("app writes %s → %s (%s)", orNoState(before), orNoState(state), id)
 	// GitHub reports the app's own write too (with the delivery faults of the moment).
@@ -1037,6 +1081,9 @@ func (w *simWorld) appWrite(id, state string) {
 	if w.handing {
 		w.heldWrites = append(w.heldWrites, [3]string{id, before, state})
 		return
+	}
+	if w.raced {
+		return // (a write GitHub lands over a move made after its read: not the app's to prevent)
 	}
 	w.checkWrite(id, before, state)
 }
@@ -1368,5 +1415,5 @@ func (w *simWorld) requestBudget() int {
 			parents[p] = true
 		}
 	}
-	return 8*(len(w.h.Moves)+w.extraEvents) + 3*w.ownWrites + 3*w.claimTries + made*len(parents) + 6*w.crashes + 10
+	return 8*(len(w.h.Moves)+w.extraEvents+w.races) + 3*w.ownWrites + 3*w.claimTries + made*len(parents) + 6*w.crashes + 10
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // What enforcement remembers, declared here and persisted by package store (Store). The
@@ -55,9 +57,16 @@ type Record struct {
 	// history leaves them, by field name: a move is checked against them as they were when it
 	// was made. A field missing is not known (recorded before it was required): a move is
 	// then checked against the value read with the item.
-	Fields    map[string]FieldValue
-	UpdatedAt time.Time // set by the store when zero on write
-	Version   int64     // bumped by every write; 1 after the first
+	Fields map[string]FieldValue
+	// Writes are the app's guarded writes (reverts, automated moves) the history ends in, in
+	// order (policy.History): GitHub has no conditional write, so a change may land between a
+	// write's read and the write, whose report then leaves from another value. Raced are the
+	// writes such a race put back in flight: their reports wait for their place in the
+	// history, changing the card only.
+	Writes []policy.Write
+	Raced  []policy.Write
+	UpdatedAt  time.Time // set by the store when zero on write
+	Version    int64     // bumped by every write; 1 after the first
 }
 
 // FieldValue is a required field's value in an item's history, and GitHub's time of the

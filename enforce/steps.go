@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,6 +55,8 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 			return e.syncProvisional(ctx, w, a)
 		}
 		return e.sync(ctx, w, a)
+	case policy.ActRaced:
+		return e.raced(ctx, w, a)
 	}
 	return fmt.Errorf("sequencer action %s is not handled", a.Kind)
 }
@@ -83,10 +86,40 @@ func (e *Enforcer) recordField(ctx context.Context, w *walk, o Observation) erro
 	return nil
 }
 
+// raced takes in that a write of ours landed over a change made after its guard read the card
+// (its report leaves from another value than the one written over): the history goes back to
+// before the write (a provisional revert's journal is dropped: the step it set back is judged
+// as any), and its report waits for its place among the changes it landed over (Raced),
+// a change of the card by the app that moves no legal state. Once every change is judged, the
+// walk writes the legal value back, explaining nothing: nobody moved the card there.
+func (e *Enforcer) raced(ctx context.Context, w *walk, a policy.Action) error {
+	rec := w.rec
+	raced := []policy.Write{{Over: a.Obs.From, To: a.Obs.To}}
+	switch {
+	case rec.Provisional != "":
+		rec.forgetProvisional()
+	case rec.RevertPending != "" && a.Obs.Own && a.Obs.To == rec.RevertPending:
+		rec.RevertPending = "" // (made: its report is the raced one)
+	case a.Write >= 0 && a.Write < len(rec.Writes):
+		// Back to before that write: it and the writes of ours after it change the card only.
+		wr := rec.Writes[a.Write]
+		rec.ObservedState, rec.ObservedAt = wr.Over, wr.At
+		raced = slices.Clone(rec.Writes[a.Write:])
+		if !a.Obs.Own && a.Obs.To == wr.To {
+			raced = raced[1:] // (it changed nothing: GitHub reports nothing of it)
+		}
+	}
+	rec.Writes, rec.Raced = nil, append(slices.Clone(rec.Raced), raced...)
+	zerolog.Ctx(ctx).Info().Str("report", a.Obs.Delivery).Str("from", a.Obs.From).Str("to", a.Obs.To).
+		Msg("our write landed over a change made after its guard read the card; the change is judged first")
+	return e.commit(ctx, w, Step{Record: rec})
+}
+
 // adopt takes the board's value as the item's legal state (first sight).
 func (e *Enforcer) adopt(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
 	rec.LastLegalState, rec.ObservedState, rec.ObservedAt, rec.LegalAt = a.To, a.To, a.At, a.At
+	rec.Writes = nil
 	if w.read && len(w.it.Fields) > 0 {
 		// The required fields' values as read: the history's from here on (its edits are
 		// reports of their own).
@@ -125,6 +158,10 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 	o.ActorKind = e.actors.Classify(o.Actor).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
+	if o.Actor == e.opts.AppLogin {
+		// The report of a write of ours, leaving from the value it wrote over: as written.
+		rec.Writes = slices.DeleteFunc(slices.Clone(rec.Writes), func(wr policy.Write) bool { return wr.Over == o.From && wr.To == o.To })
+	}
 	if o.Actor == e.opts.AppLogin && o.To == rec.ObservedState && o.At.After(rec.ObservedAt) {
 		// The report of our write the record holds says when GitHub made it: the board's
 		// value has been ours since.
@@ -156,6 +193,7 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	// Guarded: a move made since the walk read the board (writes wait for their turn) is
 	// newer than the refused one, and its report follows it in the history; it is judged
 	// first, from a fresh read, instead of being overwritten.
+	wroteOver := w.it.State
 	if err := setStateIf(ctx, w.board, StateWrite{Item: w.it, From: w.it.State, State: a.To}); errors.Is(err, ErrBoardMoved) {
 		zerolog.Ctx(ctx).Info().Int("issue", w.it.Number).Str("item", w.it.ID).Str("from", w.it.State).Str("to", a.To).
 			Msg("revert not written: the card was moved since it was read; judging the newer move first")
@@ -186,16 +224,24 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 		// A job's line carries its delivery already; a walk of many items names the move's.
 		ev = ev.Str("delivery", refused.DeliveryID)
 	}
-	if w.eventTo != "" && w.eventTo == a.To && refused.DeliveryID == "" {
+	switch {
+	case w.eventTo != "" && w.eventTo == a.To && refused.DeliveryID == "":
 		// Not a revert: the card follows a lifecycle event judged legal (lifecyclemoves.go).
 		moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: e.opts.AppLogin, Verdict: VerdictAutomated}.
 			on(ev).Msg("wrote a lifecycle move")
-	} else {
+	case refused.DeliveryID == "" && w.rec.RejectedState == "":
+		// Nobody's refused value: the legal one put back over a write of ours (raced) or a
+		// value the history already judged.
+		moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: e.opts.AppLogin, Verdict: VerdictAutomated}.
+			on(ev).Msg("restored the legal value")
+	default:
 		moveLine{Issue: w.it.Number, From: w.it.State, To: a.To, Actor: refused.Actor, Verdict: VerdictReverted}.
 			on(ev).Str("rule", refused.Rule).Msg("reverted an illegal move")
 	}
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
+	rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: wroteOver, To: a.To, At: rec.ObservedAt})
+	rec.Raced = slices.DeleteFunc(slices.Clone(rec.Raced), func(r policy.Write) bool { return r.To == a.To }) // (its report would be taken for theirs)
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
 	// GitHub dates our write to the second it was made (as an automated move's, wrote): a
 	// report of ours from before it is older than the history.
@@ -209,6 +255,21 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 // move interrupted before it was recorded): legal, by the app.
 func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
+	if a.Raced {
+		// Our write that landed over a newer change: the board's value, no step.
+		rec.ObservedState, rec.RejectedState = a.To, ""
+		if i := slices.IndexFunc(rec.Raced, func(wr policy.Write) bool { return wr.To == a.To }); i >= 0 {
+			rec.Raced = slices.Delete(slices.Clone(rec.Raced), i, i+1)
+		}
+		if a.Obs.At.After(rec.ObservedAt) {
+			rec.ObservedAt = a.Obs.At
+		}
+		o := w.take(a.Obs.Delivery)
+		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, a.Why
+		o.ActorKind = policy.ActorApp.String()
+		audit := e.rec.step(rec, o, o.From)
+		return e.commit(ctx, w, Step{Record: rec, Observation: &o, Audit: &audit})
+	}
 	if a.Obs.Delivery != "" && rec.RevertPending == a.To && a.Obs.FromKnown && a.Obs.From == rec.ObservedState {
 		// The report of a write that was journaled before it was made (a revert, or an
 		// automated move): the write is done; the legal state is the record's already (a
@@ -257,7 +318,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	}
 	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
 	o.Verdict, o.Rule, o.Reason = verdictOf(dec), string(dec.Rule), dec.Reason
-	rec.ObservedState, rec.GapSince, rec.RevertPending = o.To, time.Time{}, ""
+	rec.ObservedState, rec.GapSince, rec.RevertPending, rec.Writes = o.To, time.Time{}, "", nil
 	if o.At.After(rec.ObservedAt) {
 		rec.ObservedAt = o.At
 	}

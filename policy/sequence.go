@@ -58,6 +58,23 @@ type History struct {
 	// Fields are the required fields' values as the judged history leaves them (a field
 	// missing: not known): edits of one field in one second are ordered from them.
 	Fields map[string]string
+	// Writes are the app's guarded writes (reverts, automated moves) the history ends in, in
+	// order: what each wrote over, as its guard read the card, and the history's time before
+	// it. GitHub has no conditional write, so a change may land between a write's read and the
+	// write, whose report then leaves from another value. Raced are the writes of ours such
+	// a race put back in flight (that write and the ones after it): their reports wait for
+	// their place in the history, each a change of the card by the app, no step (the legal
+	// state stays).
+	Writes []Write
+	Raced []Write
+}
+
+// Write is a guarded write of the app's: the value it wrote over (Over), as its guard read the
+// card, the value it wrote (To), and the history's time before it (At).
+type Write struct {
+	Over string    `json:"over"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at,omitzero"`
 }
 
 // BoardValue is the item's Workflow State as read from GitHub.
@@ -124,12 +141,17 @@ const (
 	ActRead
 	// ActWait holds the item until Until; Sweep asks for a redelivery sweep now.
 	ActWait
+	// ActRaced: Obs is the report of a write of ours that landed over a change made after
+	// its guard read the card (it leaves from another value than the one written over). The
+	// history goes back to before the write (Writes; a provisional revert's journal is
+	// dropped) and Obs waits for its place among the changes it landed over.
+	ActRaced
 	// ActDone: everything reported is judged and the board shows the legal value.
 	ActDone
 )
 
 func (k ActionKind) String() string {
-	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "sync", "read", "wait", "done"}[k]
+	return [...]string{"adopt", "judge", "judge-unobserved", "ignore", "revert", "sync", "read", "wait", "raced", "done"}[k]
 }
 
 // Action is the sequencer's answer.
@@ -151,6 +173,13 @@ type Action struct {
 	// Provisional marks an ActSync of the app's provisional revert: the board shows To, and
 	// the legal state stays the judged history's (the revert is no step of it).
 	Provisional bool
+	// Raced marks an ActSync of a write of History.Raced taking its place: the board shows To, the
+	// legal state stays (the app's write landed over a newer change; the walk writes the
+	// legal value back, explaining nothing: nobody moved the card there).
+	Raced bool
+	// Write is, for ActRaced, the index in History.Writes of the write that raced (-1: a
+	// provisional revert's, or a journaled write's whose completion is not recorded).
+	Write int
 }
 
 // clockResolution: GitHub dates changes to the second, so a change dated t happened before
@@ -165,6 +194,12 @@ const waitStep = 250 * time.Millisecond
 func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
+	for _, o := range pending {
+		if i, ok := h.racedWrite(o); ok {
+			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
+				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}
+		}
+	}
 	for _, o := range pending {
 		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, o.At.Truncate(clockResolution).Add(clockResolution)) {
 			// The provisional revert coming back once the step it set back is judged (and every
@@ -183,7 +218,7 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	for _, o := range pending {
-		if o.Own && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o.At))) {
+		if o.Own && !h.inRaced(o) && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o.At))) {
 			// The report of a write of ours the record already holds. (When others' changes
 			// made before it are still unjudged, it is a write made while the history was being
 			// judged: it takes its place after them.)
@@ -238,11 +273,12 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	for _, o := range covered {
-		if o.Own && !h.provisional(o) && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
+		if o.Own && !h.inRaced(o) && !h.provisional(o) && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
 			// A write of ours from before the judged history's end that does not follow it, or
 			// that leaves another value than the history's end and is not the write journaled:
 			// the record holds it already (a later change was judged since, or a later write of
-			// ours of the same second, whose report came first).
+			// ours of the same second, whose report came first). (A write a race put back in
+			// flight takes its place in the chain: History.Raced.)
 			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
 		}
 		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {
@@ -255,7 +291,7 @@ func Sequence(in SequenceInput) Action {
 	// longest chain that starts from the observed value; a report that follows nothing was
 	// preceded by a change nobody reported, which is judged first (by an unknown actor).
 	chain, rest := splitChain(h, covered)
-	if len(rest) > 0 && rest[0].Own && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
+	if len(rest) > 0 && rest[0].Own && !h.inRaced(rest[0]) && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
 		// A write of ours that nothing judged leads to, and the record holds (a revert, or
 		// automation recorded as it was made). A write of ours the record does not hold followed
 		// a change nobody reported: that change is judged first, then our write is synced.
@@ -273,10 +309,23 @@ func Sequence(in SequenceInput) Action {
 		if h.provisional(chain[0]) {
 			return h.provisionalSync(chain[0])
 		}
+		if chain[0].Own && h.inRaced(chain[0]) {
+			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Raced: true,
+				Why: "our write, which landed over a newer change: the board shows its value, the legal state stays", GapSince: h.GapSince}
+		}
+		if chain[0].Own && h.RevertPending == chain[0].To && chain[0].From == h.Observed {
+			// The write journaled before it was made (a revert, automation), its completion
+			// not recorded: done.
+			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Why: "our own write, journaled"}
+		}
 		if chain[0].Own {
-			// A write of ours the record does not hold (it was made while the item's history
-			// was still being judged, or its record was interrupted): the app's legal move.
-			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Why: "our own write, in the item's history"}
+			// A write of ours the history does not end in (it was made while the item's history
+			// was still being judged: a change made after it was owed came first). Its legal
+			// effect is the record's already (automation and handoffs are recorded before they
+			// are written): it changes the card only, and the walk puts the legal value back if
+			// they differ, explaining nothing.
+			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Raced: true,
+				Why: "our own write, made while the item's history was being judged: the legal state stays", GapSince: h.GapSince}
 		}
 		return Action{Kind: ActJudge, Obs: chain[0], From: h.Observed, Why: "next in the item's history"}
 	case len(rest) > 0:
@@ -333,6 +382,54 @@ func Sequence(in SequenceInput) Action {
 	a := in.wait(h, at, "the board shows "+show(in.Board.State)+", which no report explains yet")
 	a.GapSince = noticed
 	return a
+}
+
+// racedWrite reports whether o tells that a write of ours landed over a change made after
+// its guard read the card, and which (its index in Writes; -1 for a provisional revert's, or a
+// journaled write's whose completion is not recorded). Either o is the write's report, setting
+// the value the write set but leaving from another than the one it wrote over; or o is
+// someone's change from a value a write wrote over, made by the writes' second, that does not
+// follow the history's end (it came between that write's read and the write: the write may
+// have changed nothing, and GitHub reports nothing of it then).
+func (h History) racedWrite(o Observation) (int, bool) {
+	if !h.Known || !o.FromKnown || o.From == o.To || (o.Own && h.inRaced(o)) {
+		return 0, false
+	}
+	if !o.Own {
+		// Someone's change from the value a write wrote over, made by the writes' second, that
+		// does not follow the history's end: it came between that write's read and the write.
+		for i, wr := range h.Writes {
+			if o.From == wr.Over && o.From != h.Observed && o.At.Before(h.ObservedAt.Truncate(clockResolution).Add(clockResolution)) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	if h.Provisional != "" {
+		return -1, o.To == h.Provisional && o.From != h.ProvisionalOver && !o.At.Before(h.ProvisionalAt.Truncate(clockResolution))
+	}
+	if h.RevertPending != "" && o.To == h.RevertPending && o.From != h.Observed && !o.At.Before(h.ObservedAt.Truncate(clockResolution)) {
+		return -1, true // (journaled, its completion not recorded: it was written over the refused value)
+	}
+	match := -1
+	for i, wr := range h.Writes {
+		if wr.To != o.To {
+			continue
+		}
+		if wr.Over == o.From {
+			return 0, false // the report of that write, as written
+		}
+		if match < 0 {
+			match = i
+		}
+	}
+	return match, match >= 0 && !o.At.Before(h.ObservedAt.Truncate(clockResolution))
+}
+
+// inRaced reports whether o may be the report of a write of ours a race put back in flight
+// (History.Raced): one that set the value o sets.
+func (h History) inRaced(o Observation) bool {
+	return slices.ContainsFunc(h.Raced, func(wr Write) bool { return wr.To == o.To })
 }
 
 // provisional reports whether o is the report of the app's provisional revert.

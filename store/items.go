@@ -10,7 +10,17 @@ import (
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
+	"github.com/ralph-gate/ralph-gate/policy"
 )
+
+// writesJSON is a record's list of writes as stored ("" when empty).
+func writesJSON(ws []policy.Write) (string, error) {
+	if len(ws) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(ws)
+	return string(b), err
+}
 
 // fieldsJSON is a record's required field values as stored ("" when none is known).
 func fieldsJSON(fields map[string]enforce.FieldValue) (string, error) {
@@ -26,17 +36,28 @@ func fieldsJSON(fields map[string]enforce.FieldValue) (string, error) {
 
 const itemCols = `item_id, project_id, issue_number, repo, last_legal_state, legal_at, rejected_state,
 	observed_state, observed_at, gap_since, automate_state, revert_pending, provisional, provisional_over, provisional_for,
-	provisional_at, lock_holder, lock_since, lock_taken_from, fields, updated_at, version`
+	provisional_at, lock_holder, lock_since, lock_taken_from, fields, wrote_over, raced_write, updated_at, version`
 
 func scanItem(row interface{ Scan(...any) error }) (enforce.Record, error) {
 	var it enforce.Record
-	var fields string
+	var fields, wroteOver, raced string
 	err := row.Scan(&it.ItemID, &it.ProjectID, &it.IssueNumber, &it.Repo, &it.LastLegalState,
 		tc(&it.LegalAt), &it.RejectedState, &it.ObservedState, tc(&it.ObservedAt), tc(&it.GapSince), &it.AutomateState, &it.RevertPending,
-		&it.Provisional, &it.ProvisionalOver, &it.ProvisionalFor, tc(&it.ProvisionalAt), &it.LockHolder, tc(&it.LockSince), &it.LockTakenFrom, &fields, tc(&it.UpdatedAt), &it.Version)
+		&it.Provisional, &it.ProvisionalOver, &it.ProvisionalFor, tc(&it.ProvisionalAt), &it.LockHolder, tc(&it.LockSince), &it.LockTakenFrom,
+		&fields, &wroteOver, &raced, tc(&it.UpdatedAt), &it.Version)
 	if err == nil && fields != "" {
 		if jerr := json.Unmarshal([]byte(fields), &it.Fields); jerr != nil {
 			return it, fmt.Errorf("item %q: required fields: %w", it.ItemID, jerr)
+		}
+	}
+	if err == nil && wroteOver != "" {
+		if jerr := json.Unmarshal([]byte(wroteOver), &it.Writes); jerr != nil {
+			return it, fmt.Errorf("item %q: the writes: %w", it.ItemID, jerr)
+		}
+	}
+	if err == nil && raced != "" {
+		if jerr := json.Unmarshal([]byte(raced), &it.Raced); jerr != nil {
+			return it, fmt.Errorf("item %q: the raced writes: %w", it.ItemID, jerr)
 		}
 	}
 	return it, err
@@ -151,22 +172,30 @@ func (s *Store) CompareAndSetItem(ctx context.Context, item enforce.Record, expe
 	if err != nil {
 		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)
 	}
+	wroteOver, err := writesJSON(item.Writes)
+	if err != nil {
+		return false, fmt.Errorf("store: compare-and-set item %q: the writes: %w", item.ItemID, err)
+	}
+	raced, err := writesJSON(item.Raced)
+	if err != nil {
+		return false, fmt.Errorf("store: compare-and-set item %q: the raced writes: %w", item.ItemID, err)
+	}
 	var res sql.Result
 	if expectedVersion == 0 {
-		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		res, err = s.exec(ctx, `INSERT INTO items (`+itemCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (item_id) DO NOTHING`,
 			item.ItemID, item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, fields, s.t(now))
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, fields, wroteOver, raced, s.t(now))
 	} else {
 		res, err = s.exec(ctx, `UPDATE items SET
 				project_id = ?, issue_number = ?, repo = ?, last_legal_state = ?,
 				legal_at = ?, rejected_state = ?, observed_state = ?, observed_at = ?, gap_since = ?, automate_state = ?, revert_pending = ?,
-				provisional = ?, provisional_over = ?, provisional_for = ?, provisional_at = ?, lock_holder = ?, lock_since = ?, lock_taken_from = ?, fields = ?, updated_at = ?, version = version + 1
+				provisional = ?, provisional_over = ?, provisional_for = ?, provisional_at = ?, lock_holder = ?, lock_since = ?, lock_taken_from = ?, fields = ?, wrote_over = ?, raced_write = ?, updated_at = ?, version = version + 1
 			WHERE item_id = ? AND version = ?`,
 			item.ProjectID, item.IssueNumber, item.Repo, item.LastLegalState,
 			s.t(item.LegalAt), item.RejectedState, item.ObservedState, s.t(item.ObservedAt), s.t(item.GapSince), item.AutomateState, item.RevertPending,
-			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, fields, s.t(now), item.ItemID, expectedVersion)
+			item.Provisional, item.ProvisionalOver, item.ProvisionalFor, s.t(item.ProvisionalAt), item.LockHolder, s.t(lockSince(item, now)), item.LockTakenFrom, fields, wroteOver, raced, s.t(now), item.ItemID, expectedVersion)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: compare-and-set item %q: %w", item.ItemID, err)

@@ -310,13 +310,17 @@ var migrations = []migration{
 	},
 	{
 		version: 16,
-		name:    "required fields in an item's history",
+		name:    "required fields and raced writes in an item's history",
 		stmts: []string{
 			// A required field's edit (workflow.requirements) is a report of the item's history,
 			// and the item's record keeps the values its judged history leaves (JSON by field
 			// name; '' when none is known).
 			`ALTER TABLE observations ADD COLUMN field TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE items ADD COLUMN fields TEXT NOT NULL DEFAULT ''`,
+			// The app's guarded writes the history ends in (what each wrote over, JSON; '' when
+			// none), and those a change landed before, whose reports wait for their place.
+			`ALTER TABLE items ADD COLUMN wrote_over TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE items ADD COLUMN raced_write TEXT NOT NULL DEFAULT ''`,
 		},
 	},
 }
