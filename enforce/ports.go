@@ -120,6 +120,11 @@ type Store interface {
 	// by t (its second included) whose automation has not run.
 	PendingItemsBefore(ctx context.Context, t time.Time, except, exceptActor string) ([]string, error)
 
+	// GetCursor loads a named value (ErrNotFound when never stored); PutCursor stores one: the
+	// reconciler's place and budget, a storm summary about to be posted.
+	GetCursor(ctx context.Context, name string) (string, error)
+	PutCursor(ctx context.Context, name, value string) error
+
 	// GetActorViolationComment loads the violation comment kept for an issue and an actor.
 	GetActorViolationComment(ctx context.Context, repo string, issueNumber int, actor string) (ViolationComment, error)
 	// PutViolationComment replaces the violation comment kept for an issue and c.Actor.
@@ -135,14 +140,14 @@ type Store interface {
 }
 
 // ReconcileStore is what the reconciler needs of the store besides Store: the known items of
-// a project, and its cursors (where a paused pass resumes, what it has spent).
+// a project, its cursors (where a paused pass resumes, what it has spent) and the project's
+// snapshot.
 type ReconcileStore interface {
+	// GetCursor and PutCursor are Store's.
+	GetCursor(ctx context.Context, name string) (string, error)
+	PutCursor(ctx context.Context, name, value string) error
 	// ListItems lists a project's records.
 	ListItems(ctx context.Context, projectID string) ([]Record, error)
-	// GetCursor loads a named value (ErrNotFound when never stored).
-	GetCursor(ctx context.Context, name string) (string, error)
-	// PutCursor stores a named value.
-	PutCursor(ctx context.Context, name, value string) error
 	// PutSnapshot records items as a pass read them at readAt (titles, open, blockers: what
 	// the health report shows besides the records); PruneSnapshot forgets a project's items
 	// not read since before, once a walk over the whole project has read every page.

@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,6 +72,9 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 		return err
 	}
 	defer unlock()
+	if err := e.settleSummary(ctx, w.board, o.Actor); err != nil {
+		return err
+	}
 	if cur, err := e.store().GetObservation(ctx, o.DeliveryID); err != nil {
 		return fmt.Errorf("load report %s: %w", o.DeliveryID, err)
 	} else if cur.Explained {
@@ -129,23 +133,23 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 		if len(steps) == 0 {
 			return nil
 		}
-		body := renderSummary(actor, steps, e.withLink)
-		// A summary posted before a crash carries its first step's marker: find it rather than
-		// post it twice.
-		needle := summaryMarker(steps[0]).String()
-		c, found, err := w.board.FindComment(ctx, w.it.ContentID, needle)
-		if err != nil {
-			return fmt.Errorf("look for an interrupted summary: %w", err)
-		}
-		if !found {
-			if c, err = w.board.AddComment(ctx, w.it.ContentID, body); err != nil {
-				return fmt.Errorf("add violation summary: %w", err)
-			}
-		}
+		// Recorded before it is posted: a crash anywhere after leaves it to settleSummary (which
+		// finds it on GitHub by its first step's marker, or posts it), whichever of the actor's
+		// explanations comes next, on whatever issue — never a second explanation of its steps.
+		j := summaryJournal{Subject: w.it.ContentID, Issue: w.it.Number, Needle: summaryMarker(steps[0]).String(),
+			Body: renderSummary(actor, steps, e.withLink)}
 		for _, s := range steps {
-			if err := e.store().MarkExplained(ctx, s.DeliveryID); err != nil {
-				return fmt.Errorf("record the explanation of %s: %w", s.DeliveryID, err)
-			}
+			j.Steps = append(j.Steps, s.DeliveryID)
+		}
+		if err := e.putSummaryJournal(ctx, actor, &j); err != nil {
+			return err
+		}
+		c, err := w.board.AddComment(ctx, j.Subject, j.Body)
+		if err != nil {
+			return fmt.Errorf("add violation summary: %w", err)
+		}
+		if err := e.summaryPosted(ctx, actor, j); err != nil {
+			return err
 		}
 		zerolog.Ctx(ctx).Info().Str("actor", actor).Int("moves", len(steps)).Int("issue", w.it.Number).Str("comment", c.ID).
 			Msg("explained a storm of refused moves in one summary")
@@ -153,6 +157,69 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 			return nil
 		}
 	}
+}
+
+// summaryJournal is a storm summary about to be posted: where, what, and which steps it
+// explains (a cursor per actor, written under the actor's explanation lock).
+type summaryJournal struct {
+	Subject string   `json:"subject"` // the issue's node id
+	Issue   int      `json:"issue"`
+	Needle  string   `json:"needle"` // its first step's marker: how it is found on GitHub
+	Body    string   `json:"body"`
+	Steps   []string `json:"steps"` // delivery ids
+}
+
+func summaryCursor(actor string) string { return "explain/summary/" + actor }
+
+// putSummaryJournal records a summary about to be posted (nil: none is).
+func (e *Enforcer) putSummaryJournal(ctx context.Context, actor string, j *summaryJournal) error {
+	v := ""
+	if j != nil {
+		b, err := json.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("record the summary to post: %w", err)
+		}
+		v = string(b)
+	}
+	if err := e.store().PutCursor(ctx, summaryCursor(actor), v); err != nil {
+		return fmt.Errorf("record the summary to post: %w", err)
+	}
+	return nil
+}
+
+// summaryPosted records the summary's steps explained and clears its journal.
+func (e *Enforcer) summaryPosted(ctx context.Context, actor string, j summaryJournal) error {
+	for _, d := range j.Steps {
+		if err := e.store().MarkExplained(ctx, d); err != nil {
+			return fmt.Errorf("record the explanation of %s: %w", d, err)
+		}
+	}
+	return e.putSummaryJournal(ctx, actor, nil)
+}
+
+// settleSummary finishes a summary of the actor's that a crash interrupted (its journal is
+// still there): it is found on GitHub, or posted, then its steps are recorded explained. The
+// caller holds the actor's explanation lock.
+func (e *Enforcer) settleSummary(ctx context.Context, b Board, actor string) error {
+	v, err := e.store().GetCursor(ctx, summaryCursor(actor))
+	if errors.Is(err, ErrNotFound) || (err == nil && v == "") {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("load the summary being posted: %w", err)
+	}
+	var j summaryJournal
+	if err := json.Unmarshal([]byte(v), &j); err != nil {
+		return fmt.Errorf("load the summary being posted: %w", err)
+	}
+	if _, found, err := b.FindComment(ctx, j.Subject, j.Needle); err != nil {
+		return fmt.Errorf("look for an interrupted summary: %w", err)
+	} else if !found {
+		if _, err := b.AddComment(ctx, j.Subject, j.Body); err != nil {
+			return fmt.Errorf("add violation summary: %w", err)
+		}
+	}
+	zerolog.Ctx(ctx).Info().Str("actor", actor).Int("issue", j.Issue).Int("moves", len(j.Steps)).Msg("settled an interrupted storm summary")
+	return e.summaryPosted(ctx, actor, j)
 }
 
 // notInterrupted drops the steps whose own comment on their issue was being posted when a
