@@ -63,10 +63,10 @@ type Record struct {
 	// write's read and the write, whose report then leaves from another value. Raced are the
 	// writes such a race put back in flight: their reports wait for their place in the
 	// history, changing the card only.
-	Writes []policy.Write
-	Raced  []policy.Write
-	UpdatedAt  time.Time // set by the store when zero on write
-	Version    int64     // bumped by every write; 1 after the first
+	Writes    []policy.Write
+	Raced     []policy.Write
+	UpdatedAt time.Time // set by the store when zero on write
+	Version   int64     // bumped by every write; 1 after the first
 }
 
 // FieldValue is a required field's value in an item's history, and GitHub's time of the

@@ -66,7 +66,7 @@ type History struct {
 	// their place in the history, each a change of the card by the app, no step (the legal
 	// state stays).
 	Writes []Write
-	Raced []Write
+	Raced  []Write
 }
 
 // Write is a guarded write of the app's: the value it wrote over (Over), as its guard read the
