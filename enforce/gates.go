@@ -207,7 +207,10 @@ func (c *core) membersBelowUnsettled(ctx context.Context, q gateQuery, members [
 	if q.at.IsZero() {
 		return nil // (a move made now: each member's own walk is settled, memberState)
 	}
-	pending, err := c.store().PendingItemsBefore(ctx, q.at, q.it.ID, c.opts.AppLogin)
+	// (Strictly before the move's second, automation owed too: relatives of one second do not
+	// wait for each other.)
+	before := q.at.Truncate(time.Second).Add(-time.Nanosecond)
+	pending, err := c.store().PendingItemsBefore(ctx, before, q.it.ID, c.opts.AppLogin)
 	if err != nil || len(pending) == 0 {
 		return err
 	}

@@ -105,8 +105,13 @@ func (e *Enforcer) raced(ctx context.Context, w *walk, a policy.Action) error {
 		wr := rec.Writes[a.Write]
 		rec.ObservedState, rec.ObservedAt = wr.Over, wr.At
 		raced = slices.Clone(rec.Writes[a.Write:])
-		if !a.Obs.Own && a.Obs.To == wr.To {
+		switch {
+		case a.Obs.Own:
+			raced[0].Over = a.Obs.From // (its report, which waits)
+		case a.Obs.To == wr.To:
 			raced = raced[1:] // (it changed nothing: GitHub reports nothing of it)
+		default:
+			raced[0].Over = "" // (over whatever the changes before it left)
 		}
 	}
 	rec.Writes, rec.Raced = nil, append(slices.Clone(rec.Raced), raced...)
@@ -258,7 +263,7 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	if a.Raced {
 		// Our write that landed over a newer change: the board's value, no step.
 		rec.ObservedState, rec.RejectedState = a.To, ""
-		if i := slices.IndexFunc(rec.Raced, func(wr policy.Write) bool { return wr.To == a.To }); i >= 0 {
+		if i := slices.IndexFunc(rec.Raced, func(wr policy.Write) bool { return wr.To == a.To && (wr.Over == "" || wr.Over == a.Obs.From) }); i >= 0 {
 			rec.Raced = slices.Delete(slices.Clone(rec.Raced), i, i+1)
 		}
 		if a.Obs.At.After(rec.ObservedAt) {

@@ -195,7 +195,7 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if i, ok := h.racedWrite(o); ok {
+		if i, ok := h.racedWrite(o); ok && (o.Own || !reachable(h.Observed, o.From, pending)) {
 			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
 				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}
 		}
@@ -426,10 +426,32 @@ func (h History) racedWrite(o Observation) (int, bool) {
 	return match, match >= 0 && !o.At.Before(h.ObservedAt.Truncate(clockResolution))
 }
 
+// reachable reports whether reports waiting lead from value `from` to `to` (someone's change
+// that leaves from a value a write of ours wrote over, but that the reports waiting lead to
+// from the history's end, was made after the write).
+func reachable(from, to string, pending []Observation) bool {
+	seen := map[string]bool{from: true}
+	for frontier := []string{from}; len(frontier) > 0; {
+		v := frontier[0]
+		frontier = frontier[1:]
+		if v == to {
+			return true
+		}
+		for _, o := range pending {
+			if o.FromKnown && o.From == v && !seen[o.To] {
+				seen[o.To] = true
+				frontier = append(frontier, o.To)
+			}
+		}
+	}
+	return false
+}
+
 // inRaced reports whether o may be the report of a write of ours a race put back in flight
-// (History.Raced): one that set the value o sets.
+// (History.Raced): one that set the value o sets, over the value o leaves from (Over "": the
+// raced write itself, over whatever the change before it left).
 func (h History) inRaced(o Observation) bool {
-	return slices.ContainsFunc(h.Raced, func(wr Write) bool { return wr.To == o.To })
+	return slices.ContainsFunc(h.Raced, func(wr Write) bool { return wr.To == o.To && (wr.Over == "" || wr.Over == o.From) })
 }
 
 // provisional reports whether o is the report of the app's provisional revert.
