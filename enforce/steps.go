@@ -165,7 +165,10 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 	rec.GapSince = a.GapSince
 	if o.Actor == e.opts.AppLogin {
 		// The report of a write of ours, leaving from the value it wrote over: as written.
-		rec.Writes = slices.DeleteFunc(slices.Clone(rec.Writes), func(wr policy.Write) bool { return wr.Over == o.From && wr.To == o.To })
+		rec.Writes = slices.Clone(rec.Writes)
+		if i := slices.IndexFunc(rec.Writes, func(wr policy.Write) bool { return !wr.Reported && wr.Over == o.From && wr.To == o.To }); i >= 0 {
+			rec.Writes[i].Reported = true
+		}
 	}
 	if o.Actor == e.opts.AppLogin && o.To == rec.ObservedState && o.At.After(rec.ObservedAt) {
 		// The report of our write the record holds says when GitHub made it: the board's
@@ -263,11 +266,18 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	if a.Raced {
 		// Our write that landed over a newer change: the board's value, no step.
 		rec.ObservedState, rec.RejectedState = a.To, ""
-		if i := slices.IndexFunc(rec.Raced, func(wr policy.Write) bool { return wr.To == a.To && (wr.Over == "" || wr.Over == a.Obs.From) }); i >= 0 {
+		from := a.Obs.From
+		if a.Obs.Delivery == "" {
+			from = a.From // (one whose report was taken in before)
+		}
+		if i := slices.IndexFunc(rec.Raced, func(wr policy.Write) bool { return wr.To == a.To && (wr.Over == "" || wr.Over == from) }); i >= 0 {
 			rec.Raced = slices.Delete(slices.Clone(rec.Raced), i, i+1)
 		}
 		if a.Obs.At.After(rec.ObservedAt) {
 			rec.ObservedAt = a.Obs.At
+		}
+		if a.Obs.Delivery == "" {
+			return e.commit(ctx, w, Step{Record: rec})
 		}
 		o := w.take(a.Obs.Delivery)
 		o.Status, o.JudgedAt, o.Verdict, o.Reason = ObservationIgnored, e.now(), VerdictIgnored, a.Why

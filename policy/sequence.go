@@ -75,6 +75,8 @@ type Write struct {
 	Over string    `json:"over"`
 	To   string    `json:"to"`
 	At   time.Time `json:"at,omitzero"`
+	// Reported: its report came back and was taken in (no second will come).
+	Reported bool `json:"reported,omitempty"`
 }
 
 // BoardValue is the item's Workflow State as read from GitHub.
@@ -195,7 +197,10 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
-		if i, ok := h.racedWrite(o); ok && (o.Own || !reachable(h.Observed, o.From, pending)) {
+		// (Someone's change is taken for one that came before a write of ours only once every
+		// change made by its second is reported: one between that a late report tells of would
+		// make it a later one.)
+		if i, ok := h.racedWrite(o); ok && (o.Own || (in.covers(h, o.At, o.Received) && !reachable(h.Observed, o, pending))) {
 			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
 				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}
 		}
@@ -290,6 +295,14 @@ func Sequence(in SequenceInput) Action {
 	// Every change up to the covered reports has been reported: judge them in the order of the
 	// longest chain that starts from the observed value; a report that follows nothing was
 	// preceded by a change nobody reported, which is judged first (by an unknown actor).
+	for _, wr := range h.Raced {
+		if wr.Reported && wr.Over == h.Observed {
+			// A write of ours put back in flight whose report was taken in already: it comes
+			// once the history reaches the value it was written over.
+			return Action{Kind: ActSync, From: wr.Over, To: wr.To, Raced: true,
+				Why: "our write, which landed over a newer change (its report taken in before): the legal state stays", GapSince: h.GapSince}
+		}
+	}
 	chain, rest := splitChain(h, covered)
 	if len(rest) > 0 && rest[0].Own && !h.inRaced(rest[0]) && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
 		// A write of ours that nothing judged leads to, and the record holds (a revert, or
@@ -426,10 +439,11 @@ func (h History) racedWrite(o Observation) (int, bool) {
 	return match, match >= 0 && !o.At.Before(h.ObservedAt.Truncate(clockResolution))
 }
 
-// reachable reports whether reports waiting lead from value `from` to `to` (someone's change
-// that leaves from a value a write of ours wrote over, but that the reports waiting lead to
-// from the history's end, was made after the write).
-func reachable(from, to string, pending []Observation) bool {
+// reachable reports whether reports waiting, made by o's second, lead from value `from` to the
+// value o leaves from (someone's change that leaves from a value a write of ours wrote over,
+// but that such reports lead to from the history's end, was made after the write).
+func reachable(from string, o Observation, pending []Observation) bool {
+	to, by := o.From, o.At.Truncate(clockResolution).Add(clockResolution)
 	seen := map[string]bool{from: true}
 	for frontier := []string{from}; len(frontier) > 0; {
 		v := frontier[0]
@@ -437,10 +451,10 @@ func reachable(from, to string, pending []Observation) bool {
 		if v == to {
 			return true
 		}
-		for _, o := range pending {
-			if o.FromKnown && o.From == v && !seen[o.To] {
-				seen[o.To] = true
-				frontier = append(frontier, o.To)
+		for _, p := range pending {
+			if p.FromKnown && p.From == v && p.At.Before(by) && !seen[p.To] {
+				seen[p.To] = true
+				frontier = append(frontier, p.To)
 			}
 		}
 	}
