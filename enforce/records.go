@@ -76,6 +76,9 @@ type FieldValue struct {
 	At    time.Time `json:"at,omitzero"`
 }
 
+// Write is a guarded write of the app's as the record keeps it (policy.Write).
+type Write = policy.Write
+
 // fieldValues is the values alone (nil when none is known).
 func (r Record) fieldValues() map[string]string {
 	if len(r.Fields) == 0 {

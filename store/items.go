@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/enforce"
-	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // writesJSON is a record's list of writes as stored ("" when empty).
-func writesJSON(ws []policy.Write) (string, error) {
+func writesJSON(ws []enforce.Write) (string, error) {
 	if len(ws) == 0 {
 		return "", nil
 	}

@@ -21,7 +21,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the test admin connection
 
 	"github.com/ralph-gate/ralph-gate/enforce"
-	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // pgDSNEnv names the Postgres server the tests use (see .ci/postgres.sh).
@@ -418,7 +417,7 @@ func TestItems(t *testing.T) {
 			{"draft, unset state", enforce.Record{ProjectID: "PVT_2", ItemID: "PVTI_c", UpdatedAt: at(2 * time.Second)}},
 			{"required fields in its history", enforce.Record{ProjectID: "PVT_3", ItemID: "PVTI_f", LastLegalState: "Backlog", UpdatedAt: at(3 * time.Second),
 				Fields: map[string]enforce.FieldValue{"Estimate": {Value: "S", At: at(-time.Minute)}, "Priority": {Value: ""}},
-				Writes: []policy.Write{{Over: "Done", To: "Backlog", At: at(-time.Second)}}, Raced: []policy.Write{{Over: "Backlog", To: "Done"}}}},
+				Writes: []enforce.Write{{Over: "Done", To: "Backlog", At: at(-time.Second)}}, Raced: []enforce.Write{{Over: "Backlog", To: "Done"}}}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
