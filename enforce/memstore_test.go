@@ -468,7 +468,7 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 		if o.ItemID != id {
 			continue
 		}
-		if o.Status == ObservationPending && o.At.Before(t) {
+		if o.Status == ObservationPending && o.At.Before(t) && o.Field == "" {
 			return "", false, nil
 		}
 		// The first in the item's history: by time, then in the order judged (as the store's

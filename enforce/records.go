@@ -120,8 +120,8 @@ const (
 	// VerdictWouldRevert: a refused move left standing because its project is in warn or
 	// evaluate mode (modes.go): what enforce would have reverted.
 	VerdictWouldRevert Verdict = "would_revert"
-	// VerdictRecorded: a required field's edit taken into the item's history (no move: never
-	// audited).
+	// VerdictRecorded: a required field's edit taken into the item's history. It is no move
+	// and is never audited (so not among AuditVerdicts: Recorded() is false for it).
 	VerdictRecorded Verdict = "recorded"
 	// Told only as a job's result, never recorded:
 	VerdictSuperseded Verdict = "superseded" // refused, but a later legal move had already replaced it

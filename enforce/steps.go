@@ -130,7 +130,8 @@ func (e *Enforcer) adopt(ctx context.Context, w *walk, a policy.Action) error {
 		// reports of their own).
 		rec.Fields = map[string]FieldValue{}
 		for k, v := range w.it.Fields {
-			rec.Fields[k] = FieldValue{Value: v}
+			// (As read now: an edit made before, whose report comes late, is older.)
+			rec.Fields[k] = FieldValue{Value: v, At: e.now()}
 		}
 	}
 	st := Step{Record: rec}
@@ -259,8 +260,9 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	return e.commit(ctx, w, Step{Record: rec})
 }
 
-// sync records a write of the app's own that its history did not hold yet (an automated
-// move interrupted before it was recorded): legal, by the app.
+// sync takes a write of the app's own into the history: one journaled whose completion was not
+// recorded (the write is done), or, with a.Raced, one that changes the card only (it landed
+// over a newer change, or the history does not hold it: the legal state stays).
 func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
 	if a.Raced {

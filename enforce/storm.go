@@ -211,12 +211,17 @@ func (e *Enforcer) settleSummary(ctx context.Context, b Board, actor string) err
 	if err := json.Unmarshal([]byte(v), &j); err != nil {
 		return fmt.Errorf("load the summary being posted: %w", err)
 	}
-	if _, found, err := b.FindComment(ctx, j.Subject, j.Needle); err != nil {
-		return fmt.Errorf("look for an interrupted summary: %w", err)
-	} else if !found {
-		if _, err := b.AddComment(ctx, j.Subject, j.Body); err != nil {
-			return fmt.Errorf("add violation summary: %w", err)
-		}
+	_, found, err := b.FindComment(ctx, j.Subject, j.Needle)
+	if err == nil && !found {
+		_, err = b.AddComment(ctx, j.Subject, j.Body)
+	}
+	if errors.Is(err, ErrNotFound) {
+		// Its issue is gone: the summary is not on GitHub, and its moves are explained again
+		// on their own.
+		zerolog.Ctx(ctx).Warn().Str("actor", actor).Int("issue", j.Issue).Msg("an interrupted storm summary's issue is gone; its moves are explained again")
+		return e.putSummaryJournal(ctx, actor, nil)
+	} else if err != nil {
+		return fmt.Errorf("settle an interrupted summary: %w", err)
 	}
 	zerolog.Ctx(ctx).Info().Str("actor", actor).Int("issue", j.Issue).Int("moves", len(j.Steps)).Msg("settled an interrupted storm summary")
 	return e.summaryPosted(ctx, actor, j)

@@ -175,9 +175,10 @@ type Action struct {
 	// Provisional marks an ActSync of the app's provisional revert: the board shows To, and
 	// the legal state stays the judged history's (the revert is no step of it).
 	Provisional bool
-	// Raced marks an ActSync of a write of History.Raced taking its place: the board shows To, the
-	// legal state stays (the app's write landed over a newer change; the walk writes the
-	// legal value back, explaining nothing: nobody moved the card there).
+	// Raced marks an ActSync of a write of ours that changes the card only (one of History.Raced,
+	// or one the history does not hold): the board shows To, the legal state stays (the app's
+	// write landed over a newer change; the walk writes the legal value back, explaining
+	// nothing: nobody moved the card there).
 	Raced bool
 	// Write is, for ActRaced, the index in History.Writes of the write that raced (-1: a
 	// provisional revert's, or a journaled write's whose completion is not recorded).
@@ -197,6 +198,9 @@ func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
 	for _, o := range pending {
+		if o.Field != "" {
+			continue // (a field's edit sets no value of the card)
+		}
 		// (Someone's change is taken for one that came before a write of ours only once every
 		// change made by its second is reported: one between that a late report tells of would
 		// make it a later one.)
@@ -412,7 +416,8 @@ func (h History) racedWrite(o Observation) (int, bool) {
 		// Someone's change from the value a write wrote over, made by the writes' second, that
 		// does not follow the history's end: it came between that write's read and the write.
 		for i, wr := range h.Writes {
-			if o.From == wr.Over && o.From != h.Observed && o.At.Before(h.ObservedAt.Truncate(clockResolution).Add(clockResolution)) {
+			// (A write whose report came back as written had nothing land before it.)
+			if !wr.Reported && o.From == wr.Over && o.From != h.Observed && o.At.Before(h.ObservedAt.Truncate(clockResolution).Add(clockResolution)) {
 				return i, true
 			}
 		}
@@ -452,7 +457,7 @@ func reachable(from string, o Observation, pending []Observation) bool {
 			return true
 		}
 		for _, p := range pending {
-			if p.FromKnown && p.From == v && p.At.Before(by) && !seen[p.To] {
+			if p.Field == "" && p.FromKnown && p.From == v && p.At.Before(by) && !seen[p.To] {
 				seen[p.To] = true
 				frontier = append(frontier, p.To)
 			}

@@ -44,6 +44,11 @@ func TestSequence(t *testing.T) {
 		return Observation{Delivery: id, FromKnown: true, From: from, To: to, Actor: "alice", At: sec(at), Received: sec(at), Field: "Estimate"}
 	}
 	withFields := func(h History, v string) History { h.Fields = map[string]string{"Estimate": v}; return h }
+	own5 := func(id, from, to string) Observation {
+		o := obs(id, from, to, "ralph-gate[bot]", 5)
+		o.Own = true
+		return o
+	}
 
 	tests := []struct {
 		name string
@@ -85,6 +90,22 @@ func TestSequence(t *testing.T) {
 		{"edits of one field in one second, the value not held: in arrival order", in(known("Backlog", "Backlog", 1),
 			[]Observation{edit("f1", "M", "L", 5), edit("f2", "S", "M", 5)}, unknown, proven(10), 11),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f1") }},
+		{"a field edit leaving from the value a write of ours wrote over is no race", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), Writes: []Write{{Over: "", To: "Backlog", At: sec(1)}}},
+			[]Observation{edit("f", "", "S", 5)}, unknown, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "f") }},
+		{"someone's change from the value a write of ours wrote over, made by its second, raced it", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), Writes: []Write{{Over: "Done", To: "Backlog", At: sec(1)}}},
+			[]Observation{obs("x", "Done", "In Progress", "bob", 5)}, unknown, proven(10), 11),
+			ActRaced, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "x") }},
+		{"… not when the write's report came back as written", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), Writes: []Write{{Over: "Done", To: "Backlog", At: sec(1), Reported: true}}},
+			[]Observation{obs("x", "Done", "In Progress", "bob", 5)}, unknown, proven(10), 11),
+			ActJudgeUnobserved, nil},
+		{"our write's report leaving from another value than the one it wrote over: raced", in(
+			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), Writes: []Write{{Over: "Done", To: "Backlog", At: sec(1)}}},
+			[]Observation{own5("o", "In Progress", "Backlog")}, unknown, proven(10), 11),
+			ActRaced, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "o") }},
 		{"an item never seen with only a field edit is adopted first", in(History{}, []Observation{edit("f", "", "S", 5)}, BoardValue{State: "Backlog"}, proven(10), 11),
 			ActAdopt, nil},
 		// Lifecycle events (a close, a reopen): their actor's move, placed by time alone.

@@ -300,7 +300,7 @@ func (s *Store) FieldEdits(ctx context.Context, itemID string, since time.Time) 
 // waiting to be judged (the answer is not settled yet), or the item has no record.
 func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error) {
 	var n int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND at < ?`,
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE item_id = ? AND status = ? AND at < ? AND field = ''`,
 		itemID, string(enforce.ObservationPending), s.t(nowUTC(t))).Scan(&n); err != nil {
 		return "", false, fmt.Errorf("store: legal state of %q: %w", itemID, err)
 	}

@@ -288,3 +288,53 @@ func TestRecordObservationConcurrentDuplicates(t *testing.T) {
 		}
 	})
 }
+
+// A required field's edit is a report of its item's history: stored with its field, listed by
+// FieldEdits once judged (from a time on, in the order taken in), and no reason for a legal
+// state to be unknown while it waits.
+func TestFieldEdits(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		edit := func(id, from, to string, sec int) enforce.Observation {
+			return enforce.Observation{DeliveryID: id, ItemID: "PVTI_9", FromKnown: true, From: from, To: to, Actor: "bob",
+				At: at(time.Duration(sec) * time.Second), ReceivedAt: at(time.Duration(sec) * time.Second), Field: "Estimate"}
+		}
+		for _, o := range []enforce.Observation{edit("e-1", "", "S", 1), edit("e-2", "S", "M", 3), edit("e-3", "M", "", 5)} {
+			if _, err := s.RecordObservation(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := enforce.Record{ItemID: "PVTI_9", ProjectID: "PVT_1", LastLegalState: "Backlog", ObservedState: "Backlog"}
+		if ok, err := s.CompareAndSetItem(ctx, rec, 0); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		if legal, known, err := s.LegalStateAt(ctx, "PVTI_9", at(10*time.Second)); err != nil || !known || legal != "Backlog" {
+			t.Fatalf("legal state with field edits waiting = %q, %v, %v; want Backlog, known", legal, known, err)
+		}
+		pending, err := s.PendingObservations(ctx, "PVTI_9")
+		if err != nil || len(pending) != 3 || pending[0].Field != "Estimate" {
+			t.Fatalf("pending %+v, %v", pending, err)
+		}
+		version := int64(1)
+		for i, o := range pending[:2] {
+			o.Status, o.JudgedAt, o.Verdict, o.LegalFrom = enforce.ObservationJudged, at(time.Duration(20+i)*time.Second), enforce.VerdictRecorded, "Backlog"
+			r, _ := s.GetItem(ctx, "PVTI_9")
+			r.Fields = map[string]enforce.FieldValue{"Estimate": {Value: o.To, At: o.At}}
+			if ok, err := s.CommitStep(ctx, enforce.Step{Record: r, ExpectedVersion: version, Observation: &o}); !ok || err != nil {
+				t.Fatalf("take in %s: %v, %v", o.DeliveryID, ok, err)
+			}
+			version++
+		}
+		got, err := s.FieldEdits(ctx, "PVTI_9", at(2*time.Second))
+		if err != nil || len(got) != 1 || got[0].DeliveryID != "e-2" || got[0].From != "S" || got[0].Field != "Estimate" {
+			t.Fatalf("edits from 2s = %+v, %v; want e-2 (judged; e-3 waits)", got, err)
+		}
+		if all, _ := s.FieldEdits(ctx, "PVTI_9", at(0)); len(all) != 2 || all[0].DeliveryID != "e-1" {
+			t.Fatalf("edits from 0s = %+v", all)
+		}
+		if r, _ := s.GetItem(ctx, "PVTI_9"); r.Fields["Estimate"].Value != "M" {
+			t.Fatalf("record fields %+v", r.Fields)
+		}
+	})
+}
