@@ -204,7 +204,7 @@ func Sequence(in SequenceInput) Action {
 		// (Someone's change is taken for one that came before a write of ours only once every
 		// change made by its second is reported: one between that a late report tells of would
 		// make it a later one.)
-		if i, ok := h.racedWrite(o); ok && (o.Own || (in.covers(h, o.At, o.Received) && !reachable(h.Observed, o, pending))) {
+		if i, ok := h.racedWrite(o); ok && (o.Own || (in.covers(h, o.At, o.Received) && (noOp(h.Writes[i], o, pending) || !reachable(h.Observed, o, pending)))) {
 			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
 				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}
 		}
@@ -442,6 +442,14 @@ func (h History) racedWrite(o Observation) (int, bool) {
 		}
 	}
 	return match, match >= 0 && !o.At.Before(h.ObservedAt.Truncate(clockResolution))
+}
+
+// noOp reports whether someone's change o set the very value a write of ours set, from the
+// value it wrote over, and no report of that write is waiting: the write changed nothing (GitHub
+// reports none of it), so o came before it, whatever the waiting reports could chain.
+func noOp(wr Write, o Observation, pending []Observation) bool {
+	return o.From == wr.Over && o.To == wr.To &&
+		!slices.ContainsFunc(pending, func(p Observation) bool { return p.Own && p.FromKnown && p.From == wr.Over && p.To == wr.To })
 }
 
 // reachable reports whether reports waiting, made by o's second, lead from value `from` to the

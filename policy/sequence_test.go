@@ -106,6 +106,10 @@ func TestSequence(t *testing.T) {
 			History{Known: true, Legal: "Backlog", Observed: "Backlog", ObservedAt: sec(5), Writes: []Write{{Over: "Done", To: "Backlog", At: sec(1)}}},
 			[]Observation{own5("o", "In Progress", "Backlog")}, unknown, proven(10), 11),
 			ActRaced, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "o") }},
+		{"someone's change to the very value a write of ours set, with no report of the write: it came first", in(
+			History{Known: true, Legal: "Human Needed", Observed: "Human Needed", ObservedAt: sec(5), Writes: []Write{{Over: "In Review", To: "Human Needed", At: sec(1)}}},
+			[]Observation{obs("x", "In Review", "Human Needed", "bob", 5), obs("y", "Human Needed", "In Review", "agent-1", 5)}, unknown, proven(10), 11),
+			ActRaced, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "x") }},
 		{"an item never seen with only a field edit is adopted first", in(History{}, []Observation{edit("f", "", "S", 5)}, BoardValue{State: "Backlog"}, proven(10), 11),
 			ActAdopt, nil},
 		// Lifecycle events (a close, a reopen): their actor's move, placed by time alone.
