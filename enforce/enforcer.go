@@ -107,7 +107,7 @@ func (e *Enforcer) Observe(ctx context.Context, ch Change) (runAt time.Time, err
 	if ch.Actor != e.opts.AppLogin && e.opts.Redeliveries != nil {
 		// Judged with the others a sweep's proof releases (batch.go), from the moment it is known.
 		due := policy.DueAt(changeTime(ch, e.now()), e.opts.ReorderWindow)
-		if e.opts.BatchJudge {
+		if e.opts.BatchJudge && ch.Field == "" { // (a field's edit is never reverted: no store reads for it)
 			// A move that may be reverted at once is RevertAtOnce's (atonce.go); without
 			// BatchJudge its job runs now and reverts it (provisional.go).
 			if now, err := e.revertsAtOnceAtIntake(ctx, ch); err != nil {

@@ -158,6 +158,19 @@ func fromToVariants(t testing.TB) []variant {
 	return append(from, variant{label: "absent"})
 }
 
+// optionAndNull picks, of the documented variants, a single-select option and null.
+func optionAndNull(vs []variant) (option, null variant) {
+	for _, v := range vs {
+		switch {
+		case v.option != "":
+			option = v
+		case v.label == "null":
+			null = v
+		}
+	}
+	return option, null
+}
+
 func (v variant) known() bool { return v.label == "null" || v.option != "" }
 
 // meta is which optional members of changes.field_value a payload carries.
@@ -388,15 +401,7 @@ func TestProjectsV2ItemEveryDocumentedFieldValue(t *testing.T) {
 // queue, and what a payload once said of a node id routes a payload that does not say it.
 func TestProjectsV2ItemRouting(t *testing.T) {
 	vs := fromToVariants(t)
-	var option, null variant
-	for _, v := range vs {
-		switch {
-		case v.option != "":
-			option = v
-		case v.label == "null":
-			null = v
-		}
-	}
+	option, null := optionAndNull(vs)
 	everything, bare := metas()[0], metas()[1]
 	other := func(m meta, field string, project int) meta { m.field, m.project = field, project; return m }
 	steps := []struct {
@@ -520,15 +525,7 @@ func TestProjectsV2ItemRequiredFieldEdits(t *testing.T) {
 		}
 	}
 
-	var option, null variant
-	for _, v := range vs {
-		switch {
-		case v.option != "":
-			option = v
-		case v.label == "null":
-			null = v
-		}
-	}
+	option, null := optionAndNull(vs)
 	q := &queue{}
 	route := intake(&handlers.ProjectsV2Item{Scope: sc, Queue: q, History: &recorder{}})
 	steps := []struct {
