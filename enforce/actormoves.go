@@ -65,14 +65,14 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 		if !found || !rec.known() {
 			// Never judged: its card's value is its legal state (first sight), and its issue
 			// still tells of a close or reopen not taken in.
-			why, _, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, r.State)
+			why, _, err := a.issueUnjudged(ctx, issueSeen{owner: it.Owner, itemID: r.ItemID, open: r.Open, events: r.IssueEvents}, r.State)
 			return why != "", err
 		}
 		if r.State != rec.ObservedState || rec.RevertPending != "" || rec.AutomateState != "" ||
 			(!rec.ObservedAt.IsZero() && r.StateUpdatedAt.After(rec.ObservedAt)) {
 			return true, nil
 		}
-		why, _, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, rec.LastLegalState)
+		why, _, err := a.issueUnjudged(ctx, issueSeen{owner: it.Owner, itemID: r.ItemID, open: r.Open, events: r.IssueEvents}, rec.LastLegalState)
 		return why != "", err
 	}); errors.As(err, &member) {
 		return errUnsettled{why: fmt.Sprintf("#%d: #%d, a relative, shows a change not judged yet", it.Number, member.number)}
@@ -91,7 +91,7 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 		return "a write or automation of its last step is still being made", nil
 	}
 	if it.ContentType == ContentIssue && it.ContentID != "" {
-		if why, _, err := a.issueUnjudged(ctx, it.ID, it.Open, it.IssueEvents, rec.LastLegalState); err != nil || why != "" {
+		if why, _, err := a.issueUnjudged(ctx, issueSeen{owner: it.Owner, itemID: it.ID, open: it.Open, events: it.IssueEvents}, rec.LastLegalState); err != nil || why != "" {
 			return why, err
 		}
 	}
@@ -132,8 +132,9 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 // that one was refused and the app still owes its undo); with
 // neither in its history nor in its timeline, an issue closed short of where a close leaves it
 // (Done, Canceled).
-func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool, events []IssueEvent, legal string) (why string, at time.Time, err error) {
-	if !a.machine.Automation().LifecycleSync {
+func (a *Automation) issueUnjudged(ctx context.Context, is issueSeen, legal string) (why string, at time.Time, err error) {
+	itemID, open, events := is.itemID, is.open, is.events
+	if !a.machineOf(is.owner).Automation().LifecycleSync {
 		return "", time.Time{}, nil // closes and reopens are no part of the history
 	}
 	h, err := a.issueHistory(ctx, itemID, events)
@@ -160,11 +161,18 @@ func (a *Automation) issueUnjudged(ctx context.Context, itemID string, open bool
 	return "", time.Time{}, nil
 }
 
+// issueSeen is an item's issue as read: open or closed, and its timeline's closes and reopens.
+type issueSeen struct {
+	owner, itemID string
+	open          bool
+	events        []IssueEvent
+}
+
 // issueEventAt is when the item's issue was last closed or reopened by someone other than the
 // app (its timeline, read with the item), when that is later than the last close or reopen its
 // history holds; zero when not (policy.BoardValue.IssueEventAt).
 func (a *Automation) issueEventAt(ctx context.Context, it Item) (time.Time, error) {
-	if _, dated := a.lastIssueEvent(it.IssueEvents); !dated || it.ContentType != ContentIssue || !a.machine.Automation().LifecycleSync {
+	if _, dated := a.lastIssueEvent(it.IssueEvents); !dated || it.ContentType != ContentIssue || !a.machineOf(it.Owner).Automation().LifecycleSync {
 		return time.Time{}, nil // (no store read: most issues were never closed)
 	}
 	h, err := a.issueHistory(ctx, it.ID, it.IssueEvents)

@@ -40,7 +40,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 	if err != nil {
 		return Advance{}, fmt.Errorf("read item %s: %w", parent.ID, err)
 	}
-	if err := f.machine.CheckAdvance(cur.State, target); err != nil {
+	if err := f.Machine().CheckAdvance(cur.State, target); err != nil {
 		return Advance{}, err
 	}
 	res := Advance{Parent: cur, Advanced: []policy.Move{}, Skipped: []policy.Skip{}, Errors: []AdvanceError{}}
@@ -69,7 +69,7 @@ func (f *Facade) AdvanceChildren(ctx context.Context, b Board, parent Item, targ
 		byNumber[c.Number] = c
 		members = append(members, memberOf(c, legal, c.Fields, time.Time{})) // (made now: as read)
 	}
-	moves, skipped := f.machine.PlanCascadeAs(target, members, policy.ActorAgent)
+	moves, skipped := f.Machine().PlanCascadeAs(target, members, policy.ActorAgent)
 	res.Skipped = append(res.Skipped, skipped...)
 	cause := fmt.Sprintf("advance_children by %s: parent #%d is in %s", by.Agent, cur.Number, cur.State)
 	for _, mv := range moves {
@@ -149,7 +149,7 @@ func (f *Facade) advanceOne(ctx context.Context, b Board, s advanceStep) (warnin
 func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec Record) (string, policy.Decision, error) {
 	mv, by := s.mv, s.by
 	if len(by.Commands) > 0 {
-		takes := f.machine.CommandsExpecting(mv.From)
+		takes := f.Machine().CommandsExpecting(mv.From)
 		ok := slices.ContainsFunc(by.Commands, func(c string) bool {
 			got, known := f.CanonicalCommand(c)
 			return known && slices.Contains(takes, got)
@@ -160,7 +160,7 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec 
 		}
 	}
 	pc := f.withItem(policy.Change{From: mv.From, To: mv.To, Actor: by.Agent, ActorKind: policy.ActorAgent, LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom, Role: by.Role}, s.child)
-	dec := f.machine.Decide(pc)
+	dec := f.Machine().Decide(pc)
 	if dec.Verdict == policy.Allow {
 		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc})
 		var member groupUnsettled
@@ -169,7 +169,7 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec 
 		} else if err != nil {
 			return "", dec, err
 		}
-		dec = f.machine.Decide(full)
+		dec = f.Machine().Decide(full)
 	}
 	if dec.Verdict != policy.Allow {
 		return dec.Reason, dec, nil

@@ -30,7 +30,8 @@ type chain struct {
 	board   Board
 	base    Item
 	visited map[string]bool
-	cause   // every move of the chain is dated at its cause's time
+	cause                   // every move of the chain is dated at its cause's time
+	m       *policy.Machine // the workflow of the base item's organization
 }
 
 // cause is what set a chain of automation off: the move's time (zero: now) and words, and
@@ -50,9 +51,10 @@ func (a *Automation) run(ctx context.Context, b Board, it Item, c cause) error {
 	if it.ContentType != ContentIssue || it.ContentID == "" {
 		return nil
 	}
-	auto := a.machine.Automation()
-	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, cause: c}
-	if auto.CascadeChildren && it.SubIssues > 0 && a.machine.PipelineIndex(it.State) >= 0 {
+	m := a.machineOf(it.Owner)
+	auto := m.Automation()
+	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, cause: c, m: m}
+	if auto.CascadeChildren && it.SubIssues > 0 && m.PipelineIndex(it.State) >= 0 {
 		if err := a.cascade(ctx, ch, relativeOf(it), 1); err != nil {
 			return fmt.Errorf("cascade to children of #%d: %w", it.Number, err)
 		}
@@ -115,14 +117,14 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 			}
 			continue
 		}
-		fields, err := a.fieldsAt(ctx, c, rec, ch.at)
+		fields, err := a.fieldsAt(ctx, ch.m, c, rec, ch.at)
 		if err != nil {
 			return err
 		}
 		byNumber[c.Number] = c
 		members = append(members, memberOf(c, legal, fields, ch.at))
 	}
-	moves, skipped := a.machine.PlanCascade(parent.State, members)
+	moves, skipped := ch.m.PlanCascade(parent.State, members)
 	for _, s := range skipped {
 		if s.Rule == policy.RuleRequirement {
 			// Reported, not forced (docs/AUTOMATION.md): the child stays where it is.
@@ -143,7 +145,7 @@ func (a *Automation) cascade(ctx context.Context, ch *chain, parent Relative, de
 	if err := a.carryOut(ctx, ch.board, owed); err != nil {
 		return err
 	}
-	if depth >= a.machine.Automation().MaxCascadeDepth {
+	if depth >= ch.m.Automation().MaxCascadeDepth {
 		return nil
 	}
 	for _, mv := range append(again, owed...) {
@@ -203,7 +205,7 @@ func convergenceWhy(parent Relative, target string) string {
 // archived child still counts: its state is still where its work stands. Like the cascade,
 // it goes by the legal states of the parent and its children.
 func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID string) error {
-	for depth := 0; parentIssueID != "" && depth < a.machine.Automation().MaxCascadeDepth; depth++ {
+	for depth := 0; parentIssueID != "" && depth < ch.m.Automation().MaxCascadeDepth; depth++ {
 		fam, err := ch.board.Family(ctx, parentIssueID, ch.base.ProjectID)
 		if err != nil {
 			return err
@@ -232,7 +234,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			if c.ItemID == "" {
 				continue
 			}
-			if err := a.unreportedAtOrBelow(ctx, ch, c, a.machine.Automation().MaxCascadeDepth); err != nil {
+			if err := a.unreportedAtOrBelow(ctx, ch, c, ch.m.Automation().MaxCascadeDepth); err != nil {
 				return err
 			}
 			legal, err := a.legalAtCause(ctx, ch, c)
@@ -253,12 +255,12 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 		if err != nil {
 			return err
 		}
-		target, ok := a.machine.ConvergenceTarget(from, children)
-		fields, err := a.fieldsAt(ctx, parent, rec, ch.at)
+		target, ok := ch.m.ConvergenceTarget(from, children)
+		fields, err := a.fieldsAt(ctx, ch.m, parent, rec, ch.at)
 		if err != nil {
 			return err
 		}
-		if why := a.machine.Unmet(target, memberOf(parent, from, fields, ch.at)); ok && why != "" {
+		if why := ch.m.Unmet(target, memberOf(parent, from, fields, ch.at)); ok && why != "" {
 			// Reported, not forced (docs/AUTOMATION.md): the parent stays where it is.
 			zerolog.Ctx(ctx).Info().Int("issue", parent.Number).Str("state", from).Str("reason", why).
 				Msg("convergence left a parent that fails a requirement")
@@ -270,7 +272,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			if err := a.carryOut(ctx, ch.board, []appMove{mv}); err != nil {
 				return err
 			}
-		} else if !owed || !slices.Contains(a.machine.ParentGates(), from) {
+		} else if !owed || !slices.Contains(ch.m.ParentGates(), from) {
 			return nil
 		} else if from != parent.State && a.walkSoon != nil {
 			// Converged by an earlier run of this chain: go on above it.
@@ -306,7 +308,7 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 	if known {
 		legal = rec.LastLegalState
 	}
-	why, at, err := a.issueUnjudged(ctx, r.ItemID, r.Open, r.IssueEvents, legal)
+	why, at, err := a.issueUnjudged(ctx, issueSeen{owner: ch.base.Owner, itemID: r.ItemID, open: r.Open, events: r.IssueEvents}, legal)
 	if err != nil {
 		return err
 	}
@@ -521,7 +523,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		if mv.At.After(rec.LegalAt) {
 			rec.LegalAt = mv.At
 		}
-		if !a.machine.IsLock(mv.To) {
+		if !a.machineOf(mv.Item.Owner).IsLock(mv.To) {
 			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		// (A card changed since the history's last judged change shows the same value set
@@ -574,7 +576,7 @@ func (a *Automation) logMove(ev *zerolog.Event, mv appMove) *zerolog.Event {
 // comment explains an automated move on the issue when automation.comment_automation is on.
 // A failed comment is logged: the move itself stands.
 func (a *Automation) comment(ctx context.Context, b Board, mv appMove) {
-	if !a.machine.Automation().CommentAutomation || mv.Item.ContentID == "" {
+	if !a.machineOf(mv.Item.Owner).Automation().CommentAutomation || mv.Item.ContentID == "" {
 		return
 	}
 	if _, err := b.AddComment(ctx, mv.Item.ContentID, a.rec.automationComment(mv)); err != nil {

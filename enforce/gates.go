@@ -18,6 +18,8 @@ type gateQuery struct {
 	// at is when the move was made (zero: a move being made now): the group's states are
 	// what they were then.
 	at time.Time
+	// m is the workflow of the item's organization.
+	m *policy.Machine
 }
 
 // errGroupUnsettled: a group member's history up to the judged move is still being judged.
@@ -31,8 +33,12 @@ var errGroupUnsettled = errors.New("a group member's history is still being judg
 // group's states are each member's legal state at q.at, read back from its own judged
 // history. errGroupUnsettled: a member's history up to then is still being judged.
 func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, error) {
-	g, it, pc := c.machine.Gates(), q.it, q.change
-	if g.Blockers && c.machine.IsLock(pc.To) && it.OpenBlockers > 0 && it.ContentID != "" {
+	m := q.m
+	if m == nil {
+		m = c.machineOf(q.it.Owner)
+	}
+	g, it, pc := m.Gates(), q.it, q.change
+	if g.Blockers && m.IsLock(pc.To) && it.OpenBlockers > 0 && it.ContentID != "" {
 		fam, err := q.board.Family(ctx, it.ContentID, it.ProjectID)
 		if err != nil {
 			return pc, fmt.Errorf("read blockers: %w", err)
@@ -41,7 +47,7 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 			pc.OpenBlockers = append(pc.OpenBlockers, policy.Member{Number: r.Number, Title: r.Title, State: stateOrOpen(r)})
 		}
 	}
-	if g.Convergence && pc.To != "" && pc.To == c.machine.ConvergenceGateState() && it.ContentType == ContentIssue {
+	if g.Convergence && pc.To != "" && pc.To == m.ConvergenceGateState() && it.ContentType == ContentIssue {
 		group, err := c.group(ctx, q)
 		if err != nil {
 			return pc, err
@@ -69,7 +75,7 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 // the move.
 func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 	pc.Number = it.Number
-	if !c.machine.HasRequirements() {
+	if !c.machineOf(it.Owner).HasRequirements() {
 		return pc
 	}
 	pc.Fields, pc.FieldOptions = it.Fields, it.FieldOptions
@@ -86,7 +92,7 @@ func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 func (c *core) withHistory(pc policy.Change, w *walk, at time.Time) policy.Change {
 	own := pc.MergedPR // (a merge's own move)
 	pc = c.withItem(pc, w.it)
-	if !c.machine.HasRequirements() {
+	if !c.machineOf(w.org()).HasRequirements() {
 		return pc
 	}
 	held := w.rec.fieldValues()
@@ -133,8 +139,8 @@ func overlay(read, held map[string]string) map[string]string {
 // across items), zero: now, as read. Its record's, with the edits its history took in from
 // that second on undone (each edit says the value it left); a field the record does not hold,
 // as read.
-func (c *core) fieldsAt(ctx context.Context, r Relative, rec Record, at time.Time) (map[string]string, error) {
-	if !c.machine.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 {
+func (c *core) fieldsAt(ctx context.Context, m *policy.Machine, r Relative, rec Record, at time.Time) (map[string]string, error) {
+	if !m.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 {
 		return r.Fields, nil
 	}
 	held := rec.fieldValues()

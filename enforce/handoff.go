@@ -20,7 +20,20 @@ import (
 type Facade struct {
 	*core
 	auto *Automation
+	// org is the organization whose policy the calls are held to (In); "": the deployment's.
+	org string
 }
+
+// In is the façade held to an organization's policy (Options.Policies): the workflow its
+// calls describe, resolve and judge.
+func (f *Facade) In(owner string) *Facade {
+	g := *f
+	g.org = owner
+	return &g
+}
+
+// Machine returns the workflow of the façade's organization.
+func (f *Facade) Machine() *policy.Machine { return f.machineOf(f.org) }
 
 // The write use cases of the MCP façade: an agent hands an issue off (handoff_ticket), claims
 // the best actionable issue (pick_actionable_issue with claim), or advances a parent's children
@@ -74,7 +87,7 @@ func (f *Facade) permit(h Handoff) error {
 	cmd, ok := f.CanonicalCommand(h.Command)
 	if !ok {
 		// Unknown: policy names the commands the agent may use.
-		return f.machine.CheckCommand(h.Command, h.Commands)
+		return f.Machine().CheckCommand(h.Command, h.Commands)
 	}
 	if len(h.Commands) == 0 || slices.ContainsFunc(h.Commands, func(c string) bool {
 		got, _ := f.CanonicalCommand(c)
@@ -107,9 +120,9 @@ func (f *Facade) target(h Handoff, from string) (string, error) {
 		if hasIntent {
 			what = "Both intent and to_state were given"
 		}
-		return "", f.machine.HandoffRetryRefusal(ask, what, "a handoff names exactly one: a semantic intent, or a direct state")
+		return "", f.Machine().HandoffRetryRefusal(ask, what, "a handoff names exactly one: a semantic intent, or a direct state")
 	}
-	return f.machine.ResolveHandoff(ask)
+	return f.Machine().ResolveHandoff(ask)
 }
 
 // settledFrom is the state a handoff of it starts from: its last legal state once ralph-gate
@@ -309,7 +322,7 @@ func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, re
 	cur, h := a.cur, a.h
 	var err error
 	pc := f.withItem(policy.Change{From: a.from, To: a.to, Actor: h.Agent, ActorKind: policy.ActorAgent, LockHolder: a.rec.LockHolder, LockTakenFrom: a.rec.LockTakenFrom, Role: h.Role}, cur)
-	a.dec = f.machine.Decide(pc)
+	a.dec = f.Machine().Decide(pc)
 	if a.dec.Verdict == policy.Allow {
 		var member groupUnsettled
 		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc}); errors.As(err, &member) {
@@ -323,10 +336,10 @@ func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, re
 		} else if err != nil {
 			return HandoffResult{}, err
 		}
-		a.dec = f.machine.Decide(pc)
+		a.dec = f.Machine().Decide(pc)
 	}
 	if a.dec.Verdict != policy.Allow {
-		refusal := f.machine.HandoffRefusal(a.cmd, h.Commands, pc, a.dec)
+		refusal := f.Machine().HandoffRefusal(a.cmd, h.Commands, pc, a.dec)
 		f.audit(ctx, f.rec.handoffAudit(a, VerdictIgnored, "refused handoff: "+refusal.Error()))
 		return HandoffResult{}, refusal
 	}
@@ -343,7 +356,7 @@ func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, re
 	}
 	res.Changed, res.Rule, res.Reason = true, string(a.dec.Rule), a.dec.Reason
 	holder := ""
-	if f.machine.IsLock(a.to) {
+	if f.Machine().IsLock(a.to) {
 		holder = h.Agent
 	}
 	res.Guidance = f.Guide(a.to, holder)
@@ -360,7 +373,7 @@ func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, re
 // lock somebody else holds is still refused.
 func (f *Facade) unchanged(a *handoffAttempt, res HandoffResult) (HandoffResult, error) {
 	holder := a.rec.LockHolder
-	if f.machine.IsLock(a.to) && holder != "" && !strings.EqualFold(holder, a.h.Agent) {
+	if f.Machine().IsLock(a.to) && holder != "" && !strings.EqualFold(holder, a.h.Agent) {
 		return HandoffResult{}, &policy.Refusal{
 			Tried:    fmt.Sprintf("%s asked to take #%d in %s", a.h.Agent, a.cur.Number, a.to),
 			Why:      fmt.Sprintf("%s is locked by %s", a.to, holder),

@@ -39,8 +39,9 @@ func integrationSlot(repo string) string { return "integration:" + strings.ToLow
 // integrating is the repository's integration under way on another item, for a move that
 // would start one (the actor's role serializes and owns the state left); nil when none.
 func (c *core) integrating(ctx context.Context, it Item, pc policy.Change) (*policy.Integration, error) {
-	role := c.machine.RoleOf(pc)
-	if role == "" || it.Repo == "" || !c.machine.SerializedFrom(role, pc.From) {
+	m := c.machineOf(it.Owner)
+	role := m.RoleOf(pc)
+	if role == "" || it.Repo == "" || !m.SerializedFrom(role, pc.From) {
 		return nil, nil
 	}
 	sl, live, err := c.liveSlot(ctx, integrationSlot(it.Repo))
@@ -74,13 +75,13 @@ func (c *core) stillIntegrated(ctx context.Context, sl Slot) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return found && slices.Contains(c.machine.Roles().Owns(sl.Role), rec.LastLegalState), nil
+	return found && slices.Contains(c.machineOf(ownerOfRepo(sl.Repo)).Roles().Owns(sl.Role), rec.LastLegalState), nil
 }
 
 // claimsInPlace reports whether a claim by this agent takes the item's repository slot
 // instead of a lock: its role serializes and owns the state picked from.
 func (f *Facade) claimsInPlace(req PickRequest) bool {
-	return f.machine.SerializedFrom(req.Handoff.Role, req.State)
+	return f.Machine().SerializedFrom(req.Handoff.Role, req.State)
 }
 
 // claimIntegration claims an item for integration: the repository's slot, without moving the

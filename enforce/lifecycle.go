@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ralph-gate/ralph-gate/policy"
 )
 
 // Lifecycle event kinds.
@@ -48,7 +50,7 @@ func (a *Automation) eventTarget(kind, stateReason string) string {
 
 // lifecycleTarget is where an item whose legal state is legal goes for the event (to: its
 // eventTarget); ok false means it stays.
-func (a *Automation) lifecycleTarget(kind, to, legal string) (string, bool) {
+func (a *Automation) lifecycleTarget(m *policy.Machine, kind, to, legal string) (string, bool) {
 	if kind == LifecyclePRMerged {
 		switch legal {
 		case a.opts.States.InProgress:
@@ -57,7 +59,7 @@ func (a *Automation) lifecycleTarget(kind, to, legal string) (string, bool) {
 			to = a.opts.States.Done
 		}
 	}
-	return to, to != "" && to != legal && a.machine.IsState(to)
+	return to, to != "" && to != legal && m.IsState(to)
 }
 
 // ProcessLifecycle takes a lifecycle event into the history of each item of the issues it
@@ -67,7 +69,7 @@ func (a *Automation) lifecycleTarget(kind, to, legal string) (string, bool) {
 // and asks GitHub nothing more.
 func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
 	a := e.auto
-	if !a.machine.Automation().LifecycleSync {
+	if !a.machineOf(ev.Owner).Automation().LifecycleSync {
 		return Result{Verdict: VerdictIgnored, Reason: "lifecycle sync is off"}, nil
 	}
 	var reports []Observation

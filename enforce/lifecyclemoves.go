@@ -30,13 +30,13 @@ import (
 // reopen is undone and explained on the issue, and the card stays.
 func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error {
 	a, rec := e.auto, w.rec
-	kind := a.actors.Classify(o.Actor)
+	kind := a.classify(w.org(), o.Actor)
 	why := o.Reason // what the event was, recorded with it
 	if why == "" {
 		why = fmt.Sprintf("%s by %s", strings.ReplaceAll(o.Lifecycle, "_", " "), o.Actor)
 	}
 	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
-	to, ok := a.lifecycleTarget(o.Lifecycle, o.To, rec.LastLegalState)
+	to, ok := a.lifecycleTarget(a.machineOf(w.org()), o.Lifecycle, o.To, rec.LastLegalState)
 	res := Result{Verdict: VerdictIgnored, Reason: "nothing to move"}
 	if w.it.Archived {
 		// An archived card stays as it was archived: the app never moves one.
@@ -60,7 +60,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		return err
 	}
 	mode := e.modeOf(w.it.Owner, w.it.ProjectNumber)
-	allowed := dec.Verdict == policy.Allow || a.mergePath(o.Lifecycle, pc)
+	allowed := dec.Verdict == policy.Allow || a.mergePath(a.machineOf(w.org()), o.Lifecycle, pc)
 	switch {
 	case !mode.Writes():
 		// Warn, evaluate: judged and audited, nothing written — the card stays where it is,
@@ -69,7 +69,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		res = Result{Verdict: VerdictAllowed, Reason: why}
 		if !allowed {
 			o.Verdict, o.Reason, o.Recovery, o.Explained = VerdictWouldRevert, dec.Reason, "ask a human", mode == ModeEvaluate
-			if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+			if r := a.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 				o.Recovery = r.Recovery
 			}
 			res = Result{Verdict: VerdictWouldRevert, Reason: dec.Reason}
@@ -84,7 +84,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		// also the step's explanation: explainStep), so a crash in between leaves it to the
 		// next walk, never judged twice.
 		o.Verdict, o.Rule, o.Reason, o.Recovery = VerdictReverted, string(dec.Rule), dec.Reason, "ask a human"
-		if r := a.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+		if r := a.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 			o.Recovery = r.Recovery
 		}
 		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
@@ -118,7 +118,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 // mergePath reports whether a close of an issue In Progress is what merging its pull request
 // does — In Progress → In Review → Done, both moves open to the closer: a merge closes the issues
 // its pull request closes, and the issue's close may be handled before the merge's move.
-func (a *Automation) mergePath(kind string, pc policy.Change) bool {
+func (a *Automation) mergePath(m *policy.Machine, kind string, pc policy.Change) bool {
 	st := a.opts.States
 	if kind != LifecycleIssueClosed || pc.From != st.InProgress || pc.To != st.Done {
 		return false
@@ -126,7 +126,7 @@ func (a *Automation) mergePath(kind string, pc policy.Change) bool {
 	first, second := pc, pc
 	first.To = st.InReview
 	second.From = st.InReview
-	return a.machine.Decide(first).Verdict == policy.Allow && a.machine.Decide(second).Verdict == policy.Allow
+	return m.Decide(first).Verdict == policy.Allow && m.Decide(second).Verdict == policy.Allow
 }
 
 // undoEvent undoes a refused lifecycle event of the item (unless the issue is back as it was
@@ -177,7 +177,7 @@ func (e *Enforcer) undoEvent(ctx context.Context, w *walk, o Observation) error 
 			}
 		}
 	}
-	err = a.explainLifecycle(ctx, w.board, ev, cur, lifecycleRefusal{from: o.LegalFrom, to: o.To, kind: a.actors.Classify(o.Actor),
+	err = a.explainLifecycle(ctx, w.board, ev, cur, lifecycleRefusal{from: o.LegalFrom, to: o.To, kind: a.classify(w.org(), o.Actor),
 		reason: o.Reason, recovery: o.Recovery, undone: undone})
 	if err != nil {
 		return err

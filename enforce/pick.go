@@ -56,7 +56,7 @@ const maxClaimRounds = 3
 // Pick ranks the open, unlocked, unblocked issues in a state (policy.Pick) and, with Claim,
 // locks the best one it can for the caller: concurrent claimers never get the same issue.
 func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult, error) {
-	if err := f.machine.RequireState(ArgPickState, req.State); err != nil {
+	if err := f.Machine().RequireState(ArgPickState, req.State); err != nil {
 		var r *policy.Refusal
 		if errors.As(err, &r) {
 			r.Tried = fmt.Sprintf("Unknown workflow state %q", req.State)
@@ -146,7 +146,7 @@ func (f *Facade) Pick(ctx context.Context, b Board, req PickRequest) (PickResult
 // claimState is the lock state a claim hands the picked issue off to: the lock intent of the
 // caller's command, which an agent must be able to enter from req.State.
 func (f *Facade) claimState(req PickRequest) (string, error) {
-	m := f.machine
+	m := f.Machine()
 	cmd, _ := f.CanonicalCommand(req.Handoff.Command)
 	st, err := m.ResolveIntent(cmd, lockIntent)
 	if err != nil {
@@ -205,9 +205,9 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 				if err != nil {
 					return nil, nil, err
 				}
-				locked := f.machine.IsLock(it.State) || rec.LockHolder != ""
+				locked := f.Machine().IsLock(it.State) || rec.LockHolder != ""
 				if f.takesOver(req) && rec.LockHolder != "" && !strings.EqualFold(rec.LockHolder, req.Handoff.Agent) &&
-					f.machine.LockExpired(rec.LockSince, f.now()) {
+					f.Machine().LockExpired(rec.LockSince, f.now()) {
 					locked = false // an expired lock: a claim takes it over (claimExpired)
 				}
 				cands = append(cands, policy.Candidate{Number: it.Number, Title: it.Title, State: it.State, Estimate: it.Estimate,
@@ -230,7 +230,7 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 			it := byID[c.Key]
 			// Eligible, but lacking what target requires of an agent: not offered, and said why.
 			if target != "" {
-				if why := f.machine.Lacks(target, policy.Member{Fields: it.Fields, MergedPR: true}, policy.ActorAgent); why != "" {
+				if why := f.Machine().Lacks(target, policy.Member{Fields: it.Fields, MergedPR: true}, policy.ActorAgent); why != "" {
 					lacking = append(lacking, Passed{Item: it, Reason: why})
 					continue
 				}
@@ -244,7 +244,7 @@ func (f *Facade) rank(ctx context.Context, b Board, req PickRequest, target stri
 // takesOver: a claim in a lock state takes over an item whose lock expired (workflow.locks.ttl),
 // rather than moving an item into a lock.
 func (f *Facade) takesOver(req PickRequest) bool {
-	return f.machine.IsLock(req.State) && f.machine.LockTTL() > 0
+	return f.Machine().IsLock(req.State) && f.Machine().LockTTL() > 0
 }
 
 // claimExpired takes over an item's expired lock for h.Agent: a handoff to the state it is in,
@@ -264,7 +264,7 @@ func (f *Facade) claimExpired(ctx context.Context, b Board, it Item, h Handoff) 
 // roleMayPick refuses to look for work in a state the agent's role does not own: a worker
 // polls its own states (docs/ENFORCEMENT.md, Worker roles).
 func (f *Facade) roleMayPick(req PickRequest) error {
-	role, roles := req.Handoff.Role, f.machine.Roles()
+	role, roles := req.Handoff.Role, f.Machine().Roles()
 	if role == "" || !roles.Has(role) {
 		return nil
 	}

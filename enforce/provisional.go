@@ -41,7 +41,7 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 	if !w.read {
 		// The guarded write reads the card when its turn comes, and the check is made on
 		// that read: the record tells which item to write.
-		it = Item{ID: w.rec.ItemID, ProjectID: w.rec.ProjectID, Owner: w.owner, Number: w.rec.IssueNumber, Repo: w.rec.Repo}
+		it = Item{ID: w.rec.ItemID, ProjectID: w.rec.ProjectID, Owner: w.org(), Number: w.rec.IssueNumber, Repo: w.rec.Repo}
 	}
 	if wr, ok := e.provisionalPrepare(w, it, true); ok {
 		e.provisionalWritten(ctx, w, wr, setStateIf(ctx, w.board, wr))
@@ -60,7 +60,7 @@ func (e *Enforcer) provisionalPrepare(w *walk, it Item, locked bool) (StateWrite
 	if !w.found || !e.modeOf(it.Owner, it.ProjectNumber).Writes() {
 		return StateWrite{}, false
 	}
-	o, _, ok := e.revertsAtOnce(w.rec, w.pending)
+	o, _, ok := e.revertsAtOnce(it.Owner, w.rec, w.pending)
 	if !ok {
 		return StateWrite{}, false
 	}
@@ -154,7 +154,7 @@ func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrit
 // revertsAtOnce returns the item's only waiting report and policy's refusal of it when the
 // record and the reports alone let it be reverted provisionally (the board, read next, has the
 // last word: policy.Provisional).
-func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation, policy.Decision, bool) {
+func (e *Enforcer) revertsAtOnce(owner string, rec Record, pending []Observation) (Observation, policy.Decision, bool) {
 	if !rec.known() || len(pending) != 1 || rec.Provisional != "" || rec.AutomateState != "" || rec.RevertPending != "" ||
 		rec.ObservedState != rec.LastLegalState {
 		return Observation{}, policy.Decision{}, false
@@ -163,7 +163,7 @@ func (e *Enforcer) revertsAtOnce(rec Record, pending []Observation) (Observation
 	if o.Lifecycle != "" || o.Field != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != rec.LastLegalState {
 		return Observation{}, policy.Decision{}, false
 	}
-	dec := e.machine.Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.actors.Classify(o.Actor),
+	dec := e.machineOf(owner).Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.classify(owner, o.Actor),
 		LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom})
 	return o, dec, dec.Verdict != policy.Allow && dec.Rule.Settled()
 }
@@ -182,7 +182,7 @@ func (e *Enforcer) revertsAtOnceAtIntake(ctx context.Context, ch Change) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("load reports of item %s: %w", ch.ItemID, err)
 	}
-	_, _, ok := e.revertsAtOnce(rec, pending)
+	_, _, ok := e.revertsAtOnce(ch.Owner, rec, pending)
 	return ok, nil
 }
 

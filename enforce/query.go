@@ -100,7 +100,7 @@ type Guidance struct {
 
 // Guide describes what agents may do from state.
 func (f *Facade) Guide(state, lockHolder string) Guidance {
-	m := f.machine
+	m := f.Machine()
 	g := Guidance{State: state, AllowedNext: m.AllowedNext(state, policy.ActorAgent), CommandsExpecting: m.CommandsExpecting(state),
 		IsLock: m.IsLock(state), IsTerminal: m.IsTerminal(state), IsHumanGate: m.IsHumanGate(state)}
 	g.NeedsHuman = state != "" && (len(g.AllowedNext) == 0 || (g.IsHumanGate && m.PipelineIndex(state) < 0))
@@ -136,7 +136,7 @@ func (f *Facade) State(ctx context.Context, b Board, it Item) (WorkflowState, er
 	if found && rec.known() {
 		ws.LastLegalState = rec.LastLegalState
 	}
-	if found && f.machine.IsLock(cur.State) {
+	if found && f.Machine().IsLock(cur.State) {
 		ws.LockHolder, ws.LockSince = rec.LockHolder, rec.LockSince
 	}
 	ws.Guidance = f.Guide(cur.State, ws.LockHolder)
@@ -302,7 +302,7 @@ func (f *Facade) Position(ctx context.Context, b Board, it Item, opts policy.Pip
 // detection does not know.
 func (f *Facade) unknownPipelineState(it Item, m Relative) *policy.Refusal {
 	r := &policy.Refusal{Tried: fmt.Sprintf("Finding the pipeline phase of #%d's group", it.Number), Options: []string{}, Rule: policy.RuleGroup}
-	if !f.machine.IsState(m.State) {
+	if !f.Machine().IsState(m.State) {
 		r.Why = fmt.Sprintf("#%d of the group is in %q, which is not a state of the workflow", m.Number, m.State)
 		r.Recovery = fmt.Sprintf("wait a few seconds for ralph-gate to put #%d back in its last legal state, then retry; if it stays, ask a human to set its Workflow State", m.Number)
 		return r
@@ -315,7 +315,7 @@ func (f *Facade) unknownPipelineState(it Item, m Relative) *policy.Refusal {
 // Convergence is check_convergence over the issue's group (the issue included).
 func (f *Facade) Convergence(ctx context.Context, b Board, it Item, target string) (policy.ConvergenceResult, Group, error) {
 	// An unknown target is refused before anything is read.
-	if _, err := f.machine.CheckConvergence(target, nil); err != nil {
+	if _, err := f.Machine().CheckConvergence(target, nil); err != nil {
 		return policy.ConvergenceResult{}, Group{}, err
 	}
 	g, err := f.Group(ctx, b, it)
@@ -326,7 +326,7 @@ func (f *Facade) Convergence(ctx context.Context, b Board, it Item, target strin
 	for i, m := range g.Members {
 		members[i] = policy.Member{Number: m.Number, Title: m.Title, State: m.State}
 	}
-	res, err := f.machine.CheckConvergence(target, members)
+	res, err := f.Machine().CheckConvergence(target, members)
 	return res, g, err
 }
 
@@ -334,9 +334,9 @@ func (f *Facade) Convergence(ctx context.Context, b Board, it Item, target strin
 // false when the workflow has no such command.
 func (f *Facade) CanonicalCommand(cmd string) (string, bool) {
 	n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmd)), "ralph_")
-	i := slices.IndexFunc(f.machine.Commands(), func(c string) bool { return strings.EqualFold(c, n) })
+	i := slices.IndexFunc(f.Machine().Commands(), func(c string) bool { return strings.EqualFold(c, n) })
 	if i < 0 {
 		return "", false
 	}
-	return f.machine.Commands()[i], true
+	return f.Machine().Commands()[i], true
 }

@@ -24,7 +24,7 @@ func ownershipRoles() map[string]policy.RoleSpec {
 func newRolesHarness(t *testing.T, mode string, items ...Item) *harness {
 	t.Helper()
 	h := newHarnessWith(t, func(s *policy.Spec) { s.ReviewMode = mode }, nil, items...)
-	m := h.svc.Enforcer.Machine()
+	m := h.svc.Facade.Machine()
 	roles, ps := policy.CompileRoles(m, ownershipRoles())
 	if len(ps) > 0 {
 		t.Fatal(ps)

@@ -49,6 +49,9 @@ type Options struct {
 	// Mode is the mode of each enforced project (modes.go); nil, or a mode that is not one:
 	// enforce.
 	Mode func(owner string, number int) Mode
+	// Policies, when set, gives each organization its own workflow and actors (policies.go);
+	// nil: every organization has the machine and actors New was given.
+	Policies Policies
 }
 
 // LifecycleStates names the states lifecycle sync moves items to.
@@ -127,9 +130,6 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 		Facade:     &Facade{core: c, auto: auto},
 	}
 }
-
-// Machine returns the workflow machine enforced.
-func (c *core) Machine() *policy.Machine { return c.machine }
 
 // store is the persistence behind the items.
 func (c *core) store() Store { return c.items.st }

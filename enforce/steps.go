@@ -27,7 +27,7 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		if o.Lifecycle != "" {
 			return e.judgeEvent(ctx, w, o)
 		}
-		kind := e.actors.Classify(o.Actor)
+		kind := e.classify(w.org(), o.Actor)
 		if o.Actor == "" {
 			// A payload without a sender: an unknown actor, judged with the least privilege
 			// (policy.Actors.Classify), and named so in the audit and the comment.
@@ -67,7 +67,7 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 func (e *Enforcer) recordField(ctx context.Context, w *walk, o Observation) error {
 	rec := w.rec
 	cur, known := rec.Fields[o.Field]
-	o.Status, o.JudgedAt, o.Verdict, o.ActorKind = ObservationJudged, e.now(), VerdictRecorded, e.actors.Classify(o.Actor).String()
+	o.Status, o.JudgedAt, o.Verdict, o.ActorKind = ObservationJudged, e.now(), VerdictRecorded, e.classify(w.org(), o.Actor).String()
 	o.LegalFrom = rec.LastLegalState // (it moves nothing: the legal state before it is the one after)
 	o.Reason = fmt.Sprintf("%s set to %s", o.Field, strconv.Quote(o.To))
 	if known && o.At.Before(cur.At) {
@@ -161,7 +161,7 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 		o.Verdict, o.Reason = VerdictAdopted, "first sight without a previous value: current value adopted as legal"
 		res = Result{Verdict: VerdictAllowed, Reason: "adopted"}
 	}
-	o.ActorKind = e.actors.Classify(o.Actor).String()
+	o.ActorKind = e.classify(w.org(), o.Actor).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
 	if o.Actor == e.opts.AppLogin {
@@ -304,7 +304,7 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	legalBefore := rec.LastLegalState
 	if rec.LastLegalState != a.To {
 		// The lock holder goes as when automation is recorded directly.
-		if !e.machine.IsLock(a.To) {
+		if !e.machineOf(w.org()).IsLock(a.To) {
 			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		rec.LastLegalState = a.To
@@ -345,7 +345,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	} else {
 		rec.RejectedState = o.To
 		o.Recovery = "ask a human"
-		if r := e.machine.RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+		if r := e.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 			o.Recovery = r.Recovery
 		}
 		// A draft cannot be commented on: its revert is silent.
@@ -353,7 +353,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 		if !mode.Writes() {
 			// Warn, evaluate: the move stands (explained under warn only).
 			o.Verdict, o.Explained = VerdictWouldRevert, o.Explained || mode == ModeEvaluate
-			stand(&rec, o, e.machine.IsLock(o.To))
+			stand(&rec, o, e.machineOf(w.org()).IsLock(o.To))
 		}
 	}
 	audit := e.rec.step(rec, o, o.LegalFrom)
@@ -382,15 +382,16 @@ func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at tim
 		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}, pc, nil
 	}
 	pc = e.withHistory(pc, w, at)
-	dec := e.machine.Decide(pc)
+	m := e.machineOf(w.org())
+	dec := m.Decide(pc)
 	if dec.Verdict != policy.Allow || dec.Rule == policy.RuleBypass {
 		return dec, pc, nil
 	}
-	full, err := e.gateInputs(ctx, gateQuery{board: w.board, it: w.it, change: pc, at: at})
+	full, err := e.gateInputs(ctx, gateQuery{board: w.board, it: w.it, change: pc, at: at, m: m})
 	if err != nil {
 		return dec, pc, err
 	}
-	return e.machine.Decide(full), full, nil
+	return m.Decide(full), full, nil
 }
 
 // accept makes an allowed step the item's legal state; the lock follows the decision: whoever

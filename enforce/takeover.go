@@ -20,11 +20,11 @@ func (f *Facade) takeOver(ctx context.Context, a *handoffAttempt) error {
 	now := f.now()
 	prev := a.rec.LockHolder
 	t := policy.TakeOver{Number: a.cur.Number, State: a.from, Holder: prev, Since: a.rec.LockSince, Agent: a.h.Agent, Role: a.h.Role}
-	if r := f.machine.CheckTakeOver(t, now); r != nil {
+	if r := f.Machine().CheckTakeOver(t, now); r != nil {
 		return r
 	}
 	held := now.Sub(a.rec.LockSince).Round(time.Second)
-	reason := fmt.Sprintf("took over the lock on %s from %s, held for %s (workflow.locks.ttl %s)", a.from, prev, held, f.machine.LockTTL())
+	reason := fmt.Sprintf("took over the lock on %s from %s, held for %s (workflow.locks.ttl %s)", a.from, prev, held, f.Machine().LockTTL())
 	if prev == "" {
 		held, reason = 0, fmt.Sprintf("took over the lock on %s, which nobody was known to hold", a.from)
 	}

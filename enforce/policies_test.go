@@ -1,0 +1,94 @@
+package enforce
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/policy"
+)
+
+// orgPolicies is a Policies whose organizations' workflows a test replaces as a push would.
+type orgPolicies struct {
+	mu sync.Mutex
+	by map[string]*policy.Machine
+}
+
+func (p *orgPolicies) Of(owner string) (*policy.Machine, policy.Actors, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.by[owner]
+	return m, policy.Actors{Agents: []string{"agent-*"}}, ok
+}
+
+func (p *orgPolicies) set(owner string, m *policy.Machine) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.by[owner] = m
+}
+
+// machineWith is the default workflow, edited.
+func machineWith(t *testing.T, edit func(*policy.Spec)) *policy.Machine {
+	t.Helper()
+	spec := policy.DefaultSpec()
+	if edit != nil {
+		edit(&spec)
+	}
+	m, problems := policy.Compile(spec)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	return m
+}
+
+// backlogToInProgress lets Backlog go straight to In Progress.
+func backlogToInProgress(s *policy.Spec) {
+	for i := range s.States {
+		if s.States[i].Name == "Backlog" {
+			s.States[i].Next = append(s.States[i].Next, "In Progress")
+		}
+	}
+}
+
+// Each organization's moves are judged by its own policy, as it stands when they are judged:
+// one organization's workflow allows a move the other's refuses, and a replaced policy (a push)
+// judges the moves made after it. An organization with no policy of its own has the
+// deployment's.
+func TestEachOrganizationHasItsPolicy(t *testing.T) {
+	pols := &orgPolicies{by: map[string]*policy.Machine{"globex": machineWith(t, backlogToInProgress)}}
+	a, g, i := issueN("A", "Backlog", 1), issueN("G", "Backlog", 2), issueN("I", "Backlog", 3)
+	g.Owner, g.Repo, g.ProjectID, g.ContentID = "globex", "globex/app", "PVT_2", "I_G"
+	i.Owner, i.Repo, i.ProjectID = "initech", "initech/app", "PVT_3"
+	h := newHarnessWith(t, nil, func(_ *harness, o *Options) { o.Policies = pols }, a, g, i)
+	h.adoptAll("A", "G", "I")
+	h.now = h.now.Add(time.Second)
+	for _, tc := range []struct {
+		id      string
+		verdict Verdict
+		state   string
+	}{
+		{"A", VerdictReverted, "Backlog"},    // acme: no policy of its own, the deployment's refuses
+		{"G", VerdictAllowed, "In Progress"}, // globex's allows it
+		{"I", VerdictReverted, "Backlog"},    // initech: the deployment's
+	} {
+		res := h.process(h.board.move(tc.id, "agent-1", "In Progress", h.now))
+		if res.Verdict != tc.verdict || h.state(tc.id) != tc.state {
+			t.Errorf("%s: verdict %v, state %q; want %v, %q", tc.id, res.Verdict, h.state(tc.id), tc.verdict, tc.state)
+		}
+	}
+	// initech pushes the same change: its next such move stands; acme's is still refused.
+	pols.set("initech", machineWith(t, backlogToInProgress))
+	h.now = h.now.Add(time.Second)
+	if res := h.process(h.board.move("I", "agent-1", "In Progress", h.now)); res.Verdict != VerdictAllowed || h.state("I") != "In Progress" {
+		t.Errorf("initech after its push: verdict %v, state %q; want allowed, In Progress", res.Verdict, h.state("I"))
+	}
+	if res := h.process(h.board.move("A", "agent-1", "In Progress", h.now)); res.Verdict != VerdictReverted {
+		t.Errorf("acme after initech's push: verdict %v, want reverted", res.Verdict)
+	}
+	if got := h.svc.Facade.In("globex").Machine(); got != pols.by["globex"] {
+		t.Error("the façade in globex does not describe globex's workflow")
+	}
+	if got := h.svc.Facade.In("acme").Machine(); got == pols.by["globex"] {
+		t.Error("the façade in acme describes globex's workflow")
+	}
+}
