@@ -52,6 +52,26 @@ type Scope struct {
 	// their items' histories too (a move is checked against them as they were when it was
 	// made).
 	Required []string
+	// ByOwner, when set, gives each organization its own projects, workflow field and
+	// required fields (its policy, read from its repository: docs/CONFIGURATION.md "Policy in
+	// the organization's repository"); false: none of its projects is enforced. Projects,
+	// Field and Required are then not used.
+	ByOwner func(owner string) (Scope, bool)
+}
+
+// of is an organization's scope: false when none of its projects is enforced.
+func (s Scope) of(owner string) (Scope, bool) {
+	if s.ByOwner == nil {
+		for _, p := range s.Projects {
+			if strings.EqualFold(p.Owner, owner) {
+				return s, true
+			}
+		}
+		return s, false
+	}
+	o, ok := s.ByOwner(owner)
+	o.AppLogin = s.AppLogin
+	return o, ok && len(o.Projects) > 0
 }
 
 func (s Scope) enforced(owner string, number int) bool {

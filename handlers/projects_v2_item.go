@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -174,7 +173,8 @@ func (h *ProjectsV2Item) reread(ctx context.Context, ch enforce.Change, why stri
 // route decides what becomes of a field value change, and why; it fills fc.ProjectNumber
 // from a remembered project node id when the payload has none.
 func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
-	if !ownsAProject(h.Scope, fc.Owner) {
+	scope, ok := h.Scope.of(fc.Owner)
+	if !ok {
 		return routeIgnore, "no enforced project belongs to this organization"
 	}
 	if fc.Field != "" {
@@ -187,8 +187,8 @@ func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
 	} else if n, ok := h.projects.lookup(fc.ProjectID); ok {
 		fc.ProjectNumber = n
 	}
-	enforced := fc.ProjectNumber == 0 || h.Scope.enforced(fc.Owner, fc.ProjectNumber)
-	if fc.Field != "" && fc.Field != h.Scope.Field && slices.Contains(h.Scope.Required, fc.Field) {
+	enforced := fc.ProjectNumber == 0 || scope.enforced(fc.Owner, fc.ProjectNumber)
+	if fc.Field != "" && fc.Field != scope.Field && slices.Contains(scope.Required, fc.Field) {
 		switch {
 		case !enforced:
 			return routeIgnore, "project is not enforced"
@@ -201,7 +201,7 @@ func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
 		return routeIgnore, "not a single-select field, so not the workflow field"
 	}
 	fieldNamed := fc.Field != ""
-	if fieldNamed && fc.Field != h.Scope.Field {
+	if fieldNamed && fc.Field != scope.Field {
 		return routeIgnore, "not the workflow field"
 	}
 	if !enforced {
@@ -216,16 +216,6 @@ func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
 	// The project may still be unknown (no project_number, a project node id not seen yet):
 	// the walk reads the item back and drops the report if its project is not enforced.
 	return routeReport, ""
-}
-
-// ownsAProject reports whether any enforced project belongs to owner.
-func ownsAProject(s Scope, owner string) bool {
-	for _, p := range s.Projects {
-		if strings.EqualFold(p.Owner, owner) {
-			return true
-		}
-	}
-	return false
 }
 
 // maxLearned bounds the node ids remembered: an organization has a few hundred fields and

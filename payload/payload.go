@@ -376,3 +376,79 @@ func PullRequest(data []byte) (PullRequestEvent, error) {
 	}
 	return out, nil
 }
+
+// PushEvent is a push event, reduced to what the policy's validation reads: the commit pushed
+// to, the branch, and every file its commits touched.
+type PushEvent struct {
+	Owner, Repo    string
+	Ref            string // "refs/heads/main"
+	DefaultBranch  string
+	After          string // the commit pushed to
+	Deleted        bool   // the branch was deleted
+	Sender         string
+	InstallationID int64
+	// Files are the paths the push's commits added, modified or removed.
+	Files []string
+}
+
+// Branch is the branch pushed to ("" when the ref is a tag).
+func (ev PushEvent) Branch() string {
+	b, ok := strings.CutPrefix(ev.Ref, "refs/heads/")
+	if !ok {
+		return ""
+	}
+	return b
+}
+
+// Push decodes a push payload; it needs its repository and the commit pushed to.
+func Push(data []byte) (PushEvent, error) {
+	var ev github.PushEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return PushEvent{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	repo := ev.GetRepo()
+	out := PushEvent{Owner: repo.GetOwner().GetLogin(), Repo: repo.GetName(), Ref: ev.GetRef(), DefaultBranch: repo.GetDefaultBranch(),
+		After: ev.GetAfter(), Deleted: ev.GetDeleted(), Sender: ev.GetSender().GetLogin(), InstallationID: ev.GetInstallation().GetID()}
+	if out.Owner == "" {
+		out.Owner = repo.GetOwner().GetName() // (a push payload's repository owner may carry name only)
+	}
+	if out.Owner == "" || out.Repo == "" || out.Ref == "" {
+		return PushEvent{}, fmt.Errorf("%w: no repository or ref", ErrMalformed)
+	}
+	seen := map[string]bool{}
+	for _, c := range ev.Commits {
+		for _, list := range [][]string{c.Added, c.Modified, c.Removed} {
+			for _, f := range list {
+				if !seen[f] {
+					seen[f] = true
+					out.Files = append(out.Files, f)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// InstallationEvent is an installation or installation_repositories event, reduced to the
+// organization it concerns.
+type InstallationEvent struct {
+	Action         string // created, deleted, suspend, unsuspend, new_permissions_accepted; added, removed
+	InstallationID int64
+	Account        string
+	Sender         string
+}
+
+// Installation decodes an installation (or installation_repositories) payload; it needs the
+// installation and its account.
+func Installation(data []byte) (InstallationEvent, error) {
+	var ev github.InstallationEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return InstallationEvent{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	inst := ev.GetInstallation()
+	out := InstallationEvent{Action: ev.GetAction(), InstallationID: inst.GetID(), Account: inst.GetAccount().GetLogin(), Sender: ev.GetSender().GetLogin()}
+	if out.InstallationID == 0 || out.Account == "" {
+		return InstallationEvent{}, fmt.Errorf("%w: no installation or account", ErrMalformed)
+	}
+	return out, nil
+}

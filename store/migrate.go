@@ -323,6 +323,25 @@ var migrations = []migration{
 			`ALTER TABLE items ADD COLUMN raced_write TEXT NOT NULL DEFAULT ''`,
 		},
 	},
+	{
+		version: 17,
+		name:    "each organization's policy, read from its repository",
+		stmts: []string{
+			// The last valid policy file of each organization (its text and the commit it came
+			// from), and the newest push whose file was refused (kept so that doctor and the
+			// board page say the policy in force is older than the file).
+			`CREATE TABLE org_policies (
+				owner           TEXT PRIMARY KEY,
+				installation_id BIGINT NOT NULL DEFAULT 0,
+				sha             TEXT NOT NULL DEFAULT '',
+				text            TEXT NOT NULL DEFAULT '',
+				loaded_at       {{ts}},
+				refused_sha     TEXT NOT NULL DEFAULT '',
+				refused_at      {{ts}},
+				refused_why     TEXT NOT NULL DEFAULT ''
+			)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -1,0 +1,103 @@
+package store
+
+// Each organization's policy, read from its own repository (docs/CONFIGURATION.md "Policy in
+// the organization's repository"): the last valid file is kept, so that a restart enforces it
+// before GitHub is read again, and a refused push never replaces it.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// OrgPolicy is an organization's policy in force, and the newest push that was refused.
+type OrgPolicy struct {
+	Owner          string
+	InstallationID int64
+	// SHA is the commit the policy in force was read from; Text is the file's text.
+	SHA      string
+	Text     string
+	LoadedAt time.Time
+	// RefusedSHA is the newest commit whose file was refused ("" none since the policy in
+	// force), when and why (the problems, one per line).
+	RefusedSHA string
+	RefusedAt  time.Time
+	RefusedWhy string
+}
+
+const orgPolicyColumns = `owner, installation_id, sha, text, loaded_at, refused_sha, refused_at, refused_why`
+
+func scanOrgPolicy(row interface{ Scan(...any) error }) (OrgPolicy, error) {
+	var p OrgPolicy
+	err := row.Scan(&p.Owner, &p.InstallationID, &p.SHA, &p.Text, timeCol{&p.LoadedAt}, &p.RefusedSHA, timeCol{&p.RefusedAt}, &p.RefusedWhy)
+	return p, err
+}
+
+// PutOrgPolicy makes p the organization's policy in force (a valid file), forgetting any push
+// refused before it.
+func (s *Store) PutOrgPolicy(ctx context.Context, p OrgPolicy) error {
+	if p.Owner == "" {
+		return errors.New("store: put org policy: the owner is required")
+	}
+	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '')
+		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, sha = excluded.sha, text = excluded.text,
+			loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = ''`,
+		strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt))
+	if err != nil {
+		return fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
+	}
+	return nil
+}
+
+// RefuseOrgPolicy records a push whose file was refused: the policy in force stays.
+func (s *Store) RefuseOrgPolicy(ctx context.Context, owner string, installationID int64, sha, why string, at time.Time) error {
+	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, '', '', NULL, ?, ?, ?)
+		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, refused_sha = excluded.refused_sha,
+			refused_at = excluded.refused_at, refused_why = excluded.refused_why`,
+		strings.ToLower(owner), installationID, sha, s.t(at), why)
+	if err != nil {
+		return fmt.Errorf("store: record the refused policy of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// OrgPolicies lists every organization's policy, by owner.
+func (s *Store) OrgPolicies(ctx context.Context) ([]OrgPolicy, error) {
+	rows, err := s.query(ctx, `SELECT `+orgPolicyColumns+` FROM org_policies ORDER BY owner`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list org policies: %w", err)
+	}
+	defer rows.Close()
+	var out []OrgPolicy
+	for rows.Next() {
+		p, err := scanOrgPolicy(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list org policies: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// GetOrgPolicy is one organization's policy; found is false when none was ever read.
+func (s *Store) GetOrgPolicy(ctx context.Context, owner string) (OrgPolicy, bool, error) {
+	p, err := scanOrgPolicy(s.queryRow(ctx, `SELECT `+orgPolicyColumns+` FROM org_policies WHERE owner = ?`, strings.ToLower(owner)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return OrgPolicy{}, false, nil
+	}
+	if err != nil {
+		return OrgPolicy{}, false, fmt.Errorf("store: get the policy of %s: %w", owner, err)
+	}
+	return p, true, nil
+}
+
+// ForgetOrgPolicy drops an organization's policy (its installation was deleted).
+func (s *Store) ForgetOrgPolicy(ctx context.Context, owner string) error {
+	if _, err := s.exec(ctx, `DELETE FROM org_policies WHERE owner = ?`, strings.ToLower(owner)); err != nil {
+		return fmt.Errorf("store: forget the policy of %s: %w", owner, err)
+	}
+	return nil
+}
