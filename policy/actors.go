@@ -48,16 +48,16 @@ func (a Actors) Validate() []Problem {
 	for i, p := range a.Agents {
 		switch {
 		case strings.TrimSpace(p) == "":
-			ps = append(ps, Problem{fmt.Sprintf("actors.agents[%d]", i), "must not be empty"})
+			ps = append(ps, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: "must not be empty"})
 		default:
 			if _, err := path.Match(globPattern(p), ""); err != nil {
-				ps = append(ps, Problem{fmt.Sprintf("actors.agents[%d]", i), fmt.Sprintf("invalid pattern %q: %v", p, err)})
+				ps = append(ps, Problem{Path: fmt.Sprintf("actors.agents[%d]", i), Message: fmt.Sprintf("invalid pattern %q: %v", p, err)})
 			}
 		}
 	}
 	for i, b := range a.Bypass {
 		if strings.TrimSpace(b) == "" {
-			ps = append(ps, Problem{fmt.Sprintf("actors.bypass[%d]", i), "must not be empty"})
+			ps = append(ps, Problem{Path: fmt.Sprintf("actors.bypass[%d]", i), Message: "must not be empty"})
 		}
 	}
 	return ps

@@ -11,6 +11,9 @@ import (
 type Problem struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
+	// Line is the 1-based line of the key in the file it was found in, when known (an
+	// organization's policy file); 0 otherwise. String leaves it out.
+	Line int `json:"line,omitempty"`
 }
 
 func (p Problem) String() string { return p.Path + ": " + p.Message }

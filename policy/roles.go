@@ -52,7 +52,7 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 	mode := m.ReviewMode()
 	if len(specs) == 0 {
 		if mode == ReviewInteractive {
-			return nil, []Problem{{"workflow.review_mode", "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
+			return nil, []Problem{{Path: "workflow.review_mode", Message: "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
 		}
 		return nil, nil
 	}
@@ -67,7 +67,9 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 	}
 	sort.Strings(r.names)
 	var ps []Problem
-	add := func(p, format string, args ...any) { ps = append(ps, Problem{p, fmt.Sprintf(format, args...)}) }
+	add := func(p, format string, args ...any) {
+		ps = append(ps, Problem{Path: p, Message: fmt.Sprintf(format, args...)})
+	}
 	seen := map[string]string{} // lower-cased pattern -> role
 	for _, name := range r.names {
 		spec, base := specs[name], "actors.roles."+name
@@ -118,7 +120,7 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 	}
 	if mode == ReviewInteractive {
 		if len(r.review) == 0 {
-			return nil, []Problem{{"workflow.review_mode", "interactive needs a review command (workflow.commands) whose inputs are the review states"}}
+			return nil, []Problem{{Path: "workflow.review_mode", Message: "interactive needs a review command (workflow.commands) whose inputs are the review states"}}
 		}
 		reviewers := 0
 		for s := range r.review {
@@ -132,7 +134,7 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 			r.owners[s] = keep
 		}
 		if reviewers == 0 {
-			return nil, []Problem{{"workflow.review_mode", "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
+			return nil, []Problem{{Path: "workflow.review_mode", Message: "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
 		}
 	}
 	return r, nil
