@@ -33,8 +33,9 @@ func (k principalKind) String() string {
 // or a seeded user.
 type principal struct {
 	kind  principalKind
-	actor *actor // nil for anonymous and app
-	key   string // rate-limit and request-log identity, stable across token refreshes
+	actor *actor        // nil for anonymous and app
+	inst  *installation // the installation of an installation token
+	key   string        // rate-limit and request-log identity, stable across token refreshes
 }
 
 func (p principal) owner() string {
@@ -49,15 +50,22 @@ func (p principal) owner() string {
 
 // authenticator verifies app JWTs and issues and checks installation tokens.
 type authenticator struct {
-	pub            *rsa.PublicKey
-	appID          int64
-	installationID int64
-	seed           uint64
-	now            func() time.Time
+	pub   *rsa.PublicKey
+	appID int64
+	seed  uint64
+	now   func() time.Time
 
 	mu     sync.Mutex
 	n      uint64
-	tokens map[string]time.Time // installation token -> expiry
+	tokens map[string]issuedToken
+}
+
+// issuedToken is an installation token: its installation (id and the install it was issued
+// in) and expiry.
+type issuedToken struct {
+	installationID int64
+	epoch          int
+	expires        time.Time
 }
 
 const installationTokenTTL = time.Hour
@@ -134,8 +142,8 @@ func (a *authenticator) verifyJWT(tok string) error {
 	return nil
 }
 
-// issue creates an installation token valid for an hour.
-func (a *authenticator) issue() (string, time.Time) {
+// issue creates a token of an installation, valid for an hour.
+func (a *authenticator) issue(inst *installation) (string, time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.n++
@@ -146,18 +154,15 @@ func (a *authenticator) issue() (string, time.Time) {
 	h := sha256.Sum256(in[:])
 	tok := "ghs_" + hex.EncodeToString(h[:])[:36]
 	exp := a.now().Add(installationTokenTTL).UTC().Truncate(time.Second)
-	a.tokens[tok] = exp
+	a.tokens[tok] = issuedToken{installationID: inst.id, epoch: inst.epoch, expires: exp}
 	return tok, exp
 }
 
-func (a *authenticator) validInstallationToken(tok string) (known, valid bool) {
+func (a *authenticator) installationToken(tok string) (issuedToken, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	exp, ok := a.tokens[tok]
-	if !ok {
-		return false, false
-	}
-	return true, a.now().Before(exp)
+	t, ok := a.tokens[tok]
+	return t, ok
 }
 
 // identify resolves the Authorization header. Callers hold the world's read lock.
@@ -175,11 +180,13 @@ func (a *authenticator) identify(w *world, header string) (principal, error) {
 		}
 		return principal{kind: appJWT, key: fmt.Sprintf("app:%d", a.appID)}, nil
 	}
-	if known, valid := a.validInstallationToken(cred); known {
-		if !valid {
+	if t, known := a.installationToken(cred); known {
+		// Expired, or its installation deleted (and maybe installed again since): refused.
+		in := w.installation(t.installationID)
+		if !a.now().Before(t.expires) || in == nil || !in.installed || in.epoch != t.epoch {
 			return principal{}, errBadCredentials
 		}
-		return principal{kind: installationToken, actor: w.app.bot, key: fmt.Sprintf("installation:%d", a.installationID)}, nil
+		return principal{kind: installationToken, actor: w.app.bot, inst: in, key: fmt.Sprintf("installation:%d", in.id)}, nil
 	}
 	if u := w.byToken[cred]; u != nil {
 		return principal{kind: userToken, actor: u, key: "user:" + u.login}, nil

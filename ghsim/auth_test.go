@@ -21,7 +21,7 @@ func TestAppAuthFlow(t *testing.T) {
 		Events      []string          `json:"events"`
 	}
 	r.json(t, &app)
-	if app.ID != 1001 || app.Slug != "ralph-gate" || app.Permissions["organization_projects"] != "write" || len(app.Events) != 4 {
+	if app.ID != 1001 || app.Slug != "ralph-gate" || app.Permissions["organization_projects"] != "write" || app.Permissions["contents"] != "read" || app.Permissions["checks"] != "write" || len(app.Events) != 6 {
 		t.Fatalf("app = %+v", app)
 	}
 

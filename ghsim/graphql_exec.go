@@ -326,14 +326,17 @@ func errForbidden() error {
 }
 
 // hidden reports whether the requester may not see v: with its installation token the app sees
-// the issues, pull requests, comments and repositories of the repositories it is installed on
-// only (SeedApp.Repositories). GitHub then answers the field null, with a FORBIDDEN error at its
-// path, and the rest of the data. Users see everything.
+// what belongs to its own organization only, and of that organization's repositories only those
+// it is installed on (SeedApp.Repositories, SeedOrg.Repositories): issues, pull requests,
+// comments, repositories, and — of another organization — projects and their items, fields and
+// values. GitHub then answers the field null, with a FORBIDDEN error at its path, and the rest
+// of the data. Users see everything.
 func (ec *execCtx) hidden(v any) bool {
-	if ec.who.kind != installationToken || ec.w.app.repos == nil {
+	if ec.who.kind != installationToken {
 		return false
 	}
 	var r *repo
+	var o *organization
 	switch x := v.(type) {
 	case *issue:
 		r = x.repo
@@ -345,8 +348,33 @@ func (ec *execCtx) hidden(v any) bool {
 		}
 	case *repo:
 		r = x
+	case *project:
+		o = x.owner
+	case *item:
+		o = x.project.owner
+	case *field:
+		o = x.project.owner
+	case *fieldValue:
+		o = x.item.project.owner
+	case *draft:
+		if len(x.items) > 0 {
+			o = x.items[0].project.owner
+		}
 	}
-	return r != nil && !ec.w.app.repos[r.name]
+	if r != nil {
+		return !ec.who.inst.sees(r)
+	}
+	return o != nil && o != ec.who.inst.org
+}
+
+// forbidden refuses a mutation on a node the installation may not see.
+func (ec *execCtx) forbidden(ids ...string) error {
+	for _, id := range ids {
+		if n, ok := ec.w.nodes[id]; ok && ec.hidden(n) {
+			return errForbidden()
+		}
+	}
+	return nil
 }
 
 func (ec *execCtx) addErr(err error, f *ast.Field, path []any) {

@@ -36,7 +36,7 @@ func (s *sim) ghboard(token string) *ghboard.Board {
 func hiddenRepoSim(t *testing.T) (*sim, map[string]string) {
 	t.Helper()
 	seed := testSeed(t)
-	seed.Repos = append(seed.Repos, "secret")
+	seed.Repos = append(seed.Repos, SeedRepo{Name: "secret"})
 	seed.App.Repositories = []string{"app"}
 	seed.Issues = append(seed.Issues,
 		SeedIssue{Repo: "secret", Number: 1, Title: "Hidden child"},

@@ -35,7 +35,7 @@ func issueResolvers(rs resolverSet) {
 		"author":         func(_ *execCtx, is *issue, _ args) (any, error) { return is.author, nil },
 		"parent":         func(_ *execCtx, is *issue, _ args) (any, error) { return is.parent, nil },
 		"url": func(ec *execCtx, is *issue, _ args) (any, error) {
-			return ec.w.htmlURL("/%s/%s/issues/%d", ec.w.org.login, is.repo.name, is.number), nil
+			return ec.w.htmlURL("/%s/issues/%d", is.repo.fullName(), is.number), nil
 		},
 		"stateReason": func(_ *execCtx, is *issue, _ args) (any, error) {
 			if is.stateReason == "" {
@@ -97,7 +97,7 @@ func issueResolvers(rs resolverSet) {
 		"author":         func(_ *execCtx, pr *pullRequest, _ args) (any, error) { return pr.author, nil },
 		"repository":     func(_ *execCtx, pr *pullRequest, _ args) (any, error) { return pr.repo, nil },
 		"url": func(ec *execCtx, pr *pullRequest, _ args) (any, error) {
-			return ec.w.htmlURL("/%s/%s/pull/%d", ec.w.org.login, pr.repo.name, pr.number), nil
+			return ec.w.htmlURL("/%s/pull/%d", pr.repo.fullName(), pr.number), nil
 		},
 		"state": func(_ *execCtx, pr *pullRequest, _ args) (any, error) {
 			if pr.merged {
@@ -124,7 +124,7 @@ func issueResolvers(rs resolverSet) {
 			return ec.who.actor != nil && c.author == ec.who.actor, nil
 		},
 		"url": func(ec *execCtx, c *comment, _ args) (any, error) {
-			return ec.w.htmlURL("/%s/%s/issues/%d#issuecomment-%d", ec.w.org.login, c.issue.repo.name, c.issue.number, c.id), nil
+			return ec.w.htmlURL("/%s/issues/%d#issuecomment-%d", c.issue.repo.fullName(), c.issue.number, c.id), nil
 		},
 	})
 }

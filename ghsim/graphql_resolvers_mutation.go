@@ -36,6 +36,9 @@ func mutationResolvers(rs resolverSet) {
 				}
 				fv.number = &f
 			}
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "itemId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.setFieldValue(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), strArg(in, "fieldId"), fv)
 			if err != nil {
 				return nil, err
@@ -44,6 +47,9 @@ func mutationResolvers(rs resolverSet) {
 		},
 		"clearProjectV2ItemFieldValue": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "itemId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.clearFieldValue(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), strArg(in, "fieldId"))
 			if err != nil {
 				return nil, err
@@ -52,6 +58,9 @@ func mutationResolvers(rs resolverSet) {
 		},
 		"addProjectV2ItemById": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "contentId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.addItem(ec.who.actor, strArg(in, "projectId"), strArg(in, "contentId"))
 			if err != nil {
 				return nil, err
@@ -60,6 +69,9 @@ func mutationResolvers(rs resolverSet) {
 		},
 		"archiveProjectV2Item": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "itemId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.setArchived(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), true)
 			if err != nil {
 				return nil, err
@@ -68,6 +80,9 @@ func mutationResolvers(rs resolverSet) {
 		},
 		"unarchiveProjectV2Item": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "itemId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.setArchived(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"), false)
 			if err != nil {
 				return nil, err
@@ -76,6 +91,9 @@ func mutationResolvers(rs resolverSet) {
 		},
 		"deleteProjectV2Item": func(ec *execCtx, _ root, a args) (any, error) {
 			in := input(a)
+			if err := ec.forbidden(strArg(in, "projectId"), strArg(in, "itemId")); err != nil {
+				return nil, err
+			}
 			it, err := ec.w.deleteItem(ec.who.actor, strArg(in, "projectId"), strArg(in, "itemId"))
 			if err != nil {
 				return nil, err

@@ -18,9 +18,9 @@ func projectResolvers(rs resolverSet) {
 		"public":         func(_ *execCtx, _ *project, _ args) (any, error) { return false, nil },
 		"createdAt":      func(_ *execCtx, p *project, _ args) (any, error) { return ts(p.createdAt), nil },
 		"updatedAt":      func(_ *execCtx, p *project, _ args) (any, error) { return ts(p.updatedAt), nil },
-		"owner":          func(ec *execCtx, _ *project, _ args) (any, error) { return ec.w.org, nil },
+		"owner":          func(_ *execCtx, p *project, _ args) (any, error) { return p.owner, nil },
 		"url": func(ec *execCtx, p *project, _ args) (any, error) {
-			return ec.w.htmlURL("/orgs/%s/projects/%d", ec.w.org.login, p.number), nil
+			return ec.w.htmlURL("/orgs/%s/projects/%d", p.owner.login, p.number), nil
 		},
 		"field": func(_ *execCtx, p *project, a args) (any, error) {
 			if f := p.fieldByName(strArg(a, "name")); f != nil {

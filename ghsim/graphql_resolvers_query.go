@@ -49,14 +49,15 @@ func queryResolvers(rs resolverSet) {
 			return out, nil
 		},
 		"organization": func(ec *execCtx, _ root, a args) (any, error) {
-			if strArg(a, "login") != ec.w.org.login {
+			o := ec.w.orgNamed(strArg(a, "login"))
+			if o == nil {
 				return nil, errNotFound("Could not resolve to an Organization with the login of '%s'.", strArg(a, "login"))
 			}
-			return ec.w.org, nil
+			return o, nil
 		},
 		"repository": func(ec *execCtx, _ root, a args) (any, error) {
-			r := ec.w.repoByName[strArg(a, "name")]
-			if strArg(a, "owner") != ec.w.org.login || r == nil || ec.hidden(r) {
+			r := ec.w.repo(strArg(a, "owner"), strArg(a, "name"))
+			if r == nil || ec.hidden(r) {
 				return nil, errNotFound("Could not resolve to a Repository with the name '%s/%s'.", strArg(a, "owner"), strArg(a, "name"))
 			}
 			return r, nil
@@ -91,7 +92,7 @@ func ownerResolvers(rs resolverSet) {
 		"url":        func(ec *execCtx, o *organization, _ args) (any, error) { return ec.w.htmlURL("/%s", o.login), nil },
 		"projectV2": func(ec *execCtx, o *organization, a args) (any, error) {
 			n, _ := intArg(a, "number")
-			if p := ec.w.projectByNumber(n); p != nil {
+			if p := o.projectByNumber(n); p != nil {
 				return p, nil
 			}
 			return nil, errNotFound("Could not resolve to a ProjectV2 with the number %d.", n)
@@ -100,9 +101,9 @@ func ownerResolvers(rs resolverSet) {
 			if q := strArg(a, "query"); q != "" {
 				return nil, &typedError{typ: "GHSIM_NOT_IMPLEMENTED", msg: "ghsim does not implement argument Organization.projectsV2(query)"}
 			}
-			ps := make([]any, 0, len(ec.w.projects))
-			for i := len(ec.w.projects) - 1; i >= 0; i-- { // orderBy NUMBER DESC, GitHub's default
-				ps = append(ps, ec.w.projects[i])
+			ps := make([]any, 0, len(o.projects))
+			for i := len(o.projects) - 1; i >= 0; i-- { // orderBy NUMBER DESC, GitHub's default
+				ps = append(ps, o.projects[i])
 			}
 			return paginate("projectsV2", ps, a)
 		},
@@ -122,21 +123,21 @@ func ownerResolvers(rs resolverSet) {
 		"id":            func(_ *execCtx, r *repo, _ args) (any, error) { return r.nodeID, nil },
 		"databaseId":    func(_ *execCtx, r *repo, _ args) (any, error) { return r.id, nil },
 		"name":          func(_ *execCtx, r *repo, _ args) (any, error) { return r.name, nil },
-		"nameWithOwner": func(ec *execCtx, r *repo, _ args) (any, error) { return ec.w.org.login + "/" + r.name, nil },
-		"owner":         func(ec *execCtx, _ *repo, _ args) (any, error) { return ec.w.org, nil },
+		"nameWithOwner": func(_ *execCtx, r *repo, _ args) (any, error) { return r.fullName(), nil },
+		"owner":         func(_ *execCtx, r *repo, _ args) (any, error) { return r.owner, nil },
 		"url": func(ec *execCtx, r *repo, _ args) (any, error) {
-			return ec.w.htmlURL("/%s/%s", ec.w.org.login, r.name), nil
+			return ec.w.htmlURL("/%s", r.fullName()), nil
 		},
 		"issue": func(ec *execCtx, r *repo, a args) (any, error) {
 			n, _ := intArg(a, "number")
-			if is := ec.w.issue(r.name, n); is != nil {
+			if is := ec.w.issue(r.owner.login, r.name, n); is != nil {
 				return is, nil
 			}
 			return nil, errNotFound("Could not resolve to an Issue with the number of %d.", n)
 		},
 		"pullRequest": func(ec *execCtx, r *repo, a args) (any, error) {
 			n, _ := intArg(a, "number")
-			if pr := ec.w.pr(r.name, n); pr != nil {
+			if pr := ec.w.pr(r.owner.login, r.name, n); pr != nil {
 				return pr, nil
 			}
 			return nil, errNotFound("Could not resolve to a PullRequest with the number of %d.", n)

@@ -11,19 +11,21 @@ import (
 // Database ids are allocated from one counter per kind, starting at a kind-specific base, in seed
 // order; node ids are derived from them. Both are therefore identical for identical seeds.
 var idBases = map[string]int64{
-	"org":      9_000_001,
-	"user":     10_001,
-	"bot":      20_001,
-	"repo":     30_001,
-	"project":  5_001,
-	"field":    6_000_001,
-	"issue":    1_000_001,
-	"pr":       2_000_001,
-	"item":     3_000_001,
-	"comment":  4_300_000_001, // past 2^32, as GitHub's comment ids are past 2^31: IssueComment.databaseId (Int) cannot hold them
-	"draft":    7_000_001,
-	"event":    8_000_000_001,
-	"delivery": 10_000_000_001,
+	"org":         9_000_001,
+	"user":        10_001,
+	"bot":         20_001,
+	"repo":        30_001,
+	"project":     5_001,
+	"field":       6_000_001,
+	"issue":       1_000_001,
+	"pr":          2_000_001,
+	"item":        3_000_001,
+	"comment":     4_300_000_001, // past 2^32, as GitHub's comment ids are past 2^31: IssueComment.databaseId (Int) cannot hold them
+	"draft":       7_000_001,
+	"event":       8_000_000_001,
+	"delivery":    10_000_000_001,
+	"check_run":   12_000_000_001,
+	"check_suite": 13_000_000_001,
 }
 
 type idAlloc struct{ next map[string]int64 }

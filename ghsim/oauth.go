@@ -343,27 +343,30 @@ func (s *Server) getAuthenticatedUser(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkMembership is GET /orgs/{org}/members/{username}: 204 for a member, 404 for anyone
-// else (or another organization); 302 to the public-membership check when the requester is a
-// user outside the organization. An installation needs the Members permission (read).
+// else (or an organization ghsim does not know); 302 to the public-membership check when the
+// requester is a user outside the organization, or another organization's installation. An
+// installation needs the Members permission (read).
 func (s *Server) checkMembership(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	org, login := r.PathValue("org"), r.PathValue("username")
 	s.w.mu.RLock()
-	perm := s.w.app.permissions["members"]
-	orgLogin := s.w.org.login
+	o := s.w.orgNamed(org)
+	member := func(l string) bool { return o != nil && memberRole(o, l) != OrgRoleNone }
+	outsider := (p.kind == userToken && !member(p.actor.login)) || (p.kind == installationToken && p.inst.org != o)
+	isMember := member(login)
 	s.w.mu.RUnlock()
 	switch {
-	case p.kind == installationToken && perm != "read" && perm != "write":
+	case p.kind == installationToken && !p.inst.can("members", "read"):
 		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
 		return
-	case !strings.EqualFold(org, orgLogin):
+	case o == nil:
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
-	case p.kind == userToken && s.orgRole(p.actor.login) == OrgRoleNone:
-		w.Header().Set("Location", fmt.Sprintf("%s/api/v3/orgs/%s/public_members/%s", s.baseURL(r), orgLogin, url.PathEscape(login)))
+	case outsider:
+		w.Header().Set("Location", fmt.Sprintf("%s/api/v3/orgs/%s/public_members/%s", s.baseURL(r), o.login, url.PathEscape(login)))
 		w.WriteHeader(http.StatusFound)
 		return
-	case s.orgRole(login) == OrgRoleNone:
+	case !isMember:
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "User does not exist or is not a member of the organization",
 			"documentation_url": "https://docs.github.com/rest/orgs/members#check-organization-membership-for-a-user", "status": "404"})
 		return
@@ -371,14 +374,11 @@ func (s *Server) checkMembership(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// orgRole is a seeded user's role in the organization (OrgRoleNone for anyone unknown).
-func (s *Server) orgRole(login string) string {
-	for _, u := range s.seed.Users {
-		if strings.EqualFold(u.Login, login) {
-			if u.OrgRole == "" {
-				return OrgRoleMember
-			}
-			return u.OrgRole
+// memberRole is a seeded user's role in an organization (OrgRoleNone for anyone else).
+func memberRole(o *organization, login string) string {
+	for l, role := range o.members {
+		if strings.EqualFold(l, login) {
+			return role
 		}
 	}
 	return OrgRoleNone

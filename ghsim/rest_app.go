@@ -44,6 +44,13 @@ func (s *Server) routes() {
 	h("GET /repos/{owner}/{repo}/issues/{number}/dependencies/blocked_by", s.listBlockedBy)
 	h("GET /repos/{owner}/{repo}/issues/{number}/dependencies/blocking", s.listBlocking)
 	h("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
+	h("GET /repos/{owner}/{repo}/contents/{path...}", s.getContents)
+	h("GET /repos/{owner}/{repo}/contents", s.getContents)
+	h("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
+	h("GET /repos/{owner}/{repo}/check-runs/{id}", s.getCheckRun)
+	h("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.updateCheckRun)
+	h("GET /repos/{owner}/{repo}/check-runs/{id}/annotations", s.listCheckRunAnnotations)
+	h("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.listCheckRunsForRef)
 	h("POST /app-manifests/{code}/conversions", s.convertManifest)
 }
 
@@ -71,27 +78,33 @@ func (s *Server) appJSON() map[string]any {
 	s.w.mu.RLock()
 	defer s.w.mu.RUnlock()
 	w := s.w
+	count := 0
+	for _, in := range w.installs {
+		if in.installed {
+			count++
+		}
+	}
 	return map[string]any{
 		"id": w.app.id, "slug": w.app.slug, "node_id": nodeID("A", w.app.id), "name": w.app.name,
-		"owner": w.orgAsOwnerJSON(), "description": "", "external_url": w.baseURL, "html_url": w.htmlURL("/apps/%s", w.app.slug),
+		"owner": w.orgAsOwnerJSON(w.org), "description": "", "external_url": w.baseURL, "html_url": w.htmlURL("/apps/%s", w.app.slug),
 		"created_at": ts(seedEpoch), "updated_at": ts(seedEpoch),
-		"permissions": w.app.permissions, "events": w.app.events, "installations_count": 1,
+		"permissions": w.app.permissions, "events": w.app.events, "installations_count": count,
 	}
 }
 
-func (s *Server) installationJSON() map[string]any {
-	s.w.mu.RLock()
-	defer s.w.mu.RUnlock()
-	w := s.w
-	id := w.app.installationID
+// installationJSON is an installation as the REST API and the installation webhook show it.
+// Callers hold the world's lock.
+func (w *world) installationJSON(in *installation) map[string]any {
+	id := in.id
 	return map[string]any{
-		"id": id, "node_id": installationNodeID(id), "account": w.orgAsOwnerJSON(), "app_id": w.app.id, "app_slug": w.app.slug,
-		"target_id": w.org.id, "target_type": "Organization", "repository_selection": "all",
+		"id": id, "node_id": installationNodeID(id), "account": w.orgAsOwnerJSON(in.org), "app_id": w.app.id, "app_slug": w.app.slug,
+		"target_id": in.org.id, "target_type": "Organization", "repository_selection": in.selection(),
 		"access_tokens_url": w.apiURL("/app/installations/%d/access_tokens", id),
 		"repositories_url":  w.apiURL("/installation/repositories"),
-		"html_url":          w.htmlURL("/organizations/%s/settings/installations/%d", w.org.login, id),
-		"permissions":       w.app.permissions, "events": w.app.events,
-		"created_at": ts(seedEpoch), "updated_at": ts(seedEpoch), "single_file_name": nil, "suspended_at": nil,
+		"html_url":          w.htmlURL("/organizations/%s/settings/installations/%d", in.org.login, id),
+		"permissions":       in.permissions, "events": w.app.events,
+		"created_at": ts(in.createdAt), "updated_at": ts(in.createdAt), "single_file_name": nil, "suspended_at": nil, "suspended_by": nil,
+		"has_multiple_single_files": false, "single_file_paths": []string{},
 	}
 }
 
@@ -99,66 +112,102 @@ func (s *Server) getApp(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.appJSON())
 }
 
+// listInstallations is GET /app/installations: every organization the App is installed on.
 func (s *Server) listInstallations(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, []any{s.installationJSON()})
+	s.w.mu.RLock()
+	defer s.w.mu.RUnlock()
+	out := []any{}
+	for _, in := range s.w.installs {
+		if in.installed {
+			out = append(out, s.w.installationJSON(in))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) installationIDMatches(r *http.Request) bool {
+// installationFrom finds the installed installation of the path's {id}. Callers hold the lock.
+func (s *Server) installationFrom(r *http.Request) *installation {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	return err == nil && id == s.seed.App.InstallationID
+	if err != nil {
+		return nil
+	}
+	if in := s.w.installation(id); in != nil && in.installed {
+		return in
+	}
+	return nil
+}
+
+// answerInstallation answers an installed installation, 404 for none.
+func (s *Server) answerInstallation(w http.ResponseWriter, find func() *installation) {
+	s.w.mu.RLock()
+	defer s.w.mu.RUnlock()
+	in := find()
+	if in == nil || !in.installed {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.w.installationJSON(in))
 }
 
 func (s *Server) getInstallation(w http.ResponseWriter, r *http.Request) {
-	if !s.installationIDMatches(r) {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.installationJSON())
+	s.answerInstallation(w, func() *installation { return s.installationFrom(r) })
 }
 
 func (s *Server) getOrgInstallation(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("org") != s.seed.Org {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.installationJSON())
+	s.answerInstallation(w, func() *installation {
+		if o := s.w.orgNamed(r.PathValue("org")); o != nil {
+			return o.inst
+		}
+		return nil
+	})
 }
 
+// getRepoInstallation is GET /repos/{owner}/{repo}/installation: the installation that sees it.
 func (s *Server) getRepoInstallation(w http.ResponseWriter, r *http.Request) {
-	s.w.mu.RLock()
-	ok := r.PathValue("owner") == s.seed.Org && s.w.repoByName[r.PathValue("repo")] != nil
-	s.w.mu.RUnlock()
-	if !ok {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.installationJSON())
+	s.answerInstallation(w, func() *installation {
+		if rp := s.w.repo(r.PathValue("owner"), r.PathValue("repo")); rp != nil && rp.owner.inst.sees(rp) {
+			return rp.owner.inst
+		}
+		return nil
+	})
 }
 
 func (s *Server) createAccessToken(w http.ResponseWriter, r *http.Request) {
-	if !s.installationIDMatches(r) {
+	s.w.mu.RLock()
+	in := s.installationFrom(r)
+	if in == nil {
+		s.w.mu.RUnlock()
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	tok, exp := s.auth.issue()
-	s.w.mu.RLock()
-	perms := s.w.app.permissions
+	perms, selection := in.permissions, in.selection()
+	tok, exp := s.auth.issue(in)
 	s.w.mu.RUnlock()
-	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "expires_at": ts(exp), "permissions": perms, "repository_selection": "all"})
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "expires_at": ts(exp), "permissions": perms, "repository_selection": selection})
 }
 
 func (s *Server) getHookConfig(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"url": s.hooks.getURL(), "content_type": "json", "insecure_ssl": "0", "secret": "********"})
 }
 
-func (s *Server) listInstallationRepos(w http.ResponseWriter, _ *http.Request) {
-	s.w.mu.RLock()
-	repos := make([]any, 0, len(s.w.repos))
-	for _, r := range s.w.repos {
-		repos = append(repos, s.w.repoJSON(r))
+// listInstallationRepos is GET /installation/repositories: the repositories the token's
+// installation may see.
+func (s *Server) listInstallationRepos(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	if p.kind != installationToken {
+		writeError(w, http.StatusForbidden, "You must authenticate with an installation access token in order to list repositories for an installation.")
+		return
 	}
+	s.w.mu.RLock()
+	repos := []any{}
+	for _, rp := range p.inst.org.repos {
+		if p.inst.sees(rp) {
+			repos = append(repos, s.w.repoJSON(rp))
+		}
+	}
+	selection := p.inst.selection()
 	s.w.mu.RUnlock()
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repository_selection": "all", "repositories": repos})
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repository_selection": selection, "repositories": repos})
 }
 
 func (s *Server) getRateLimit(w http.ResponseWriter, r *http.Request) {
@@ -278,7 +327,7 @@ func (m appManifest) check() string {
 // newAppFromManifest is github.com's "Create GitHub App" page for an organization, confirmed at
 // once: it registers the manifest and redirects to its redirect_url with a code and the state.
 func (s *Server) newAppFromManifest(w http.ResponseWriter, r *http.Request) {
-	if !strings.EqualFold(r.PathValue("org"), s.seed.Org) {
+	if !strings.EqualFold(r.PathValue("org"), s.seed.Org) { // the App is registered by the top-level organization
 		http.Error(w, "Not Found", http.StatusNotFound)
 		return
 	}

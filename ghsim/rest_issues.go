@@ -5,16 +5,28 @@ import (
 	"strconv"
 )
 
-// withIssue resolves {owner}/{repo}/{number} under the read lock and calls f; 404 otherwise.
+// repoFrom resolves {owner}/{repo} for the requester: nil when there is no such repository or
+// the requester's installation may not see it (another organization's, or one outside its
+// selected repositories), which GitHub answers 404. Callers hold the world's lock.
+func (s *Server) repoFrom(r *http.Request) *repo {
+	rp := s.w.repo(r.PathValue("owner"), r.PathValue("repo"))
+	if rp == nil {
+		return nil
+	}
+	if p := principalFrom(r.Context()); p.kind == installationToken && !p.inst.sees(rp) {
+		return nil
+	}
+	return rp
+}
+
+// issueFrom resolves {owner}/{repo}/{number} (callers hold the lock); nil is 404.
 func (s *Server) issueFrom(r *http.Request) *issue {
-	if r.PathValue("owner") != s.seed.Org {
-		return nil
-	}
+	rp := s.repoFrom(r)
 	n, err := strconv.Atoi(r.PathValue("number"))
-	if err != nil {
+	if rp == nil || err != nil {
 		return nil
 	}
-	return s.w.issue(r.PathValue("repo"), n)
+	return s.w.issue(rp.owner.login, rp.name, n)
 }
 
 func (s *Server) publicURL() string {
@@ -41,14 +53,12 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) prFrom(r *http.Request) *pullRequest {
-	if r.PathValue("owner") != s.seed.Org {
-		return nil
-	}
+	rp := s.repoFrom(r)
 	n, err := strconv.Atoi(r.PathValue("number"))
-	if err != nil {
+	if rp == nil || err != nil {
 		return nil
 	}
-	return s.w.pr(r.PathValue("repo"), n)
+	return s.w.pr(rp.owner.login, rp.name, n)
 }
 
 func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +171,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 		writeWorldError(w, err)
 		return
 	}
-	w.Header().Set("Location", s.w.apiURL("/repos/%s/%s/issues/comments/%d", s.w.org.login, is.repo.name, c.id))
+	w.Header().Set("Location", s.w.apiURL("/repos/%s/issues/comments/%d", is.repo.fullName(), c.id))
 	writeJSON(w, http.StatusCreated, s.w.commentJSON(c))
 }
 
@@ -178,7 +188,7 @@ func (s *Server) updateComment(w http.ResponseWriter, r *http.Request) {
 	s.w.mu.Lock()
 	defer s.flushLocked()
 	c := s.w.comment(id)
-	if err != nil || c == nil || r.PathValue("owner") != s.seed.Org || c.issue.repo.name != r.PathValue("repo") {
+	if err != nil || c == nil || c.issue.repo != s.repoFrom(r) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}

@@ -13,23 +13,92 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// Seed is the initial world of a simulator: one organization, its repositories, users, the GitHub
-// App installed on it, Projects V2 boards with single-select, text and number fields, issues and
-// pull requests.
+// Seed is the initial world of a simulator: an organization, its repositories (with files),
+// users, the GitHub App installed on it, Projects V2 boards with single-select, text and number
+// fields, issues and pull requests; optionally more organizations (Orgs), each with its own
+// installation of the same App.
 // It is decoded strictly from YAML (unknown keys are errors); tests may also build it in Go.
 type Seed struct {
 	Org          string        `yaml:"org"`
 	App          SeedApp       `yaml:"app"`
 	Users        []SeedUser    `yaml:"users"`
-	Repos        []string      `yaml:"repos"`
+	Repos        []SeedRepo    `yaml:"repos"`
 	Projects     []SeedProject `yaml:"projects"`
 	Issues       []SeedIssue   `yaml:"issues"`
 	PullRequests []SeedPR      `yaml:"pull_requests"`
 	DraftItems   []SeedDraft   `yaml:"draft_items"`
+	// Orgs are further organizations, each with its own installation of the App, its own
+	// repositories, projects, issues, pull requests and draft items. The users are shared.
+	Orgs []SeedOrg `yaml:"orgs"`
+}
+
+// SeedRepo is a repository: in YAML a plain name (`app`) or a mapping
+// `{name: .github, files: {ralph-gate.yml: "..."}}`. The files (path → text) are the first
+// commit of its default branch, main; a repository without files starts with an empty commit.
+type SeedRepo struct {
+	Name  string            `yaml:"name"`
+	Files map[string]string `yaml:"files"`
+}
+
+// UnmarshalYAML decodes a repository's name or its {name, files} mapping (strictly).
+func (r *SeedRepo) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*r = SeedRepo{Name: n.Value}
+		return nil
+	case yaml.MappingNode:
+		type plain SeedRepo
+		var p plain
+		if err := decodeStrict(n, &p); err != nil {
+			return fmt.Errorf("repo: %w", err)
+		}
+		*r = SeedRepo(p)
+		return nil
+	}
+	return fmt.Errorf("line %d: a repo is a name or {name, files}", n.Line)
+}
+
+// SeedOrg is one more organization with its own installation of the App.
+type SeedOrg struct {
+	Login          string `yaml:"login"`
+	InstallationID int64  `yaml:"installation_id"`
+	// Installed false leaves the App not installed there until POST /_sim/install created.
+	Installed *bool `yaml:"installed"`
+	// Permissions of this installation (default: the App's, app.permissions).
+	Permissions map[string]string `yaml:"permissions"`
+	// Repositories, when set, installs the App on these repositories of the organization only.
+	Repositories []string `yaml:"repositories"`
+	// Members are the seeded users who are members of this organization (default: the users
+	// whose org_role is not none).
+	Members      []string      `yaml:"members"`
+	Repos        []SeedRepo    `yaml:"repos"`
+	Projects     []SeedProject `yaml:"projects"`
+	Issues       []SeedIssue   `yaml:"issues"`
+	PullRequests []SeedPR      `yaml:"pull_requests"`
+	DraftItems   []SeedDraft   `yaml:"draft_items"`
+}
+
+// RepoNames are the names of repos, in order.
+func RepoNames(repos []SeedRepo) []string {
+	out := make([]string, 0, len(repos))
+	for _, r := range repos {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// allOrgs is every organization of the seed, the top-level one first (Members nil: by
+// users' org_role), as SeedOrg values.
+func (s *Seed) allOrgs() []SeedOrg {
+	main := SeedOrg{Login: s.Org, InstallationID: s.App.InstallationID, Permissions: s.App.Permissions,
+		Repositories: s.App.Repositories, Repos: s.Repos, Projects: s.Projects, Issues: s.Issues,
+		PullRequests: s.PullRequests, DraftItems: s.DraftItems}
+	return append([]SeedOrg{main}, s.Orgs...)
 }
 
 // SeedApp describes the GitHub App and its single installation on the organization.
@@ -328,20 +397,77 @@ func (s *Seed) Validate() error {
 	if len(s.Users) == 0 {
 		bad("users: at least one user is required")
 	}
-	repos := map[string]bool{}
-	for i, r := range s.Repos {
-		if r == "" || repos[r] {
-			bad("repos[%d]: empty or duplicate %q", i, r)
+	for i, e := range s.App.Events {
+		if e == "check_run" || e == "check_suite" {
+			bad("app.events[%d]: ghsim does not send %s webhooks", i, e)
 		}
-		repos[r] = true
 	}
-	for i, r := range s.App.Repositories {
+	logins := map[string]bool{}
+	installations := map[int64]bool{}
+	for i, o := range s.allOrgs() {
+		prefix, selectionKey := "", "app.repositories" // the top-level organization's selection is the App's
+		if i > 0 {
+			prefix = fmt.Sprintf("orgs[%d].", i-1)
+			selectionKey = "repositories"
+			if o.Login == "" {
+				bad("%slogin: required", prefix)
+			}
+			if o.InstallationID <= 0 {
+				bad("%sinstallation_id: required", prefix)
+			}
+			for j, m := range o.Members {
+				if !users[m] {
+					bad("%smembers[%d]: unknown user %q", prefix, j, m)
+				}
+			}
+		}
+		if o.Login != "" && logins[strings.ToLower(o.Login)] {
+			bad("%slogin: duplicate organization %q", prefix, o.Login)
+		}
+		logins[strings.ToLower(o.Login)] = true
+		if o.InstallationID > 0 && installations[o.InstallationID] {
+			bad("%sinstallation_id: duplicate %d", prefix, o.InstallationID)
+		}
+		installations[o.InstallationID] = true
+		for _, err := range validateOrg(o, users, s.App.Slug, selectionKey) {
+			errs = append(errs, fmt.Errorf("%s%w", prefix, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateOrg reports the problems of one organization's repositories, projects, issues, pull
+// requests and draft items (users are the seeded logins).
+func validateOrg(o SeedOrg, users map[string]bool, appSlug, selectionKey string) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	repos := map[string]bool{}
+	for i, r := range o.Repos {
+		if r.Name == "" || repos[r.Name] || strings.ContainsAny(r.Name, "/ ") {
+			bad("repos[%d]: empty, duplicate or invalid name %q", i, r.Name)
+		}
+		repos[r.Name] = true
+		for path := range r.Files {
+			if cleanPath(path) != path || path == "" {
+				bad("repos[%d].files: %q is not a clean relative path", i, path)
+			}
+		}
+		for path := range r.Files {
+			for dir := path; strings.Contains(dir, "/"); {
+				dir = dir[:strings.LastIndex(dir, "/")]
+				if _, isFile := r.Files[dir]; isFile {
+					bad("repos[%d].files: %q is a file and a directory", i, dir)
+				}
+			}
+		}
+	}
+	for i, r := range o.Repositories {
 		if !repos[r] {
-			bad("app.repositories[%d]: %q is not in repos", i, r)
+			bad("%s[%d]: %q is not in repos", selectionKey, i, r)
 		}
 	}
 	projects := map[int]SeedProject{}
-	for i, p := range s.Projects {
+	for i, p := range o.Projects {
 		if p.Number <= 0 || projects[p.Number].Number != 0 {
 			bad("projects[%d].number: must be positive and unique", i)
 		}
@@ -416,7 +542,7 @@ func (s *Seed) Validate() error {
 		n    int
 	}
 	numbers := map[key]string{}
-	for i, is := range s.Issues {
+	for i, is := range o.Issues {
 		where := fmt.Sprintf("issues[%d]", i)
 		if !repos[is.Repo] {
 			bad("%s.repo: unknown repo %q", where, is.Repo)
@@ -435,7 +561,7 @@ func (s *Seed) Validate() error {
 		default:
 			bad("%s.state_reason: unknown %q", where, is.StateReason)
 		}
-		checkFields(where, s.issueProject(is.Project, is.Fields), is.Fields)
+		checkFields(where, issueProject(o.Projects, is.Project, is.Fields), is.Fields)
 		if is.Author != "" && !users[is.Author] {
 			bad("%s.author: unknown user %q", where, is.Author)
 		}
@@ -445,12 +571,12 @@ func (s *Seed) Validate() error {
 			}
 		}
 		for j, c := range is.Comments {
-			if c.Author != "" && !users[c.Author] && c.Author != s.App.Slug+"[bot]" {
+			if c.Author != "" && !users[c.Author] && c.Author != appSlug+"[bot]" {
 				bad("%s.comments[%d].author: unknown user %q", where, j, c.Author)
 			}
 		}
 	}
-	for i, is := range s.Issues {
+	for i, is := range o.Issues {
 		if is.Parent != 0 && numbers[key{is.Repo, is.Parent}] != "issue" {
 			bad("issues[%d].parent: no issue %s#%d", i, is.Repo, is.Parent)
 		}
@@ -463,7 +589,7 @@ func (s *Seed) Validate() error {
 			}
 		}
 	}
-	for i, pr := range s.PullRequests {
+	for i, pr := range o.PullRequests {
 		where := fmt.Sprintf("pull_requests[%d]", i)
 		if !repos[pr.Repo] {
 			bad("%s.repo: unknown repo %q", where, pr.Repo)
@@ -477,28 +603,40 @@ func (s *Seed) Validate() error {
 				bad("%s.closes: no issue %s#%d", where, pr.Repo, c)
 			}
 		}
-		checkFields(where, s.issueProject(pr.Project, pr.Fields), pr.Fields)
+		checkFields(where, issueProject(o.Projects, pr.Project, pr.Fields), pr.Fields)
 	}
-	for i, d := range s.DraftItems {
+	for i, d := range o.DraftItems {
 		where := fmt.Sprintf("draft_items[%d]", i)
 		if _, ok := projects[d.Project]; !ok {
 			bad("%s.project: unknown project %d", where, d.Project)
 		}
 		checkFields(where, d.Project, d.Fields)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // issueProject returns the project an issue is on: the explicit one, or the only project when the
 // issue has field values.
-func (s *Seed) issueProject(explicit int, fields map[string]string) int {
+func issueProject(projects []SeedProject, explicit int, fields map[string]string) int {
 	if explicit != 0 {
 		return explicit
 	}
-	if len(fields) > 0 && len(s.Projects) == 1 {
-		return s.Projects[0].Number
+	if len(fields) > 0 && len(projects) == 1 {
+		return projects[0].Number
 	}
 	return 0
+}
+
+// cleanPath is a repository path as git keeps it: slash-separated, no empty, "." or ".."
+// element, no leading or trailing slash ("" when nothing is left).
+func cleanPath(p string) string {
+	var parts []string
+	for _, e := range strings.Split(p, "/") {
+		if e != "" && e != "." && e != ".." {
+			parts = append(parts, e)
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 var optionColors = []string{"GRAY", "BLUE", "GREEN", "YELLOW", "ORANGE", "RED", "PINK", "PURPLE"}

@@ -98,8 +98,7 @@ func New(seed Seed, opts Options) (*Server, error) {
 	}
 	w.baseURL = strings.TrimSuffix(opts.BaseURL, "/")
 	s := &Server{seed: seed, opts: opts, now: opts.Clock, keyPEM: keyPEM, w: w, done: make(chan struct{})}
-	s.auth = &authenticator{pub: &key.PublicKey, appID: seed.App.ID, installationID: seed.App.InstallationID,
-		seed: opts.RandomSeed, now: opts.Clock, tokens: map[string]time.Time{}}
+	s.auth = &authenticator{pub: &key.PublicKey, appID: seed.App.ID, seed: opts.RandomSeed, now: opts.Clock, tokens: map[string]issuedToken{}}
 	s.rate = newRateLimiter(opts.RateLimit, opts.Clock)
 	s.log = newRequestLog()
 	s.faults = newFaultState(opts.RandomSeed)
@@ -108,7 +107,7 @@ func New(seed Seed, opts Options) (*Server, error) {
 	if opts.WebhookURL != "" {
 		hookURL = opts.WebhookURL
 	}
-	s.hooks = newDispatcher(hookURL, seed.App.WebhookSecret, seed.App.ID, seed.App.InstallationID, opts.RandomSeed, opts.Clock, s.faults)
+	s.hooks = newDispatcher(hookURL, seed.App.WebhookSecret, seed.App.ID, opts.RandomSeed, opts.Clock, s.faults)
 	s.resolvers = newResolvers()
 	s.rest = http.NewServeMux()
 	s.routes()
@@ -220,10 +219,15 @@ func (s *Server) Deliveries() []Delivery { return s.hooks.list() }
 func (s *Server) WaitIdle(ctx context.Context) error { return s.hooks.waitIdle(ctx) }
 
 // Merge merges a pull request as login would (empty: the first seeded user), like POST /_sim/merge.
+// repoName is a repository of the seed's top-level organization, or "owner/name".
 func (s *Server) Merge(repoName string, number int, login string) error {
 	s.w.mu.Lock()
 	defer s.flushLocked()
-	pr := s.w.pr(repoName, number)
+	owner, name := s.w.org.login, repoName
+	if o, n, ok := strings.Cut(repoName, "/"); ok {
+		owner, name = o, n
+	}
+	pr := s.w.pr(owner, name, number)
 	if pr == nil {
 		return errNotFound("no pull request %s#%d", repoName, number)
 	}
@@ -392,7 +396,7 @@ func (s *Server) serveAPI(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case exhausted:
 		entry.Fault = string(faultPrimary)
-		msg := fmt.Sprintf("API rate limit exceeded for %s.", who.describe(s.seed.App.InstallationID))
+		msg := fmt.Sprintf("API rate limit exceeded for %s.", who.describe())
 		if isGraphQL {
 			writeJSON(rec, http.StatusOK, map[string]any{"errors": []any{map[string]any{"type": "RATE_LIMITED", "code": "graphql_rate_limit", "message": msg}}})
 			return
@@ -426,10 +430,10 @@ func jwtRoute(route string) bool {
 		route == "/orgs/{org}/installation" || route == "/repos/{owner}/{repo}/installation"
 }
 
-func (p principal) describe(installationID int64) string {
+func (p principal) describe() string {
 	switch p.kind {
 	case installationToken:
-		return fmt.Sprintf("installation ID %d", installationID)
+		return fmt.Sprintf("installation ID %d", p.inst.id)
 	case userToken:
 		return "user ID " + strconv.FormatInt(p.actor.id, 10)
 	}

@@ -48,33 +48,33 @@ func (w *world) userJSON(a *actor) map[string]any {
 	}
 }
 
-func (w *world) orgJSON() map[string]any {
-	api := w.apiURL("/orgs/%s", w.org.login)
+func (w *world) orgJSON(o *organization) map[string]any {
+	api := w.apiURL("/orgs/%s", o.login)
 	return map[string]any{
-		"login": w.org.login, "id": w.org.id, "node_id": w.org.nodeID,
+		"login": o.login, "id": o.id, "node_id": o.nodeID,
 		"url": api, "repos_url": api + "/repos", "events_url": api + "/events", "hooks_url": api + "/hooks",
 		"issues_url": api + "/issues", "members_url": api + "/members{/member}",
 		"public_members_url": api + "/public_members{/member}",
-		"avatar_url":         w.htmlURL("/avatars/u/%d", w.org.id),
+		"avatar_url":         w.htmlURL("/avatars/u/%d", o.id),
 		"description":        "",
 	}
 }
 
-func (w *world) orgAsOwnerJSON() map[string]any {
-	api := w.apiURL("/users/%s", w.org.login)
+func (w *world) orgAsOwnerJSON(o *organization) map[string]any {
+	api := w.apiURL("/users/%s", o.login)
 	return map[string]any{
-		"login": w.org.login, "id": w.org.id, "node_id": w.org.nodeID, "type": "Organization", "site_admin": false,
-		"avatar_url": w.htmlURL("/avatars/u/%d", w.org.id), "gravatar_id": "", "url": api,
-		"html_url": w.htmlURL("/%s", w.org.login), "repos_url": api + "/repos",
+		"login": o.login, "id": o.id, "node_id": o.nodeID, "type": "Organization", "site_admin": false,
+		"avatar_url": w.htmlURL("/avatars/u/%d", o.id), "gravatar_id": "", "url": api,
+		"html_url": w.htmlURL("/%s", o.login), "repos_url": api + "/repos",
 	}
 }
 
 func (w *world) repoJSON(r *repo) map[string]any {
-	full := w.org.login + "/" + r.name
+	full := r.fullName()
 	api := w.apiURL("/repos/%s", full)
 	return map[string]any{
 		"id": r.id, "node_id": r.nodeID, "name": r.name, "full_name": full, "private": false,
-		"owner": w.orgAsOwnerJSON(), "html_url": w.htmlURL("/%s", full), "description": nil, "fork": false,
+		"owner": w.orgAsOwnerJSON(r.owner), "html_url": w.htmlURL("/%s", full), "description": nil, "fork": false,
 		"url": api, "issues_url": api + "/issues{/number}", "pulls_url": api + "/pulls{/number}",
 		"created_at": ts(r.createdAt), "updated_at": ts(r.createdAt), "pushed_at": ts(r.createdAt),
 		"default_branch": "main", "visibility": "public", "archived": false, "disabled": false,
@@ -83,7 +83,7 @@ func (w *world) repoJSON(r *repo) map[string]any {
 }
 
 func (w *world) issueJSON(is *issue) map[string]any {
-	full := w.org.login + "/" + is.repo.name
+	full := is.repo.fullName()
 	api := w.apiURL("/repos/%s/issues/%d", full, is.number)
 	assignees := []any{}
 	for _, a := range is.assignees {
@@ -142,7 +142,7 @@ func percent(done, total int) int {
 }
 
 func (w *world) commentJSON(c *comment) map[string]any {
-	full := w.org.login + "/" + c.issue.repo.name
+	full := c.issue.repo.fullName()
 	return map[string]any{
 		"id": c.id, "node_id": c.nodeID, "body": c.body, "user": w.userJSON(c.author),
 		"url":        w.apiURL("/repos/%s/issues/comments/%d", full, c.id),
@@ -153,11 +153,11 @@ func (w *world) commentJSON(c *comment) map[string]any {
 }
 
 func (w *world) prJSON(pr *pullRequest) map[string]any {
-	full := w.org.login + "/" + pr.repo.name
+	full := pr.repo.fullName()
 	api := w.apiURL("/repos/%s/pulls/%d", full, pr.number)
 	sha := fmt.Sprintf("%040x", pr.id)
 	branch := func(ref string) map[string]any {
-		return map[string]any{"label": w.org.login + ":" + ref, "ref": ref, "sha": sha, "user": w.orgAsOwnerJSON(), "repo": w.repoJSON(pr.repo)}
+		return map[string]any{"label": pr.repo.owner.login + ":" + ref, "ref": ref, "sha": sha, "user": w.orgAsOwnerJSON(pr.repo.owner), "repo": w.repoJSON(pr.repo)}
 	}
 	var mergedBy any
 	if pr.mergedBy != nil {

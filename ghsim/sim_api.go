@@ -16,6 +16,7 @@ func (s *Server) simRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.GetFaults()) })
 	mux.HandleFunc("POST /_sim/faults", s.simSetFaults)
 	mux.HandleFunc("POST /_sim/merge", s.simMerge)
+	mux.HandleFunc("POST /_sim/push", s.simPush)
 	mux.HandleFunc("POST /_sim/reset", s.simReset)
 	mux.HandleFunc("GET /_sim/config", s.simGetConfig)
 	mux.HandleFunc("POST /_sim/config", s.simSetConfig)
@@ -80,6 +81,7 @@ func (s *Server) simSetFaults(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) simMerge(w http.ResponseWriter, r *http.Request) {
 	var in struct {
+		Org    string `json:"org"`
 		Repo   string `json:"repo"`
 		Number int    `json:"number"`
 		By     string `json:"by"`
@@ -87,16 +89,41 @@ func (s *Server) simMerge(w http.ResponseWriter, r *http.Request) {
 	if !simDecode(w, r, &in) {
 		return
 	}
-	if err := s.Merge(in.Repo, in.Number, in.By); err != nil {
-		status := http.StatusUnprocessableEntity
-		var nf notFoundError
-		if errors.As(err, &nf) {
-			status = http.StatusNotFound
-		}
-		writeJSON(w, status, map[string]any{"error": err.Error()})
+	repoName := in.Repo
+	if in.Org != "" {
+		repoName = in.Org + "/" + in.Repo
+	}
+	if err := s.Merge(repoName, in.Number, in.By); err != nil {
+		simError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"merged": true})
+}
+
+// simError answers a refusal of the world: 404 for what does not exist, else 422.
+func simError(w http.ResponseWriter, err error) {
+	status := http.StatusUnprocessableEntity
+	var nf notFoundError
+	if errors.As(err, &nf) {
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, map[string]any{"error": err.Error()})
+}
+
+// simPush is POST /_sim/push: {"org"?, "repo", "files": {path: text or null}, "by"?,
+// "message"?} makes a commit on the repository's default branch and sends the push webhook;
+// it answers {"sha", "before"}.
+func (s *Server) simPush(w http.ResponseWriter, r *http.Request) {
+	var in Push
+	if !simDecode(w, r, &in) {
+		return
+	}
+	res, err := s.Push(in)
+	if err != nil {
+		simError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) simReset(w http.ResponseWriter, _ *http.Request) {

@@ -1,11 +1,65 @@
 package ghsim
 
-// State is the simulator's world as /_sim/state reports it.
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// State is the simulator's world as /_sim/state reports it: the seed's top-level organization,
+// and in Orgs each further one (in the same shape, without Orgs).
 type State struct {
-	Org          string       `json:"org"`
-	Issues       []IssueState `json:"issues"`
-	PullRequests []PRState    `json:"pull_requests"`
-	DraftItems   []DraftState `json:"draft_items"`
+	Org            string          `json:"org"`
+	InstallationID int64           `json:"installation_id"`
+	Installed      bool            `json:"installed"`
+	Issues         []IssueState    `json:"issues"`
+	PullRequests   []PRState       `json:"pull_requests"`
+	DraftItems     []DraftState    `json:"draft_items"`
+	Repos          []RepoState     `json:"repos"`
+	CheckRuns      []CheckRunState `json:"check_runs"`
+	Orgs           []State         `json:"orgs,omitempty"`
+}
+
+// RepoState is a repository: its files at the head of its default branch and its commits,
+// oldest first.
+type RepoState struct {
+	Name          string            `json:"name"`
+	DefaultBranch string            `json:"default_branch"`
+	Head          string            `json:"head"`
+	Files         map[string]string `json:"files"`
+	Commits       []CommitState     `json:"commits"`
+}
+
+// CommitState is one commit and the paths it changed.
+type CommitState struct {
+	SHA      string   `json:"sha"`
+	Message  string   `json:"message"`
+	Author   string   `json:"author"`
+	Added    []string `json:"added,omitempty"`
+	Removed  []string `json:"removed,omitempty"`
+	Modified []string `json:"modified,omitempty"`
+}
+
+// CheckRunState is one check run, oldest first in State.CheckRuns.
+type CheckRunState struct {
+	ID         int64          `json:"id"`
+	Repo       string         `json:"repo"`
+	HeadSHA    string         `json:"head_sha"`
+	Name       string         `json:"name"`
+	Status     string         `json:"status"`
+	Conclusion string         `json:"conclusion,omitempty"`
+	ExternalID string         `json:"external_id,omitempty"`
+	DetailsURL string         `json:"details_url,omitempty"`
+	Output     CheckRunOutput `json:"output"`
+}
+
+// CheckRunOutput is a check run's output with all its annotations.
+type CheckRunOutput struct {
+	Title       string       `json:"title"`
+	Summary     string       `json:"summary"`
+	Text        string       `json:"text,omitempty"`
+	Annotations []Annotation `json:"annotations"`
 }
 
 // IssueState is one issue with its relations, project field values (by field name, from its item
@@ -75,9 +129,20 @@ func numbers(list []*issue) []int {
 func (s *Server) State() State {
 	s.w.mu.RLock()
 	defer s.w.mu.RUnlock()
-	w := s.w
-	st := State{Org: w.org.login, Issues: []IssueState{}, PullRequests: []PRState{}, DraftItems: []DraftState{}}
+	st := s.w.orgState(s.w.orgs[0])
+	for _, o := range s.w.orgs[1:] {
+		st.Orgs = append(st.Orgs, s.w.orgState(o))
+	}
+	return st
+}
+
+func (w *world) orgState(o *organization) State {
+	st := State{Org: o.login, InstallationID: o.inst.id, Installed: o.inst.installed, Issues: []IssueState{}, PullRequests: []PRState{},
+		DraftItems: []DraftState{}, Repos: []RepoState{}, CheckRuns: []CheckRunState{}}
 	for _, is := range w.issues {
+		if is.repo.owner != o {
+			continue
+		}
 		x := IssueState{Repo: is.repo.name, Number: is.number, NodeID: is.nodeID, Title: is.title, State: is.state,
 			StateReason: is.stateReason, SubIssues: numbers(is.subIssues), BlockedBy: numbers(is.blockedBy),
 			Assignees: []string{}, Fields: map[string]string{}, Comments: []CommentState{}}
@@ -97,6 +162,9 @@ func (s *Server) State() State {
 		st.Issues = append(st.Issues, x)
 	}
 	for _, pr := range w.prs {
+		if pr.repo.owner != o {
+			continue
+		}
 		x := PRState{Repo: pr.repo.name, Number: pr.number, NodeID: pr.nodeID, Title: pr.title, State: pr.state,
 			Merged: pr.merged, Closes: numbers(pr.closes)}
 		if len(pr.items) > 0 {
@@ -104,14 +172,63 @@ func (s *Server) State() State {
 		}
 		st.PullRequests = append(st.PullRequests, x)
 	}
-	for _, p := range w.projects {
+	for _, p := range o.projects {
 		for _, it := range p.items {
 			if d, ok := it.content.(*draft); ok {
 				st.DraftItems = append(st.DraftItems, DraftState{Title: d.title, ItemID: it.nodeID, Fields: itemFields(it)})
 			}
 		}
 	}
+	var runs []*checkRun
+	for _, r := range o.repos {
+		rs := RepoState{Name: r.name, DefaultBranch: defaultBranch, Head: r.head().sha, Files: maps.Clone(r.head().files)}
+		for _, c := range r.commits {
+			rs.Commits = append(rs.Commits, CommitState{SHA: c.sha, Message: c.message, Author: c.author.login,
+				Added: c.added, Removed: c.removed, Modified: c.modified})
+		}
+		st.Repos = append(st.Repos, rs)
+		runs = append(runs, r.checkRuns...)
+	}
+	slices.SortFunc(runs, func(a, b *checkRun) int { return cmp.Compare(a.id, b.id) })
+	for _, cr := range runs {
+		st.CheckRuns = append(st.CheckRuns, CheckRunState{ID: cr.id, Repo: cr.repo.name, HeadSHA: cr.headSHA, Name: cr.name,
+			Status: cr.status, Conclusion: cr.conclusion, ExternalID: cr.externalID, DetailsURL: cr.detailsURL,
+			Output: CheckRunOutput{Title: cr.title, Summary: cr.summary, Text: cr.text, Annotations: append([]Annotation{}, cr.annotations...)}})
+	}
 	return st
+}
+
+// OrgState returns the state of the organization login (the top-level one or one of Orgs).
+func (st State) OrgState(login string) (State, bool) {
+	if strings.EqualFold(st.Org, login) {
+		return st, true
+	}
+	for _, o := range st.Orgs {
+		if strings.EqualFold(o.Org, login) {
+			return o, true
+		}
+	}
+	return State{}, false
+}
+
+// Repo returns one repository's state.
+func (st State) Repo(name string) (RepoState, bool) {
+	for _, r := range st.Repos {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return RepoState{}, false
+}
+
+// LatestCheckRun returns the newest check run of that name on a repository.
+func (st State) LatestCheckRun(repo, name string) (CheckRunState, bool) {
+	for i := len(st.CheckRuns) - 1; i >= 0; i-- {
+		if cr := st.CheckRuns[i]; cr.Repo == repo && cr.Name == name {
+			return cr, true
+		}
+	}
+	return CheckRunState{}, false
 }
 
 // Issue returns one issue's state (ok=false when there is none).

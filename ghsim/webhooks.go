@@ -51,6 +51,8 @@ type outgoing struct {
 	seq                 uint64
 	event, action, guid string
 	body                []byte
+	installationID      int64
+	repositoryID        *int64
 	redelivery          bool
 	duplicate           bool
 }
@@ -60,14 +62,13 @@ const webhookTimeout = 10 * time.Second
 // dispatcher delivers webhooks from one goroutine, in order (unless a reorder fault is set),
 // signing each with the webhook secret and recording the outcome.
 type dispatcher struct {
-	secret         string
-	hookID         int64
-	appID          int64
-	installationID int64
-	seed           uint64
-	now            func() time.Time
-	faults         *faultState
-	client         *http.Client
+	secret string
+	hookID int64
+	appID  int64
+	seed   uint64
+	now    func() time.Time
+	faults *faultState
+	client *http.Client
 
 	mu         sync.Mutex
 	url        string
@@ -83,10 +84,10 @@ type dispatcher struct {
 	done       chan struct{}
 }
 
-func newDispatcher(url, secret string, appID, installationID int64, seed uint64, now func() time.Time, faults *faultState) *dispatcher {
+func newDispatcher(url, secret string, appID int64, seed uint64, now func() time.Time, faults *faultState) *dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &dispatcher{
-		secret: secret, hookID: 400_000_000 + appID, appID: appID, installationID: installationID, seed: seed, now: now,
+		secret: secret, hookID: 400_000_000 + appID, appID: appID, seed: seed, now: now,
 		faults: faults, client: &http.Client{Timeout: webhookTimeout}, url: url, nextID: idBases["delivery"],
 		wake: make(chan struct{}, 1), idle: make(chan struct{}), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
@@ -115,7 +116,8 @@ func (d *dispatcher) enqueue(evs []event) {
 	d.mu.Lock()
 	for _, e := range evs {
 		d.nextGUID++
-		d.queue = append(d.queue, outgoing{seq: d.nextGUID, event: e.name, action: e.action, guid: deterministicUUID(d.seed, d.nextGUID), body: e.body})
+		d.queue = append(d.queue, outgoing{seq: d.nextGUID, event: e.name, action: e.action, guid: deterministicUUID(d.seed, d.nextGUID), body: e.body,
+			installationID: e.installationID, repositoryID: e.repositoryID})
 	}
 	d.markBusyLocked()
 	d.mu.Unlock()
@@ -136,7 +138,8 @@ func (d *dispatcher) redeliver(id int64) (Delivery, bool) {
 		return Delivery{}, false
 	}
 	orig := *found
-	d.queue = append(d.queue, outgoing{seq: orig.EventSeq, event: orig.Event, action: orig.Action, guid: orig.GUID, body: orig.body, redelivery: true})
+	d.queue = append(d.queue, outgoing{seq: orig.EventSeq, event: orig.Event, action: orig.Action, guid: orig.GUID, body: orig.body,
+		installationID: orig.InstallationID, repositoryID: orig.RepositoryID, redelivery: true})
 	d.markBusyLocked()
 	d.mu.Unlock()
 	d.signal()
@@ -285,7 +288,7 @@ func (d *dispatcher) send(o outgoing, drop bool) {
 	}
 	url := d.getURL()
 	rec := Delivery{GUID: o.guid, DeliveredAt: d.now().UTC().Truncate(time.Second), Redelivery: o.redelivery,
-		Event: o.event, Action: o.action, InstallationID: d.installationID, URL: url, Dropped: drop, Duplicate: o.duplicate, EventSeq: o.seq,
+		Event: o.event, Action: o.action, InstallationID: o.installationID, RepositoryID: o.repositoryID, URL: url, Dropped: drop, Duplicate: o.duplicate, EventSeq: o.seq,
 		headers: headers, body: o.body}
 	start := time.Now()
 	switch {

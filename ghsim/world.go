@@ -1,9 +1,12 @@
 package ghsim
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,15 +29,22 @@ func (a *actor) gqlType() string { return a.typ }
 type repo struct {
 	id        int64
 	nodeID    string
+	owner     *organization
 	name      string
 	createdAt time.Time
+	// commits is the default branch's linear history, oldest first (repo_files.go).
+	commits   []*commit
+	checkRuns []*checkRun // oldest first (rest_checks.go)
 }
+
+func (r *repo) fullName() string { return r.owner.login + "/" + r.name }
 
 func (r *repo) gqlType() string { return "Repository" }
 
 type project struct {
 	id        int64
 	nodeID    string
+	owner     *organization
 	number    int
 	title     string
 	fields    []*field
@@ -282,35 +292,81 @@ type draft struct {
 func (d *draft) gqlType() string { return "DraftIssue" }
 
 type organization struct {
-	login  string
-	id     int64
-	nodeID string
+	login    string
+	id       int64
+	nodeID   string
+	projects []*project
+	repos    []*repo
+	inst     *installation
+	// members are the seeded users who belong to it, by login: their role (OrgRoleMember or
+	// OrgRoleAdmin).
+	members map[string]string
 }
 
 func (o *organization) gqlType() string { return "Organization" }
 
+func (o *organization) projectByNumber(n int) *project {
+	for _, p := range o.projects {
+		if p.number == n {
+			return p
+		}
+	}
+	return nil
+}
+
+// installation is the App's installation on one organization. A deleted one stays (installed
+// false) so that its tokens are refused and it can be installed again.
+type installation struct {
+	id          int64
+	org         *organization
+	permissions map[string]string
+	// repos are the repositories the installation may see; nil: all (repository_selection all).
+	repos     map[string]bool
+	installed bool
+	epoch     int // incremented by each install: tokens of an earlier one are refused
+	createdAt time.Time
+}
+
+// sees reports whether the installation may see the repository.
+func (in *installation) sees(r *repo) bool {
+	return in.installed && r.owner == in.org && (in.repos == nil || in.repos[r.name])
+}
+
+func (in *installation) selection() string {
+	if in.repos == nil {
+		return "all"
+	}
+	return "selected"
+}
+
+// can reports whether the installation holds permission name at level (read or write) or more.
+func (in *installation) can(name, level string) bool {
+	got := in.permissions[name]
+	return got == "write" || got == "admin" || (level == "read" && got == "read")
+}
+
 type appInfo struct {
-	id             int64
-	slug           string
-	name           string
-	installationID int64
-	bot            *actor
-	permissions    map[string]string
-	events         []string
-	// repos are the repositories the installation may see; nil: all (SeedApp.Repositories).
-	repos map[string]bool
+	id          int64
+	slug        string
+	name        string
+	bot         *actor
+	permissions map[string]string
+	events      []string
 }
 
 type issueKey struct {
+	org    string
 	repo   string
 	number int
 }
 
 // event is one webhook, its body rendered when the change happened.
 type event struct {
-	name   string
-	action string
-	body   []byte
+	name           string
+	action         string
+	body           []byte
+	installationID int64
+	repositoryID   *int64
 }
 
 // world is the simulated GitHub state. Every access holds mu; mutations append the webhooks they
@@ -323,14 +379,19 @@ type world struct {
 	ids     *idAlloc
 	tick    int
 
-	org        *organization
+	org        *organization // the seed's top-level organization
+	orgs       []*organization
+	orgByLogin map[string]*organization // by lower-case login
+	installs   []*installation
 	app        appInfo
 	users      []*actor
 	byLogin    map[string]*actor
 	byToken    map[string]*actor
 	repos      []*repo
-	repoByName map[string]*repo
+	repoByName map[string]*repo // by lower-case "owner/name"
 	projects   []*project
+	checkRuns  map[int64]*checkRun
+	suites     map[string]int64 // check suite id by "owner/repo@sha"
 	issues     []*issue
 	issueByKey map[issueKey]*issue
 	prs        []*pullRequest
@@ -370,29 +431,32 @@ func (w *world) load(seed Seed) error {
 	w.issueByKey = map[issueKey]*issue{}
 	w.prByKey = map[issueKey]*pullRequest{}
 	w.users, w.repos, w.projects, w.issues, w.prs, w.pending = nil, nil, nil, nil, nil, nil
+	w.orgs, w.installs = nil, nil
+	w.orgByLogin = map[string]*organization{}
+	w.checkRuns = map[int64]*checkRun{}
+	w.suites = map[string]int64{}
 
-	oid := w.ids.take("org")
-	w.org = &organization{login: seed.Org, id: oid, nodeID: nodeID("O", oid)}
-	w.nodes[w.org.nodeID] = w.org
+	orgSeeds := seed.allOrgs()
+	for _, so := range orgSeeds {
+		oid := w.ids.take("org")
+		o := &organization{login: so.Login, id: oid, nodeID: nodeID("O", oid), members: map[string]string{}}
+		w.orgs = append(w.orgs, o)
+		w.orgByLogin[strings.ToLower(o.login)] = o
+		w.nodes[o.nodeID] = o
+	}
+	w.org = w.orgs[0]
 
 	botID := w.ids.take("bot")
 	bot := &actor{login: seed.App.Slug + "[bot]", id: botID, nodeID: nodeID("BOT", botID), typ: "Bot"}
-	w.app = appInfo{id: seed.App.ID, slug: seed.App.Slug, name: seed.App.Name, installationID: seed.App.InstallationID,
-		bot: bot, permissions: seed.App.Permissions, events: seed.App.Events}
+	w.app = appInfo{id: seed.App.ID, slug: seed.App.Slug, name: seed.App.Name, bot: bot, permissions: seed.App.Permissions, events: seed.App.Events}
 	if w.app.name == "" {
 		w.app.name = seed.App.Slug
 	}
-	if len(seed.App.Repositories) > 0 {
-		w.app.repos = map[string]bool{}
-		for _, r := range seed.App.Repositories {
-			w.app.repos[r] = true
-		}
-	}
 	if w.app.permissions == nil {
-		w.app.permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read"}
+		w.app.permissions = defaultPermissions()
 	}
 	if w.app.events == nil {
-		w.app.events = []string{"projects_v2_item", "issues", "pull_request", "installation"}
+		w.app.events = defaultEvents()
 	}
 	w.byLogin[bot.login] = bot
 	w.nodes[bot.nodeID] = bot
@@ -407,16 +471,64 @@ func (w *world) load(seed Seed) error {
 		}
 		w.nodes[u.nodeID] = u
 	}
-	for _, name := range seed.Repos {
+	for i, so := range orgSeeds {
+		o := w.orgs[i]
+		switch {
+		case i == 0:
+			for _, su := range seed.Users {
+				if su.OrgRole != OrgRoleNone {
+					o.members[su.Login] = cmp.Or(su.OrgRole, OrgRoleMember)
+				}
+			}
+		case so.Members != nil:
+			for _, m := range so.Members {
+				o.members[m] = OrgRoleMember
+			}
+		default:
+			maps.Copy(o.members, w.orgs[0].members)
+		}
+		in := &installation{id: so.InstallationID, org: o, permissions: so.Permissions, installed: so.Installed == nil || *so.Installed, createdAt: seedEpoch}
+		if in.permissions == nil {
+			in.permissions = w.app.permissions
+		}
+		if len(so.Repositories) > 0 {
+			in.repos = map[string]bool{}
+			for _, r := range so.Repositories {
+				in.repos[r] = true
+			}
+		}
+		o.inst = in
+		w.installs = append(w.installs, in)
+		w.loadOrg(o, so)
+	}
+	return nil
+}
+
+// defaultPermissions are the App's permissions unless the seed names them: what ralph-gate needs.
+func defaultPermissions() map[string]string {
+	return map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read",
+		"contents": "read", "checks": "write"}
+}
+
+// defaultEvents are the App's webhook events unless the seed names them.
+func defaultEvents() []string {
+	return []string{"projects_v2_item", "issues", "pull_request", "push", "installation", "installation_repositories"}
+}
+
+// loadOrg builds one organization's repositories, projects, issues, pull requests and items.
+func (w *world) loadOrg(o *organization, so SeedOrg) {
+	for _, sr := range so.Repos {
 		id := w.ids.take("repo")
-		r := &repo{id: id, nodeID: nodeID("R", id), name: name, createdAt: w.seedTime()}
+		r := &repo{id: id, nodeID: nodeID("R", id), owner: o, name: sr.Name, createdAt: w.seedTime()}
+		r.commits = []*commit{w.newCommit(r, nil, "Initial commit", w.users[0], r.createdAt, sr.Files)}
 		w.repos = append(w.repos, r)
-		w.repoByName[name] = r
+		o.repos = append(o.repos, r)
+		w.repoByName[repoKey(o.login, sr.Name)] = r
 		w.nodes[r.nodeID] = r
 	}
-	for _, sp := range seed.Projects {
+	for _, sp := range so.Projects {
 		id := w.ids.take("project")
-		p := &project{id: id, nodeID: nodeID("PVT", id), number: sp.Number, title: sp.Title, createdAt: w.seedTime()}
+		p := &project{id: id, nodeID: nodeID("PVT", id), owner: o, number: sp.Number, title: sp.Title, createdAt: w.seedTime()}
 		p.updatedAt = p.createdAt
 		for _, sf := range sp.Fields {
 			fid := w.ids.take("field")
@@ -436,6 +548,7 @@ func (w *world) load(seed Seed) error {
 			w.nodes[f.nodeID] = f
 		}
 		w.projects = append(w.projects, p)
+		o.projects = append(o.projects, p)
 		w.nodes[p.nodeID] = p
 	}
 	defaultAuthor := w.users[0]
@@ -445,10 +558,11 @@ func (w *world) load(seed Seed) error {
 		}
 		return defaultAuthor
 	}
-	for _, si := range seed.Issues {
+	key := func(repoName string, n int) issueKey { return issueKey{strings.ToLower(o.login), repoName, n} }
+	for _, si := range so.Issues {
 		id := w.ids.take("issue")
 		t := w.seedTime()
-		is := &issue{id: id, nodeID: nodeID("I", id), repo: w.repoByName[si.Repo], number: si.Number, title: si.Title,
+		is := &issue{id: id, nodeID: nodeID("I", id), repo: w.repo(o.login, si.Repo), number: si.Number, title: si.Title,
 			body: si.Body, state: "open", author: userOr(si.Author), createdAt: t, updatedAt: t}
 		if si.State == "closed" {
 			is.state = "closed"
@@ -465,18 +579,18 @@ func (w *world) load(seed Seed) error {
 			is.assignees = append(is.assignees, w.byLogin[a])
 		}
 		w.issues = append(w.issues, is)
-		w.issueByKey[issueKey{si.Repo, si.Number}] = is
+		w.issueByKey[key(si.Repo, si.Number)] = is
 		w.nodes[is.nodeID] = is
 	}
-	for _, si := range seed.Issues {
-		is := w.issueByKey[issueKey{si.Repo, si.Number}]
+	for _, si := range so.Issues {
+		is := w.issueByKey[key(si.Repo, si.Number)]
 		if si.Parent != 0 {
-			p := w.issueByKey[issueKey{si.Repo, si.Parent}]
+			p := w.issueByKey[key(si.Repo, si.Parent)]
 			is.parent = p
 			p.subIssues = append(p.subIssues, is)
 		}
 		for _, b := range si.BlockedBy {
-			bi := w.issueByKey[issueKey{si.Repo, b}]
+			bi := w.issueByKey[key(si.Repo, b)]
 			is.blockedBy = append(is.blockedBy, bi)
 			bi.blocking = append(bi.blocking, is)
 		}
@@ -484,43 +598,59 @@ func (w *world) load(seed Seed) error {
 			w.newComment(is, userOr(sc.Author), sc.Body, w.seedTime())
 		}
 	}
-	for _, sp := range seed.PullRequests {
+	for _, sp := range so.PullRequests {
 		id := w.ids.take("pr")
 		t := w.seedTime()
-		pr := &pullRequest{id: id, nodeID: nodeID("PR", id), repo: w.repoByName[sp.Repo], number: sp.Number, title: sp.Title,
+		pr := &pullRequest{id: id, nodeID: nodeID("PR", id), repo: w.repo(o.login, sp.Repo), number: sp.Number, title: sp.Title,
 			body: sp.Body, state: "open", author: userOr(sp.Author), createdAt: t, updatedAt: t}
 		for _, c := range sp.Closes {
-			is := w.issueByKey[issueKey{sp.Repo, c}]
+			is := w.issueByKey[key(sp.Repo, c)]
 			pr.closes = append(pr.closes, is)
 			is.closedBy = append(is.closedBy, pr)
 		}
 		w.prs = append(w.prs, pr)
-		w.prByKey[issueKey{sp.Repo, sp.Number}] = pr
+		w.prByKey[key(sp.Repo, sp.Number)] = pr
 		w.nodes[pr.nodeID] = pr
 	}
 	// Items: issues, then pull requests, then drafts, each in seed order.
-	for _, si := range seed.Issues {
-		if pn := seed.issueProject(si.Project, si.Fields); pn != 0 {
-			w.seedItem(pn, w.issueByKey[issueKey{si.Repo, si.Number}], si.Fields, defaultAuthor)
+	for _, si := range so.Issues {
+		if pn := issueProject(so.Projects, si.Project, si.Fields); pn != 0 {
+			w.seedItem(o.projectByNumber(pn), w.issueByKey[key(si.Repo, si.Number)], si.Fields, defaultAuthor)
 		}
 	}
-	for _, sp := range seed.PullRequests {
-		if pn := seed.issueProject(sp.Project, sp.Fields); pn != 0 {
-			w.seedItem(pn, w.prByKey[issueKey{sp.Repo, sp.Number}], sp.Fields, defaultAuthor)
+	for _, sp := range so.PullRequests {
+		if pn := issueProject(so.Projects, sp.Project, sp.Fields); pn != 0 {
+			w.seedItem(o.projectByNumber(pn), w.prByKey[key(sp.Repo, sp.Number)], sp.Fields, defaultAuthor)
 		}
 	}
-	for _, sd := range seed.DraftItems {
+	for _, sd := range so.DraftItems {
 		id := w.ids.take("draft")
 		t := w.seedTime()
 		d := &draft{id: id, nodeID: nodeID("DI", id), title: sd.Title, body: sd.Body, creator: defaultAuthor, createdAt: t, updatedAt: t}
 		w.nodes[d.nodeID] = d
-		w.seedItem(sd.Project, d, sd.Fields, defaultAuthor)
+		w.seedItem(o.projectByNumber(sd.Project), d, sd.Fields, defaultAuthor)
+	}
+}
+
+func repoKey(owner, name string) string { return strings.ToLower(owner + "/" + name) }
+
+// repo finds a repository by owner and name (case-insensitively, as GitHub does).
+func (w *world) repo(owner, name string) *repo { return w.repoByName[repoKey(owner, name)] }
+
+// orgByName finds an organization by login (case-insensitively).
+func (w *world) orgNamed(login string) *organization { return w.orgByLogin[strings.ToLower(login)] }
+
+// installation finds an installation by id (deleted ones too).
+func (w *world) installation(id int64) *installation {
+	for _, in := range w.installs {
+		if in.id == id {
+			return in
+		}
 	}
 	return nil
 }
 
-func (w *world) seedItem(projectNumber int, content any, values map[string]string, creator *actor) {
-	p := w.projectByNumber(projectNumber)
+func (w *world) seedItem(p *project, content any, values map[string]string, creator *actor) {
 	t := w.seedTime()
 	it := w.newItem(p, content, creator, t)
 	names := make([]string, 0, len(values))
@@ -573,26 +703,22 @@ func (w *world) newComment(is *issue, author *actor, body string, t time.Time) *
 	return c
 }
 
-func (w *world) projectByNumber(n int) *project {
-	for _, p := range w.projects {
-		if p.number == n {
-			return p
-		}
-	}
-	return nil
+func (w *world) issue(owner, repoName string, number int) *issue {
+	return w.issueByKey[issueKey{strings.ToLower(owner), repoName, number}]
 }
 
-func (w *world) issue(repoName string, number int) *issue {
-	return w.issueByKey[issueKey{repoName, number}]
-}
-
-func (w *world) pr(repoName string, number int) *pullRequest {
-	return w.prByKey[issueKey{repoName, number}]
+func (w *world) pr(owner, repoName string, number int) *pullRequest {
+	return w.prByKey[issueKey{strings.ToLower(owner), repoName, number}]
 }
 
 func (w *world) comment(id int64) *comment { return w.comments[id] }
 
+// subscribed reports whether the App receives eventName: the events it subscribes to, and the
+// installation events GitHub sends every App.
 func (w *world) subscribed(eventName string) bool {
+	if eventName == "installation" || eventName == "installation_repositories" {
+		return true
+	}
 	for _, e := range w.app.events {
 		if e == eventName {
 			return true

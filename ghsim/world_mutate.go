@@ -9,18 +9,33 @@ import (
 // Mutations change the world as GitHub would and queue the webhooks GitHub would send. Callers
 // hold w.mu for writing.
 
-func (w *world) emit(name, action string, payload map[string]any) {
-	if !w.subscribed(name) {
+// emit queues a webhook of an organization's installation with the organization and the
+// installation added to its payload; nothing when the App is not installed there or does not
+// subscribe to the event.
+func (w *world) emit(o *organization, name, action string, payload map[string]any) {
+	if o.inst == nil || !o.inst.installed || !w.subscribed(name) {
 		return
 	}
 	payload["action"] = action
-	payload["organization"] = w.orgJSON()
-	payload["installation"] = map[string]any{"id": w.app.installationID, "node_id": installationNodeID(w.app.installationID)}
+	payload["organization"] = w.orgJSON(o)
+	payload["installation"] = map[string]any{"id": o.inst.id, "node_id": installationNodeID(o.inst.id)}
+	var repoID *int64
+	if r, ok := payload["repository"].(map[string]any); ok {
+		if id, ok := r["id"].(int64); ok {
+			repoID = &id
+		}
+	}
+	w.queue(event{name: name, action: action, installationID: o.inst.id, repositoryID: repoID}, payload)
+}
+
+// queue renders a webhook's payload and queues it.
+func (w *world) queue(ev event, payload map[string]any) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		panic("ghsim: marshal webhook: " + err.Error())
 	}
-	w.pending = append(w.pending, event{name: name, action: action, body: b})
+	ev.body = b
+	w.pending = append(w.pending, ev)
 }
 
 // takePending hands the queued webhooks over, in the order the changes happened.
@@ -132,7 +147,7 @@ func (w *world) clearFieldValue(by *actor, projectID, itemID, fieldID string) (*
 // from/to as the field's type holds them — a single-select option {id, name, color,
 // description}, a text field's string, a number field's number — or null for no value.
 func (w *world) emitFieldChange(it *item, f *field, from, to *fieldValue, by *actor) {
-	w.emit("projects_v2_item", "edited", map[string]any{
+	w.emit(it.project.owner, "projects_v2_item", "edited", map[string]any{
 		"projects_v2_item": w.itemJSON(it),
 		"changes": map[string]any{"field_value": map[string]any{
 			"field_node_id":  f.nodeID,
@@ -179,7 +194,7 @@ func (w *world) addItem(by *actor, projectID, contentID string) (*item, error) {
 		}
 	}
 	it := w.newItem(p, w.nodes[contentID], by, w.clock())
-	w.emit("projects_v2_item", "created", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
+	w.emit(p.owner, "projects_v2_item", "created", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
 	return it, nil
 }
 
@@ -202,7 +217,7 @@ func (w *world) setArchived(by *actor, projectID, itemID string, archived bool) 
 	} else {
 		it.archivedAt = nil
 	}
-	w.emit("projects_v2_item", action, map[string]any{"projects_v2_item": w.itemJSON(it), "changes": changes, "sender": w.userJSON(by)})
+	w.emit(it.project.owner, "projects_v2_item", action, map[string]any{"projects_v2_item": w.itemJSON(it), "changes": changes, "sender": w.userJSON(by)})
 	return it, nil
 }
 
@@ -224,7 +239,7 @@ func (w *world) deleteItem(by *actor, projectID, itemID string) (*item, error) {
 	}
 	delete(w.nodes, it.nodeID)
 	p.updatedAt = w.clock()
-	w.emit("projects_v2_item", "deleted", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
+	w.emit(p.owner, "projects_v2_item", "deleted", map[string]any{"projects_v2_item": w.itemJSON(it), "sender": w.userJSON(by)})
 	return it, nil
 }
 
@@ -269,7 +284,7 @@ func (w *world) closeIssue(by *actor, is *issue, reason string) error {
 	t := w.clock()
 	is.state, is.stateReason, is.closedAt, is.updatedAt = "closed", reason, &t, t
 	w.addIssueEvent(is, "CLOSED_EVENT", by, t, reason)
-	w.emit("issues", "closed", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	w.emit(is.repo.owner, "issues", "closed", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
 	return nil
 }
 
@@ -286,7 +301,7 @@ func (w *world) reopenIssue(by *actor, is *issue) error {
 	t := w.clock()
 	is.state, is.stateReason, is.closedAt, is.updatedAt = "open", "reopened", nil, t
 	w.addIssueEvent(is, "REOPENED_EVENT", by, t, "reopened")
-	w.emit("issues", "reopened", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	w.emit(is.repo.owner, "issues", "reopened", map[string]any{"issue": w.issueJSON(is), "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
 	return nil
 }
 
@@ -307,7 +322,7 @@ func (w *world) editIssue(by *actor, is *issue, title, body *string) error {
 		return nil
 	}
 	is.updatedAt = w.clock()
-	w.emit("issues", "edited", map[string]any{"issue": w.issueJSON(is), "changes": changes, "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
+	w.emit(is.repo.owner, "issues", "edited", map[string]any{"issue": w.issueJSON(is), "changes": changes, "repository": w.repoJSON(is.repo), "sender": w.userJSON(by)})
 	return nil
 }
 
@@ -322,7 +337,7 @@ func (w *world) mergePR(by *actor, pr *pullRequest) error {
 	}
 	t := w.clock()
 	pr.merged, pr.mergedAt, pr.mergedBy, pr.state, pr.closedAt, pr.updatedAt = true, &t, by, "closed", &t, t
-	w.emit("pull_request", "closed", map[string]any{"number": pr.number, "pull_request": w.prJSON(pr),
+	w.emit(pr.repo.owner, "pull_request", "closed", map[string]any{"number": pr.number, "pull_request": w.prJSON(pr),
 		"repository": w.repoJSON(pr.repo), "sender": w.userJSON(by)})
 	for _, is := range pr.closes {
 		if err := w.closeIssue(by, is, "completed"); err != nil {
