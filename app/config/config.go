@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type Config struct {
 	GitHub      GitHub      `yaml:"github"`
 	Store       Store       `yaml:"store"`
 	Projects    []Project   `yaml:"projects"`
+	Policy      Policy      `yaml:"policy"`
 	Enforcement Enforcement `yaml:"enforcement"`
 	Reconcile   Reconcile   `yaml:"reconcile"`
 	Redelivery  Redelivery  `yaml:"redelivery"`
@@ -214,44 +216,63 @@ func parse(data []byte) (Config, Problems) {
 // key paths. The workflow section extends the embedded default's (merge.go); origin says
 // where the merged workflow's values came from. parsed is false when the text is not YAML.
 func decode(data []byte) (cfg Config, problems Problems, parsed bool, origin *workflowOrigin) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, Problems{{Path: "(file)", Message: yamlMessage(err, data)}}, false, origin
+	root, problems := parseDocument(data)
+	if root == nil {
+		return Config{}, problems, false, origin
 	}
-	if len(root.Content) == 0 {
-		return Config{}, Problems{{Path: "(file)", Message: "the file is empty"}}, false, origin
-	}
-	doc := root.Content[0]
-	// workflow.extends steers the merge and is no key of policy.Spec: it leaves the tree first.
-	section, extends, extendsProblems := takeExtends(doc)
-	problems = append(problems, unknownKeys(doc, configShape(), "")...)
-	problems = append(problems, extendsProblems...)
-	lines := map[int]string{}
-	typed := typeProblems(doc, configShape(), "", lines)
-	problems = append(problems, typed...)
 	// A file without an actors section gets the embedded default's, whole.
-	if !hasKey(doc, "actors") {
+	if !hasKey(root.Content[0], "actors") {
 		actors, err := defaultSection("actors")
 		if err == nil {
 			err = actors.Decode(&cfg.Actors)
 		}
 		if err != nil {
-			return cfg, append(problems, Problem{Path: "actors", Message: err.Error()}), true, origin
+			return cfg, Problems{{Path: "actors", Message: err.Error()}}, true, origin
 		}
 	}
+	problems, origin = decodeStrict(root, data, configShape(), &cfg, &cfg.Workflow)
+	return cfg, problems, true, origin
+}
+
+// parseDocument parses a file's YAML text; a text that is not YAML, or holds no document, is
+// the one problem and the root is nil.
+func parseDocument(data []byte) (*yaml.Node, Problems) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Problems{{Path: "(file)", Message: yamlMessage(err, data)}}
+	}
+	if len(root.Content) == 0 {
+		return nil, Problems{{Path: "(file)", Message: "the file is empty"}}
+	}
+	return &root, nil
+}
+
+// decodeStrict decodes a parsed file into out, a pointer to a value of type shape whose
+// workflow section is *workflow. Unknown keys and type errors are reported by key path, all
+// at once; the workflow section is merged into the default's first (merge.go), and origin
+// says where the merged workflow's values came from.
+func decodeStrict(root *yaml.Node, data []byte, shape reflect.Type, out any, workflow *policy.Spec) (Problems, *workflowOrigin) {
+	doc := root.Content[0]
+	// workflow.extends steers the merge and is no key of policy.Spec: it leaves the tree first.
+	section, extends, extendsProblems := takeExtends(doc)
+	problems := unknownKeys(doc, shape, "")
+	problems = append(problems, extendsProblems...)
+	lines := map[int]string{}
+	typed := typeProblems(doc, shape, "", lines)
+	problems = append(problems, typed...)
 	// The workflow is decoded from the merge of the file's section into the default's, which
 	// keeps the file's nodes, and so its lines, for every value the file gave.
 	wf, origin, err := effectiveWorkflow(section, extends)
 	if err != nil {
-		return cfg, append(problems, Problem{Path: "workflow", Message: err.Error()}), true, origin
+		return append(problems, Problem{Path: "workflow", Message: err.Error()}), origin
 	}
 	problems = append(problems, origin.duplicates...)
 	if doc.Kind == yaml.MappingNode {
 		setValue(doc, "workflow", wf)
-	} else if err := wf.Decode(&cfg.Workflow); err != nil { // the file is refused as it is
+	} else if err := wf.Decode(workflow); err != nil { // the file is refused as it is
 		problems = append(problems, Problem{Path: "workflow", Message: err.Error()})
 	}
-	if err := root.Decode(&cfg); err != nil {
+	if err := root.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			problems = append(problems, placeDecodeErrors(te.Errors, typed, lines)...)
@@ -259,7 +280,7 @@ func decode(data []byte) (cfg Config, problems Problems, parsed bool, origin *wo
 			problems = append(problems, Problem{Path: "(file)", Message: yamlMessage(err, data)})
 		}
 	}
-	return cfg, problems, true, origin
+	return problems, origin
 }
 
 // yamlMessage words a YAML syntax error. yaml.v3 counts the line of a parser error (a key
@@ -317,6 +338,7 @@ func (c Config) Validate() Problems {
 	problems := c.validateService()
 	problems = append(problems, c.validateMCP()...)
 	problems = append(problems, c.validateUI()...)
+	problems = append(problems, c.validatePolicy()...)
 	problems = append(problems, c.PolicyActors("").Validate()...)
 	seen := map[string]bool{}
 	for i, login := range c.Actors.Bypass {

@@ -32,9 +32,12 @@ func unknownKeys(n *yaml.Node, t reflect.Type, at string) Problems {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i].Value, n.Content[i+1]
 			p := join(at, key)
+			if key == "" {
+				p = join(at, `""`) // a key without a name still has a path
+			}
 			ft, ok := fields[key]
 			if !ok {
-				problems = append(problems, Problem{Path: p, Message: fmt.Sprintf("unknown key (line %d); known keys: %s", n.Content[i].Line, knownList(t))})
+				problems = append(problems, Problem{Path: p, Message: unknownKeyMessage(key, n.Content[i].Line, t)})
 				continue
 			}
 			problems = append(problems, unknownKeys(val, ft, p)...)
@@ -55,6 +58,17 @@ func unknownKeys(n *yaml.Node, t reflect.Type, at string) Problems {
 		}
 	}
 	return problems
+}
+
+// unknownKeyMessage says a key is unknown, with the nearest known key when one is near:
+// `unknown key (line 5) (did you mean "gates"?); known keys: …`.
+func unknownKeyMessage(key string, line int, t reflect.Type) string {
+	known := knownList(t)
+	msg := fmt.Sprintf("unknown key (line %d)", line)
+	if near, ok := Nearest(key, strings.Split(known, ", ")); ok {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return msg + "; known keys: " + known
 }
 
 func join(at, key string) string {

@@ -13,10 +13,11 @@ type Mode string
 
 const (
 	// ForServe is `serve` (and what doctor and validate check by default): the App's id,
-	// private key and webhook secret, at least one project, and every MCP agent's token.
+	// private key and webhook secret, and every MCP agent's token. Projects are not required:
+	// without them serve reads each organization's policy from its repository.
 	ForServe Mode = "serve"
-	// ForMCP is `mcp --stdio`: the App's id and private key and at least one project. It
-	// serves no webhook and authenticates no agent by token.
+	// ForMCP is `mcp --stdio`: the App's id and private key and at least one project listed
+	// in the file. It serves no webhook and authenticates no agent by token.
 	ForMCP Mode = "mcp"
 	// ForFile is the file (and the environment) alone: no secret is required, a given one
 	// must still be sound.
@@ -46,7 +47,7 @@ func (c Config) Check(mode Mode, lookup func(string) (string, bool)) Problems {
 		_, creds := c.MCPCredentials(lookup)
 		return appendNew(problems, creds...)
 	case ForMCP:
-		return c.validateApp()
+		return append(c.validateApp(), c.validateProjectsListed()...)
 	case ForFile:
 		return nil
 	}

@@ -91,8 +91,10 @@ func TestPrivateKeyFromFile(t *testing.T) {
 	}
 }
 
-// Each mode asks only for what it uses: mcp --stdio needs the App's id and key and a project,
-// never the webhook secret nor agents' tokens; serve needs them all; the file alone needs none.
+// Each mode asks only for what it uses: mcp --stdio needs the App's id and key and a project
+// listed in the file, never the webhook secret nor agents' tokens; serve needs the App's id,
+// key, webhook secret and agents' tokens, but no project (without projects it reads each
+// organization's policy file); the file alone needs none.
 func TestModesAskOnlyForWhatTheyUse(t *testing.T) {
 	key := testKeyPEM(t)
 	full := map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "Zq4v8tN1xK7mR2pW9cL5", EnvPrivateKey: key, "RALPH_TEST_TOKEN": "researcher-token-0123"}
@@ -118,7 +120,9 @@ func TestModesAskOnlyForWhatTheyUse(t *testing.T) {
 		{"serve without the webhook secret", withAgent, ForServe, without(EnvWebhookSecret), []string{"github.app.webhook_secret"}},
 		{"serve without an agent's token", withAgent, ForServe, without("RALPH_TEST_TOKEN"), []string{"mcp.agents[0].token_env"}},
 		{"serve with nothing", noProjects, ForServe, nil,
-			[]string{"github.app.integration_id", "github.app.private_key", "projects", "github.app.webhook_secret", "mcp.agents[0].token_env"}},
+			[]string{"github.app.integration_id", "github.app.private_key", "github.app.webhook_secret", "mcp.agents[0].token_env"}},
+		{"serve without projects reads the organizations' policies", noProjects, ForServe, full, nil},
+		{"mcp without projects", noProjects, ForMCP, full, []string{"projects"}},
 		{"mcp without the webhook secret and the token", withAgent, ForMCP, without(EnvWebhookSecret, "RALPH_TEST_TOKEN"), nil},
 		{"mcp without the key", withAgent, ForMCP, without(EnvPrivateKey), []string{"github.app.private_key"}},
 		{"mcp with nothing", noProjects, ForMCP, nil, []string{"github.app.integration_id", "github.app.private_key", "projects"}},
@@ -127,12 +131,15 @@ func TestModesAskOnlyForWhatTheyUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, problems, err := Preflight(writeFile(t, tt.file), tt.mode, envOf(tt.env))
+			cfg, problems, err := Preflight(writeFile(t, tt.file), tt.mode, envOf(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := paths(problems); !slices.Equal(got, tt.paths) {
 				t.Fatalf("problems at %q, want %q:\n%v", got, tt.paths, problems)
+			}
+			if cfg.OrgPolicies() != (tt.file == noProjects) {
+				t.Errorf("OrgPolicies() = %v for %q", cfg.OrgPolicies(), tt.file)
 			}
 			if strings.Contains(problems.Error(), "MII") {
 				t.Errorf("a problem echoes the key: %v", problems)
@@ -150,7 +157,8 @@ func TestModesAskOnlyForWhatTheyUse(t *testing.T) {
 }
 
 // What validate passed and serve refused: a token_env that is unset, one token shared by two
-// agents, no project. Preflight for serve reports each, by key path.
+// agents. Preflight for serve reports each, by key path. No project is not one of them (the
+// organizations' policy files are read), but a policy section pointing outside a repository is.
 func TestPreflightHasEveryCheckServeHas(t *testing.T) {
 	env := envOf(map[string]string{EnvIntegrationID: "42", EnvWebhookSecret: "Zq4v8tN1xK7mR2pW9cL5", EnvPrivateKey: testKeyPEM(t),
 		"TOKEN_A": "same-token-0123456789", "TOKEN_B": "same-token-0123456789"})
@@ -166,7 +174,12 @@ func TestPreflightHasEveryCheckServeHas(t *testing.T) {
 			[]string{`mcp.agents[1]: shares its token with agent "a"`}},
 		{"a token in clear and its hash", "projects: [{owner: acme, number: 1}]\nmcp: {agents: [{name: a, token: same-token-0123456789}, " +
 			"{name: b, token_sha256: EE99F8241250FBB516B0C3FF29C32D352697E4EF1A8137E02BFD3B2E58D8EEFB}]}\n", []string{`mcp.agents[1]: shares its token with agent "a"`}},
-		{"no project", "server: {port: 8080}\n", []string{"projects: list at least one"}},
+		// No project is no problem: serve reads the organizations' policy files, from where the
+		// policy section says (validated like any other key).
+		{"no project", "server: {port: 8080}\n", nil},
+		{"no project and a policy file outside the repository", "policy: {repository: acme/.github, path: ../ralph-gate.yml}\n", []string{
+			`policy.repository: must be the name of a repository of the organization (letters, digits, '.', '_', '-'; at most 100), got "acme/.github"`,
+			`policy.path: must be a file's path from the repository's root, without ".." (such as ralph-gate.yml or .github/ralph-gate.yml), got "../ralph-gate.yml"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

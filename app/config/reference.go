@@ -46,8 +46,8 @@ Every command runs the same checks before it acts, and each asks only for what i
 
 | command | needs, besides a valid file |
 |---|---|
-| ` + "`serve`" + `, ` + "`doctor`" + `, ` + "`validate --config FILE`" + ` | the App's id, private key and webhook secret, at least one project, every ` + "`mcp.agents[].token_env`" + ` set, and no token shared by two agents |
-| ` + "`mcp --stdio`" + ` (` + "`validate --for mcp`" + `) | the App's id and private key, at least one project (no webhook secret, no agent token) |
+| ` + "`serve`" + `, ` + "`doctor`" + `, ` + "`validate --config FILE`" + ` | the App's id, private key and webhook secret, every ` + "`mcp.agents[].token_env`" + ` set, and no token shared by two agents; no project: without ` + "`projects`" + `, serve reads each organization's policy from its repository ([how](#policy-in-the-organizations-repository)) |
+| ` + "`mcp --stdio`" + ` (` + "`validate --for mcp`" + `) | the App's id and private key, at least one project listed in the file (no webhook secret, no agent token) |
 | ` + "`validate --for file`" + ` (and ` + "`validate`" + ` without ` + "`--config`" + `) | nothing more: a secret that is given must still be sound |
 
 ` + "`ralph-gate validate`" + ` lists every problem at once (` + "`--json`" + ` for scripts); ` + "`serve`" + ` refuses to start on any.
@@ -85,6 +85,9 @@ Secrets are best kept out of the file. These variables, when set, replace the ke
 		rows(&b, name, t.Field(i).Type, v.Field(i), true, comments)
 		if name == "workflow" {
 			b.WriteString("\n" + workflowMergeDoc)
+		}
+		if name == "policy" {
+			b.WriteString("\n" + orgPolicyDoc)
 		}
 	}
 	return b.Bytes(), nil

@@ -40,7 +40,7 @@ func TestReferenceCoversEveryKey(t *testing.T) {
 	}
 	for _, key := range []string{"server.port", "github.app.private_key", "store.dsn", "projects[].owner",
 		"enforcement.workers", "logging.format", "actors.agents", "workflow.states[].kind",
-		"workflow.intents[].targets", "workflow.gates.wip_limits", "workflow.automation.max_cascade_depth", "workflow.extends"} {
+		"workflow.intents[].targets", "workflow.gates.wip_limits", "workflow.automation.max_cascade_depth", "workflow.extends", "policy.repository", "policy.path"} {
 		if !strings.Contains(string(got), "| `"+key+"` |") {
 			t.Errorf("the reference lacks %s", key)
 		}
@@ -49,7 +49,11 @@ func TestReferenceCoversEveryKey(t *testing.T) {
 	if _, after, ok := strings.Cut(string(got), "## `workflow`"); !ok || !strings.Contains(after, "\n### How a workflow section extends the default\n") {
 		t.Error("the reference does not say how a workflow section extends the default, after the workflow's keys")
 	}
-	for _, section := range []string{"server", "github", "store", "projects", "enforcement", "logging", "actors", "workflow"} {
+	// So are the organizations' policy files, after the policy section's keys.
+	if _, after, ok := strings.Cut(string(got), "## `policy`"); !ok || !strings.Contains(after, "\n### Policy in the organization's repository\n") {
+		t.Error("the reference does not describe the organizations' policy files, after the policy section's keys")
+	}
+	for _, section := range []string{"server", "github", "store", "projects", "policy", "enforcement", "logging", "actors", "workflow"} {
 		if !strings.Contains(string(got), "## `"+section+"`\n\n") || strings.Contains(string(got), "## `"+section+"`\n\n|") {
 			t.Errorf("section %s has no description in config.yml", section)
 		}

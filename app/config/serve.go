@@ -37,6 +37,7 @@ const (
 // applyDefaults fills what the file left empty; it is the one place defaults live.
 func (c *Config) applyDefaults() {
 	c.mcpDefaults()
+	c.policyDefaults()
 	if c.Server.Address == "" {
 		c.Server.Address = "0.0.0.0"
 	}
@@ -217,17 +218,17 @@ func (c Config) validateService() Problems {
 	return problems
 }
 
-// ValidateServe checks what only serving needs: the App's identity and secrets, and at
-// least one project to enforce. Secrets are never echoed. Check(ForServe) runs it, with the
-// agents' tokens.
+// ValidateServe checks what only serving needs: the App's identity and secrets. Secrets are
+// never echoed. Check(ForServe) runs it, with the agents' tokens. It asks for no project:
+// without projects, serve reads each organization's policy from its repository (OrgPolicies).
 func (c Config) ValidateServe() Problems {
 	problems := c.validateApp()
 	problems = append(problems, webhookSecretProblems(c.GitHub.App.WebhookSecret, true)...)
 	return append(problems, c.validateUIServe()...)
 }
 
-// validateApp checks what acting as the App needs (serve and `mcp --stdio`): its id, its
-// private key and at least one project. The key is never echoed.
+// validateApp checks what acting as the App needs (serve and `mcp --stdio`): its id and its
+// private key. The key is never echoed.
 func (c Config) validateApp() Problems {
 	var problems Problems
 	if c.GitHub.App.IntegrationID <= 0 {
@@ -242,10 +243,17 @@ func (c Config) validateApp() Problems {
 	default:
 		problems = append(problems, privateKeyProblems(c.GitHub.App.PrivateKey)...)
 	}
-	if len(c.Projects) == 0 {
-		problems = append(problems, Problem{Path: "projects", Message: "list at least one organization project to enforce ({owner, number})"})
-	}
 	return problems
+}
+
+// validateProjectsListed is `mcp --stdio`'s own need: it reads no organization's policy file,
+// so the projects it acts on are listed in config.yml.
+func (c Config) validateProjectsListed() Problems {
+	if len(c.Projects) > 0 {
+		return nil
+	}
+	return Problems{{Path: "projects", Message: "list at least one organization project to enforce ({owner, number}): " +
+		"mcp --stdio reads no organization's policy file"}}
 }
 
 // Enforces reports whether an organization project is configured for enforcement.

@@ -360,10 +360,14 @@ func TestServeRefusesIncompleteConfig(t *testing.T) {
 	if code != exitError {
 		t.Fatalf("exit %d, want %d", code, exitError)
 	}
-	for _, want := range []string{"github.app.integration_id", "github.app.private_key", "projects"} {
+	for _, want := range []string{"github.app.integration_id", "github.app.private_key", "2 problem(s)"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %s:\n%s", want, errOut)
 		}
+	}
+	// No project is not one of them: serve reads each organization's policy file.
+	if strings.Contains(errOut, "projects") {
+		t.Errorf("serve asks for projects:\n%s", errOut)
 	}
 	if strings.Contains(out+errOut, "very-secret-value") {
 		t.Error("a secret was printed")
