@@ -406,7 +406,9 @@ func TestCheckRunRefusals(t *testing.T) {
 		}
 		return out
 	}
-	output := func(n int) map[string]any { return map[string]any{"title": "t", "summary": "s", "annotations": annotations(n)} }
+	output := func(n int) map[string]any {
+		return map[string]any{"title": "t", "summary": "s", "annotations": annotations(n)}
+	}
 	for _, tc := range []struct {
 		name   string
 		sim    *sim

@@ -51,6 +51,8 @@ func (s *Server) routes() {
 	h("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.updateCheckRun)
 	h("GET /repos/{owner}/{repo}/check-runs/{id}/annotations", s.listCheckRunAnnotations)
 	h("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.listCheckRunsForRef)
+	h("GET /repos/{owner}/{repo}", s.getRepo)
+	h("GET /repos/{owner}/{repo}/commits/{ref}", s.getCommit)
 	h("POST /app-manifests/{code}/conversions", s.convertManifest)
 }
 

@@ -17,6 +17,7 @@ func (s *Server) simRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /_sim/faults", s.simSetFaults)
 	mux.HandleFunc("POST /_sim/merge", s.simMerge)
 	mux.HandleFunc("POST /_sim/push", s.simPush)
+	mux.HandleFunc("POST /_sim/install", s.simInstall)
 	mux.HandleFunc("POST /_sim/reset", s.simReset)
 	mux.HandleFunc("GET /_sim/config", s.simGetConfig)
 	mux.HandleFunc("POST /_sim/config", s.simSetConfig)
@@ -149,4 +150,22 @@ func (s *Server) simSetConfig(w http.ResponseWriter, r *http.Request) {
 		s.SetWebhookURL(*in.WebhookURL)
 	}
 	s.simGetConfig(w, r)
+}
+
+// simInstall is POST /_sim/install: {"org", "action": "created"|"deleted"|"added"|"removed",
+// "by"?, "installation_id"?, "repositories"?} installs the App on an organization, uninstalls it,
+// or adds or removes repositories of its installation, and sends the installation or
+// installation_repositories webhook; it answers the installation ({"id", "installed",
+// "repository_selection", "repositories"}).
+func (s *Server) simInstall(w http.ResponseWriter, r *http.Request) {
+	var in Install
+	if !simDecode(w, r, &in) {
+		return
+	}
+	res, err := s.Install(in)
+	if err != nil {
+		simError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }

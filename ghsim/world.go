@@ -323,7 +323,8 @@ type installation struct {
 	// repos are the repositories the installation may see; nil: all (repository_selection all).
 	repos     map[string]bool
 	installed bool
-	epoch     int // incremented by each install: tokens of an earlier one are refused
+	used      bool // installed at some time: a new install gets a new id
+	epoch     int  // incremented by each install: tokens of an earlier one are refused
 	createdAt time.Time
 }
 
@@ -488,6 +489,7 @@ func (w *world) load(seed Seed) error {
 			maps.Copy(o.members, w.orgs[0].members)
 		}
 		in := &installation{id: so.InstallationID, org: o, permissions: so.Permissions, installed: so.Installed == nil || *so.Installed, createdAt: seedEpoch}
+		in.used = in.installed
 		if in.permissions == nil {
 			in.permissions = w.app.permissions
 		}

@@ -91,6 +91,9 @@ func (m *mover) move(ctx context.Context, ref, state string, wait time.Duration)
 	if err != nil {
 		return err
 	}
+	if owner, _, ok := strings.Cut(ref, "/"); ok {
+		world, _ = world.OrgState(owner) // findIssue found the organization
+	}
 	var found struct {
 		Viewer       struct{ Login string }
 		Organization *struct {
@@ -215,7 +218,8 @@ func describeValue(v string) string {
 	return strconv.Quote(v)
 }
 
-// findIssue finds ISSUE (3, app#3 or acme/app#3) among the simulator's issues.
+// findIssue finds ISSUE (3, app#3, or acme/app#3 in any of the simulator's organizations) among
+// the simulator's issues.
 func findIssue(world ghsim.State, ref string) (ghsim.IssueState, error) {
 	repo, num, ok := strings.Cut(ref, "#")
 	if !ok {
@@ -226,10 +230,11 @@ func findIssue(world ghsim.State, ref string) (ghsim.IssueState, error) {
 		return ghsim.IssueState{}, fmt.Errorf("%q is not an issue: give its number, REPO#NUMBER or OWNER/REPO#NUMBER", ref)
 	}
 	if owner, name, ok := strings.Cut(repo, "/"); ok {
-		if !strings.EqualFold(owner, world.Org) {
-			return ghsim.IssueState{}, fmt.Errorf("the simulator's organization is %s, not %s", world.Org, owner)
+		org, known := world.OrgState(owner)
+		if !known {
+			return ghsim.IssueState{}, fmt.Errorf("the simulator has no organization %s", owner)
 		}
-		repo = name
+		world, repo = org, name
 	}
 	var matches []ghsim.IssueState
 	for _, is := range world.Issues {

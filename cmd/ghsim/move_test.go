@@ -16,8 +16,14 @@ import (
 // startSim runs the example seed's simulator over HTTP for one test.
 func startSim(t *testing.T) (*ghsim.Server, string) {
 	t.Helper()
+	return startSimFrom(t, "seed.yaml")
+}
+
+// startSimFrom runs the simulator of one of ghsim's example seeds.
+func startSimFrom(t *testing.T, name string) (*ghsim.Server, string) {
+	t.Helper()
 	dir := t.TempDir()
-	seed, err := os.ReadFile("../../ghsim/testdata/seed.yaml")
+	seed, err := os.ReadFile("../../ghsim/testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +104,36 @@ func TestMove(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ghsim move reaches an issue of a further organization by OWNER/REPO#NUMBER.
+func TestMoveInSecondOrg(t *testing.T) {
+	sim, url := startSimFrom(t, "two-orgs.yaml")
+	for _, tt := range []struct {
+		name     string
+		issue    string
+		code     int
+		out, err string
+	}{
+		{"beta's issue", "beta/web#1", 0, `bob moved beta/web#1 "Beta issue" from "Backlog" to "Done"`, ""},
+		{"unknown organization", "gamma/web#1", 1, "", "the simulator has no organization gamma"},
+		{"a repo of the other organization", "acme/web#1", 1, "", "the simulator has no issue acme/web#1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), []string{"move", "--sim", url, "--token", "bob-token", tt.issue, "Done"}, &out, &errOut)
+			if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.err) {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+			}
+		})
+	}
+	beta, _ := sim.State().OrgState("beta")
+	if is, _ := beta.Issue("web", 1); is.Fields["Workflow State"] != "Done" {
+		t.Fatalf("beta/web#1 is %q", is.Fields["Workflow State"])
+	}
+	if is, _ := sim.State().Issue("app", 1); is.Fields["Workflow State"] != "Backlog" {
+		t.Fatalf("acme/app#1 changed: %q", is.Fields["Workflow State"])
 	}
 }
 
