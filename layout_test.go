@@ -55,7 +55,7 @@ var layering = map[string]layer{
 	// Wiring: configuration, GitHub clients, store, durable queue, webhook handlers and
 	// HTTP routes, run until shutdown. The only place that knows every adapter.
 	"app": {
-		internal: []string{"app/config", "enforce", "ghboard", "handlers", "health", "internal/drain", "jobs", "mcpserver", "metrics", "policy", "redeliver", "store", "web", "webauth"},
+		internal: []string{"app/config", "enforce", "ghboard", "handlers", "health", "internal/drain", "jobs", "mcpserver", "metrics", "payload", "policy", "redeliver", "store", "web", "webauth"},
 		external: []string{goGitHub, httpcache, mcpSDK, githubapp, riverpgxv5, riversqlite, zerolog},
 	},
 	// Decodes, defaults and validates the configuration file.

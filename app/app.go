@@ -61,6 +61,9 @@ type App struct {
 	version  string
 	mcp      http.Handler // the MCP façade at /mcp, behind bearer auth
 	ui       http.Handler // the board health pages at /ui/ (ui.enabled; ui.go)
+	// orgs are the organizations' own policies, when config.yml lists no projects
+	// (orgpolicy.go); nil otherwise.
+	orgs *orgPolicies
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -154,6 +157,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.boards.required, a.boards.prs = m.RequiredFields(), m.NeedsMergedPR()
 	a.maint = newMaintenance(a, gate)
 	walkers, batch := batchWalkers(st.MaxConns(), cfg.Enforcement.Workers)
+	enforced, modes := cfg.Enforces, modeOf(cfg)
+	var policies enforce.Policies
+	if cfg.OrgPolicies() && !opts.StdioMCP {
+		a.orgs = newOrgPolicies(cfg, appLogin)
+		enforced, modes, policies = a.orgs.enforces, a.orgs.mode, a.orgs
+	}
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{
 		BatchJudge:   batch,
 		BatchWalkers: walkers,
@@ -169,8 +178,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Redeliveries:   a.maint.gaps,
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,
 		AppLogin:       appLogin,
-		Enforced:       cfg.Enforces,
-		Mode:           modeOf(cfg),
+		Enforced:       enforced,
+		Mode:           modes,
+		Policies:       policies,
 		Observer:       automationCounter{metrics: mx},
 		DecisionLink:   decisionLink(cfg),
 	})
@@ -267,10 +277,15 @@ func (a *App) eventHandlers() []githubapp.EventHandler {
 	for _, p := range a.cfg.Projects {
 		scope.Projects = append(scope.Projects, handlers.Project{Owner: p.Owner, Number: p.Number})
 	}
+	if a.orgs != nil {
+		scope.ByOwner = a.orgs.scope
+	}
 	return []githubapp.EventHandler{
 		&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
 		&handlers.Issues{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
 		&handlers.PullRequest{Scope: scope, Queue: a.queue},
+		&handlers.Push{Policies: a},
+		&handlers.Installation{Policies: a},
 	}
 }
 
@@ -350,6 +365,12 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := a.recoverInterrupted(ctx); err != nil {
 		return err
 	}
+	if a.orgs != nil {
+		// The kept policies first: enforcement resumes before GitHub is read.
+		if err := a.restoreOrgPolicies(ctx); err != nil {
+			return fmt.Errorf("restore the organizations' policies: %w", err)
+		}
+	}
 	// Not ctx: its end must not cancel running jobs. Shutdown stops the queue below, which lets
 	// them finish (drain) before the store closes.
 	if err := a.queue.Start(context.WithoutCancel(ctx)); err != nil {
@@ -371,6 +392,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	go a.maint.gaps.run(gapCtx)
 	go a.maint.gaps.runJudge(gapCtx, judgeCtx)
 	go a.maint.gaps.runRevertsAtOnce(gapCtx, judgeCtx)
+	if a.orgs != nil {
+		go func() {
+			if err := a.readAllOrgPolicies(gapCtx); err != nil && gapCtx.Err() == nil {
+				logger.Warn().Err(err).Msg("reading the organizations' policies: those not read keep their kept policy; a push or a restart reads them again")
+			}
+		}()
+	}
 	if _, pending := a.preflight.pending(); pending {
 		go a.runPreflight(gapCtx)
 	}

@@ -104,7 +104,7 @@ func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, erro
 	var reports []enforce.ReconcileReport
 	var first error
 	opts := enforce.ReconcileOptions{BudgetShare: a.cfg.Reconcile.BudgetShare, Settle: a.cfg.Reconcile.Settle}
-	for _, p := range a.cfg.Projects {
+	for _, p := range a.projects() {
 		b, err := a.boards.get(ctx, 0, p.Owner)
 		if err == nil {
 			var rep enforce.ReconcileReport

@@ -73,6 +73,7 @@ type Sandbox struct {
 	tempDir  bool
 	mu       sync.Mutex
 	fieldsOf map[string]ghboard.Field
+	opts     Options // what the app was started with (RestartApp)
 }
 
 // Start starts the simulator and the app, wired to each other, and returns once the app serves.
@@ -141,25 +142,9 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	sb.Config = cfg
 
-	a, err := app.New(ctx, cfg, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic,
-		GitHubWriteGap: WriteGap, LiftContentBudget: !opts.SimOptions.SecondaryLimits.Enabled})
-	if err != nil {
+	sb.opts = opts
+	if err := sb.startApp(ctx); err != nil {
 		sb.cleanup()
-		return nil, fmt.Errorf("start ralph-gate: %w", err)
-	}
-	sb.App = a
-	ln, err := net.Listen("tcp", orFreePort(opts.AppAddr))
-	if err != nil {
-		sb.cleanup()
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	sb.AppURL = "http://" + ln.Addr().String()
-	sim.SetWebhookURL(sb.AppURL + app.WebhookRoute)
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sb.cancel, sb.done = cancel, make(chan error, 1)
-	go func() { sb.done <- a.Serve(runCtx, ln) }()
-	if err := waitReady(ctx, sb.AppURL+"/readyz"); err != nil {
-		sb.Close()
 		return nil, err
 	}
 	return sb, nil
@@ -204,14 +189,56 @@ func waitReady(ctx context.Context, url string) error {
 	return errors.New("ralph-gate did not become ready within 10s")
 }
 
+// startApp builds the app over sb.Config and serves it, wired to the simulator, until it is
+// ready.
+func (sb *Sandbox) startApp(ctx context.Context) error {
+	opts := sb.opts
+	a, err := app.New(ctx, sb.Config, app.Options{Version: opts.Version, WebhookMiddleware: opts.WebhookMiddleware, NoPeriodic: !opts.Periodic,
+		GitHubWriteGap: WriteGap, LiftContentBudget: !opts.SimOptions.SecondaryLimits.Enabled})
+	if err != nil {
+		return fmt.Errorf("start ralph-gate: %w", err)
+	}
+	sb.App = a
+	ln, err := net.Listen("tcp", orFreePort(opts.AppAddr))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	sb.AppURL = "http://" + ln.Addr().String()
+	sb.Sim.SetWebhookURL(sb.AppURL + app.WebhookRoute)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sb.cancel, sb.done = cancel, make(chan error, 1)
+	go func() { sb.done <- a.Serve(runCtx, ln) }()
+	if err := waitReady(ctx, sb.AppURL+"/readyz"); err != nil {
+		sb.stopApp()
+		return err
+	}
+	return nil
+}
+
+// stopApp stops the app gracefully.
+func (sb *Sandbox) stopApp() error {
+	if sb.cancel == nil {
+		return nil
+	}
+	sb.cancel()
+	err := <-sb.done
+	sb.cancel = nil
+	return err
+}
+
+// RestartApp stops the app and starts a new one over the same store and simulator, as a
+// deployment's restart does (GitHub keeps everything; webhooks sent meanwhile fail and wait
+// for redelivery).
+func (sb *Sandbox) RestartApp(ctx context.Context) error {
+	if err := sb.stopApp(); err != nil {
+		return fmt.Errorf("stop ralph-gate: %w", err)
+	}
+	return sb.startApp(ctx)
+}
+
 // Close stops the app (gracefully), then the simulator, and removes a temporary directory.
 func (sb *Sandbox) Close() error {
-	var err error
-	if sb.cancel != nil {
-		sb.cancel()
-		err = <-sb.done
-		sb.cancel = nil
-	}
+	err := sb.stopApp()
 	sb.cleanup()
 	return err
 }

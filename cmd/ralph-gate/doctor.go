@@ -46,21 +46,41 @@ var UIPermissions = map[string]string{
 	"members": "read",
 }
 
+// PolicyPermissions are what reading each organization's policy from its repository adds
+// (config.yml lists no projects: docs/CONFIGURATION.md "Policy in the organization's
+// repository"): the file, and the check run a push of it gets.
+var PolicyPermissions = map[string]string{
+	"contents": "read",  // read .github/ralph-gate.yml
+	"checks":   "write", // the "ralph-gate policy" check run on each push of it
+}
+
+// ManifestPermissions are what app.yml asks for: what ralph-gate needs, with the
+// organizations' policy files (the embedded config.yml lists no projects).
+func ManifestPermissions() map[string]string {
+	want := maps.Clone(RequiredPermissions)
+	maps.Copy(want, PolicyPermissions)
+	return want
+}
+
 // requiredPermissions are exactly what ralph-gate needs with cfg.
 func requiredPermissions(cfg config.Config) map[string]string {
 	want := maps.Clone(RequiredPermissions)
 	if cfg.UI.Enabled {
 		maps.Copy(want, UIPermissions)
 	}
+	if cfg.OrgPolicies() {
+		maps.Copy(want, PolicyPermissions)
+	}
 	return want
 }
 
 // permissionOrder is the order permissions are listed in, as GitHub's settings page shows them.
-var permissionOrder = []string{"organization_projects", "members", "issues", "pull_requests", "metadata"}
+var permissionOrder = []string{"organization_projects", "members", "checks", "contents", "issues", "pull_requests", "metadata"}
 
-// RequiredEvents are the webhook events ralph-gate subscribes to. "installation" is not
-// listed: GitHub sends it to every App and it cannot be subscribed to.
-var RequiredEvents = []string{"projects_v2_item", "issues", "pull_request"}
+// RequiredEvents are the webhook events ralph-gate subscribes to (push: a change of an
+// organization's policy file is validated at once). "installation" is not listed: GitHub
+// sends it to every App and it cannot be subscribed to.
+var RequiredEvents = []string{"projects_v2_item", "issues", "pull_request", "push"}
 
 // implicitEvents are delivered to every App whether subscribed or not.
 var implicitEvents = map[string]bool{"installation": true, "installation_repositories": true, "installation_target": true, "github_app_authorization": true, "meta": true}
@@ -71,6 +91,8 @@ var permissionLevel = map[string]int{"read": 1, "write": 2, "admin": 3}
 var permissionNames = map[string]string{
 	"organization_projects": "Organization permissions → Projects",
 	"members":               "Organization permissions → Members",
+	"checks":                "Repository permissions → Checks",
+	"contents":              "Repository permissions → Contents",
 	"issues":                "Repository permissions → Issues",
 	"pull_requests":         "Repository permissions → Pull requests",
 	"metadata":              "Repository permissions → Metadata",
@@ -80,6 +102,7 @@ var eventNames = map[string]string{
 	"projects_v2_item": "Projects v2 item",
 	"issues":           "Issues",
 	"pull_request":     "Pull request",
+	"push":             "Push",
 }
 
 // doctorCheck is one line of doctor's report, and one item of `doctor --json`'s "checks"
@@ -279,6 +302,10 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	d.events("app", ghApp.Events, settings)
 	d.webhook(ctx, client, cfg)
 
+	if cfg.OrgPolicies() {
+		d.orgPolicies(ctx, cfg, client, want)
+		return
+	}
 	byOwner := map[string][]config.Project{}
 	var owners []string
 	for _, p := range cfg.Projects {
@@ -394,6 +421,8 @@ func (d *doctor) permissions(who string, required, have map[string]string, where
 	for _, name := range sortedKeys(have) {
 		want, needed := required[name]
 		switch {
+		case !needed && PolicyPermissions[name] != "" && permissionLevel[have[name]] <= permissionLevel[PolicyPermissions[name]]:
+			// app.yml asks for it: reading the organizations' policy files needs it.
 		case !needed && UIPermissions[name] != "" && permissionLevel[have[name]] <= permissionLevel[UIPermissions[name]]:
 			d.warn(who, fmt.Sprintf("permission %s=%s is more than ralph-gate needs with ui.enabled false (the board health pages need it)", name, have[name]),
 				fmt.Sprintf("at %s set it to \"No access\", or keep it for when the pages are enabled", where))

@@ -188,17 +188,21 @@ func TestDoctor(t *testing.T) {
 		{
 			name: "missing event and excess permissions",
 			adjust: func(s *ghsim.Seed) {
-				s.App.Permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "write", "metadata": "read", "contents": "read"}
-				s.App.Events = []string{"projects_v2_item", "issues", "push"}
+				s.App.Permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "write", "metadata": "read",
+					"contents": "read", "checks": "write", "administration": "read"}
+				s.App.Events = []string{"projects_v2_item", "issues", "push", "release"}
 			},
 			code: exitError,
 			contains: []string{
 				"FAIL  app: not subscribed to the pull_request webhook event",
 				`tick "Pull request"`,
-				"warn  app: permission contents=read is more than ralph-gate needs",
+				"warn  app: permission administration=read is more than ralph-gate needs",
 				"warn  app: permission pull_requests=write is more than ralph-gate needs (read)",
-				"warn  app: subscribed to push, which ralph-gate ignores",
+				"warn  app: subscribed to release, which ralph-gate ignores",
 			},
+			// What app.yml asks for to read the organizations' policy files is not in excess
+			// with projects listed in config.yml.
+			absent: []string{"contents=read is more", "checks=write is more", "subscribed to push, which"},
 		},
 		{
 			name:   "the board health pages need Members: read, on the App and the installation",
@@ -234,6 +238,23 @@ func TestDoctor(t *testing.T) {
 				"warn  app: permission members=read is more than ralph-gate needs with ui.enabled false (the board health pages need it)",
 				"0 failure(s), 1 warning(s)",
 			},
+		},
+		{
+			// config.yml lists no projects: each organization's policy file is read, which
+			// needs Contents: read and Checks: write on every installation.
+			name:   "policies from the organizations need Contents and Checks",
+			config: func(c map[string]any) { delete(c, "projects") },
+			adjust: func(s *ghsim.Seed) {
+				s.App.Permissions = map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read", "contents": "read"}
+			},
+			code: exitError,
+			contains: []string{
+				`FAIL  app: permission checks is "none", ralph-gate needs write`,
+				`Repository permissions → Checks to "Read and write"`,
+				"ok    installation: 2002 on acme",
+				`FAIL  installation on acme: permission checks is "none", ralph-gate needs write`,
+			},
+			absent: []string{"project acme/1"},
 		},
 		{
 			name: "a missing permission fails with the settings to change",

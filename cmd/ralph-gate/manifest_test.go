@@ -31,8 +31,8 @@ func TestAppManifestMatchesDoctor(t *testing.T) {
 	if err := dec.Decode(&m); err != nil {
 		t.Fatalf("app.yml: %v", err)
 	}
-	if !maps.Equal(m.Permissions, RequiredPermissions) {
-		t.Errorf("app.yml permissions %v, doctor requires %v", m.Permissions, RequiredPermissions)
+	if !maps.Equal(m.Permissions, ManifestPermissions()) {
+		t.Errorf("app.yml permissions %v, want %v", m.Permissions, ManifestPermissions())
 	}
 	if !slices.Equal(m.Events, RequiredEvents) {
 		t.Errorf("app.yml events %v, doctor requires %v", m.Events, RequiredEvents)

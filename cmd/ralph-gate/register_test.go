@@ -253,7 +253,7 @@ func TestRegisterEndToEnd(t *testing.T) {
 		t.Fatalf("manifest %q: %v", manifestText, err)
 	}
 	if manifest.Name != "ralph-gate" || manifest.RedirectURL != r.base+"/callback" || manifest.HookAttributes["url"] != testWebhookURL ||
-		manifest.HookAttributes["active"] != true || manifest.Public || !maps.Equal(manifest.Permissions, RequiredPermissions) ||
+		manifest.HookAttributes["active"] != true || manifest.Public || !maps.Equal(manifest.Permissions, ManifestPermissions()) ||
 		!slices.Equal(manifest.Events, RequiredEvents) {
 		t.Errorf("manifest: %+v", manifest)
 	}
