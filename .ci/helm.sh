@@ -68,7 +68,6 @@ defaults="$chart/ci/default-values.yaml"
 must_fail "replicaCount=3 needs store.driver=postgres" -f "$defaults" --set replicaCount=3
 must_fail "github.appId is required" --set 'config.projects[0].owner=acme' --set 'config.projects[0].number=1'
 must_fail "store.dsn is required with store.driver=postgres" -f "$defaults" --set store.driver=postgres
-must_fail "config.projects" -f "$defaults" --set 'config.projects=null'
 must_fail "config.store" -f "$defaults" --set config.store.driver=sqlite
 must_fail "ingress.host" -f "$defaults" --set ingress.enabled=true
 must_fail "store.driver" -f "$defaults" --set store.driver=mysql   # values.schema.json

@@ -104,8 +104,36 @@ func HealthReader(cfg config.Config, st *store.Store) *health.Reader {
 	}
 	// The sweeper only reads its proof here: it never lists or redelivers anything.
 	src := storeHealth{Store: st, sweeper: redeliver.New(nil, st, redeliver.Options{}, nil)}
-	return health.New(src, health.Options{Projects: refs, Spec: cfg.Workflow,
-		StaleLockAfter: cfg.Health.StaleLockAfter, HumanWaitAfter: cfg.Health.HumanWaitAfter, Mode: modeOf(cfg)})
+	opts := health.Options{Projects: refs, Spec: cfg.Workflow,
+		StaleLockAfter: cfg.Health.StaleLockAfter, HumanWaitAfter: cfg.Health.HumanWaitAfter, Mode: modeOf(cfg)}
+	if cfg.OrgPolicies() {
+		opts.Orgs = func(ctx context.Context) ([]health.Org, error) { return orgsHealth(ctx, cfg, st) }
+	}
+	return health.New(src, opts)
+}
+
+// orgsHealth is what the store keeps of each organization's policy, as the health report
+// shows it: the commit in force (its projects, workflow and modes, from its kept file) and
+// the newest refused push.
+func orgsHealth(ctx context.Context, cfg config.Config, st *store.Store) ([]health.Org, error) {
+	kept, err := st.OrgPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]health.Org, 0, len(kept))
+	for _, k := range kept {
+		o := health.Org{Owner: k.Owner, Commit: k.SHA, Since: k.LoadedAt, Refused: k.RefusedSHA, RefusedAt: k.RefusedAt, RefusedWhy: k.RefusedWhy}
+		if k.SHA != "" {
+			if org, problems := cfg.ForOrganization(k.Owner, []byte(k.Text)); len(problems) == 0 {
+				o.Spec, o.Mode = org.Workflow, modeOf(org)
+				for _, p := range org.Projects {
+					o.Projects = append(o.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
+				}
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // modeOf is each project's enforcement mode, as the configuration says.

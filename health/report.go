@@ -46,6 +46,10 @@ type Options struct {
 	// Mode is each project's mode (nil: enforce); a project in warn or evaluate mode reports
 	// what enforce would have reverted (modes.go).
 	Mode func(owner string, number int) enforce.Mode
+	// Orgs, when set, lists the organizations whose policies are read from their own
+	// repositories (orgs.go): the report says which commit's policy is in force for each, and
+	// reports their projects after Projects.
+	Orgs func(ctx context.Context) ([]Org, error)
 }
 
 // Reader computes reports.
@@ -111,6 +115,9 @@ func (r *Reader) Report(ctx context.Context, now time.Time) (Report, error) {
 			return Report{}, fmt.Errorf("health of %s/%d: %w", ref.Owner, ref.Number, err)
 		}
 		rep.Projects = append(rep.Projects, p)
+	}
+	if err := r.orgs(ctx, &rep, now, rt); err != nil {
+		return Report{}, fmt.Errorf("health: %w", err)
 	}
 	if rep.Facade, err = r.facade(ctx, now); err != nil {
 		return Report{}, fmt.Errorf("health: %w", err)

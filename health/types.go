@@ -12,6 +12,9 @@ type Report struct {
 	Projects    []Project `json:"projects"`
 	// Facade is what agents did through the MCP façade (every project's together).
 	Facade Facade `json:"facade"`
+	// Orgs are the organizations whose policies come from their own repositories, with the
+	// commit in force for each (none when config.yml lists the projects).
+	Orgs []Org `json:"orgs,omitempty"`
 }
 
 // Project is one enforced project's health.

@@ -158,6 +158,15 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 		e.settle()
 		e.wantState(5, "In Progress")
 		e.wantVerdict(5, "agent-1", enforce.VerdictWouldRevert)
+		// The health report (board_health, the board page) says which commit is in force.
+		rep, err := app.HealthReader(e.sb.Config, e.sb.App.Store()).Report(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Orgs) != 1 || rep.Orgs[0].Commit != evaluate || rep.Orgs[0].Refused != invalid ||
+			len(rep.Projects) != 1 || rep.Projects[0].Owner != "acme" || rep.Projects[0].Mode != "evaluate" {
+			t.Errorf("the health report's organizations %+v, projects %+v", rep.Orgs, rep.Projects)
+		}
 		if first.SHA == evaluate {
 			t.Fatal("the first policy's commit is the pushed one")
 		}
@@ -176,5 +185,119 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 		e.settle()
 		e.wantState(8, "Done")
 		e.wantVerdict(8, "agent-1", enforce.VerdictWouldRevert)
+	})
+}
+
+// twoOrgsSeed is the demo seed (acme, whose policy file enforces its project) with a second
+// organization, beta, with its own installation, board and policy: agent-2 bypasses there.
+func twoOrgsSeed(n int) []byte {
+	var b strings.Builder
+	b.WriteString(string(orgPolicySeed(policyEnforce)))
+	b.WriteString(`orgs:
+  - login: beta
+    installation_id: 3003
+    repos:
+      - web
+      - {name: .github, files: {ralph-gate.yml: "projects:\n  - number: 1\nactors:\n  agents: [\"agent-*\"]\n  bypass: [agent-2]\n"}}
+    projects:
+      - number: 1
+        title: Beta
+        fields:
+          Workflow State: [Backlog, Research Needed, Research in Progress, Ready for Plan, Plan in Progress,
+                           Plan in Review, In Progress, In Review, Done, Canceled, Human Needed]
+    issues:
+`)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "      - {repo: web, number: %d, title: Beta %d, project: 1, fields: {Workflow State: Backlog}}\n", i, i)
+	}
+	return []byte(b.String())
+}
+
+// moveIn sets an issue's Workflow State in an organization, as login.
+func (e *env) moveIn(org, login, repo string, number int, state string) {
+	e.t.Helper()
+	b, err := e.sb.UserBoard(login)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx := context.Background()
+	items, err := b.IssueItems(ctx, org, repo, number)
+	if err != nil || len(items) == 0 {
+		e.t.Fatalf("%s/%s#%d: %v (%d items)", org, repo, number, err, len(items))
+	}
+	if err := b.SetState(ctx, items[0], state); err != nil {
+		e.t.Fatalf("%s moves %s/%s#%d to %s: %v", login, org, repo, number, state, err)
+	}
+}
+
+// stateIn is an issue's Workflow State in an organization.
+func (e *env) stateIn(org, repo string, number int) string {
+	e.t.Helper()
+	st := e.sb.Sim.State()
+	issues := st.Issues
+	if os, ok := st.OrgState(org); ok {
+		issues = os.Issues
+	}
+	for _, is := range issues {
+		if is.Number == number && (is.Repo == repo || strings.HasSuffix(is.Repo, "/"+repo)) {
+			return is.Fields["Workflow State"]
+		}
+	}
+	e.t.Fatalf("no issue %s/%s#%d", org, repo, number)
+	return ""
+}
+
+// One deployment, two organizations, each held to its own policy read from its own
+// repository, each written with its own installation (ghsim refuses an installation's token
+// on another organization): agent-2 bypasses in beta and is reverted in acme, and a storm of
+// agent-1's refused moves in beta is reverted there while acme's one refused move is
+// reverted too.
+func TestTwoOrganizationsEndToEnd(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, driver string) {
+		const storm = 12
+		e := startOrgs(t, driver, twoOrgsSeed(storm+1))
+		for _, org := range []string{"acme", "beta"} {
+			deadline := time.Now().Add(time.Minute)
+			for {
+				p, _, err := e.sb.App.Store().GetOrgPolicy(context.Background(), org)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.SHA != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s's policy was not read: %+v", org, p)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if _, err := e.sb.App.ReconcileNow(context.Background()); err != nil { // first sight: adopted
+			t.Fatal(err)
+		}
+		for i := 1; i <= storm; i++ {
+			e.moveIn("beta", "agent-1", "web", i, "In Progress")
+		}
+		e.move("agent-1", 3, "In Progress")
+		e.moveIn("beta", "agent-2", "web", storm+1, "In Progress")
+		e.move("agent-2", 5, "In Progress")
+		e.settle()
+		for i := 1; i <= storm; i++ {
+			if got := e.stateIn("beta", "web", i); got != "Backlog" {
+				t.Errorf("beta/web#%d is in %q, want Backlog (reverted)", i, got)
+			}
+		}
+		e.wantState(3, "Backlog")
+		e.wantState(5, "Backlog") // acme: agent-2 is an agent
+		if got := e.stateIn("beta", "web", storm+1); got != "In Progress" {
+			t.Errorf("beta/web#%d is in %q, want In Progress (agent-2 bypasses in beta)", storm+1, got)
+		}
+		// Each organization's reads and writes went through its own installation.
+		for _, r := range e.sb.Sim.Requests().Entries {
+			if r.Status == 404 || r.Status == 403 {
+				t.Errorf("a request was refused (another organization's installation?): %+v", r)
+			}
+		}
 	})
 }

@@ -15,7 +15,10 @@ import (
 
 // boardData is what the board page shows of one project.
 type boardData struct {
-	P           health.Project
+	P health.Project
+	// Policy is the project's organization's policy in force, when it is read from the
+	// organization's repository (nil when config.yml lists the projects).
+	Policy      *health.Org
 	GeneratedAt time.Time
 	Diagram     template.HTML
 	Limited     []health.StateCount // the states with a WIP limit
@@ -99,6 +102,11 @@ func (h *handler) board(w http.ResponseWriter, r *http.Request) {
 	}
 	d := boardData{P: *p, GeneratedAt: rep.GeneratedAt, All: all,
 		Facade: []facadeWindow{{"Last hour", rep.Facade.Hour}, {"Last day", rep.Facade.Day}}}
+	for i := range rep.Orgs {
+		if strings.EqualFold(rep.Orgs[i].Owner, p.Owner) {
+			d.Policy = &rep.Orgs[i]
+		}
+	}
 	counts, limits := make(map[string]int, len(p.States)), map[string]int{}
 	var over []string
 	for _, s := range p.States {
@@ -141,6 +149,7 @@ func (h *handler) funcs() template.FuncMap {
 		"itemLabel":    itemLabel,
 		"issueURL":     h.issueURL,
 		"when":         when,
+		"shortCommit":  shortCommit,
 		"age":          age,
 		"ago":          ago,
 		"findingLabel": findingLabel,
@@ -244,3 +253,11 @@ func ago(now, t time.Time) string {
 }
 
 func pathEscape(s string) string { return url.PathEscape(s) }
+
+// shortCommit is a commit's short form, as GitHub shows it.
+func shortCommit(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

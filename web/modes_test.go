@@ -46,3 +46,33 @@ func TestBoardShowsTheMode(t *testing.T) {
 		}
 	}
 }
+
+// With the policy read from the organization's repository, the board page says which commit is
+// in force and that a newer push was refused; the index lists every organization's policy,
+// one with none valid as enforcing nothing.
+func TestPagesShowThePolicyInForce(t *testing.T) {
+	at := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
+	rep := boardReport()
+	owner := rep.Projects[0].Owner
+	rep.Orgs = []health.Org{
+		{Owner: owner, Commit: "0123456789abcdef0123456789abcdef01234567", Since: at,
+			Refused: "fedcba9876543210fedcba9876543210fedcba98", RefusedAt: at.Add(time.Minute), RefusedWhy: "projects[0].mode (line 3): unknown mode"},
+		{Owner: "globex"},
+	}
+	rep.Projects = append(rep.Projects, rep.Projects[0])
+	rep.Projects[1].Number++
+	e := newEnv(t, rep, Options{})
+	board := e.get(t, fmt.Sprintf("/ui/projects/%s/%d", owner, rep.Projects[0].Number)).body
+	for _, w := range []string{"Policy in force", "<code>0123456</code>", "2026-11-27 09:30:00 UTC", "A newer push, <code>fedcba9</code>, was refused"} {
+		if !strings.Contains(board, w) {
+			t.Errorf("the board page lacks %q", w)
+		}
+	}
+	index := e.get(t, "/ui/").body
+	for _, w := range []string{"Policies of the organizations", owner + ": commit <code>0123456</code>", "push <code>fedcba9</code> refused",
+		"globex: <strong class=\"warn\">no valid policy: none of its projects is enforced"} {
+		if !strings.Contains(index, w) {
+			t.Errorf("the index lacks %q:\n%s", w, index)
+		}
+	}
+}

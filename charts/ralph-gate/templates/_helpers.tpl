@@ -139,9 +139,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if hasKey (get $cfg "github" | default dict) "app" }}
 {{- fail "config.github.app: the App's credentials come from a Secret; use github.appId, github.webhookSecret and github.privateKey (or github.existingSecret)" }}
 {{- end }}
-{{- if not (get $cfg "projects") }}
-{{- fail "config.projects: list at least one organization project to enforce, e.g. --set 'config.projects[0].owner=acme,config.projects[0].number=1'" }}
-{{- end }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
 {{- fail "ingress.host: the public host name GitHub delivers webhooks to is required when ingress.enabled=true" }}
 {{- end }}
