@@ -36,10 +36,30 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 	for _, p := range a.cfg.Projects {
 		opts.Projects = append(opts.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
 	}
-	for _, ag := range a.cfg.MCP.Agents {
-		opts.Agents = append(opts.Agents, mcpserver.Agent{Name: ag.Name, Role: ag.Role, Commands: ag.Commands})
+	opts.Agents = mcpAgents(a.cfg.MCP.Agents)
+	if a.orgs != nil {
+		opts.Scope = func(agent string) (mcpserver.Scope, bool) {
+			op, ok := a.orgs.ofAgent(agent)
+			if !ok {
+				return mcpserver.Scope{}, false
+			}
+			sc := mcpserver.Scope{Facade: a.service.Facade.In(op.owner), Agents: mcpAgents(op.cfg.MCP.Agents)}
+			for _, p := range op.cfg.Projects {
+				sc.Projects = append(sc.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
+			}
+			return sc, true
+		}
 	}
 	return mcpserver.New(opts)
+}
+
+// mcpAgents are the configured agents as the façade knows them.
+func mcpAgents(agents []config.MCPAgent) []mcpserver.Agent {
+	out := make([]mcpserver.Agent, 0, len(agents))
+	for _, ag := range agents {
+		out = append(out, mcpserver.Agent{Name: ag.Name, Role: ag.Role, Commands: ag.Commands})
+	}
+	return out
 }
 
 // toolCalls counts the façade's tool calls in the metrics (when the app has them) and in the

@@ -154,3 +154,20 @@ func (a *App) projects() []config.Project {
 	}
 	return a.cfg.Projects
 }
+
+// ofAgent is the organization an MCP agent works for: the one whose policy gives it (its
+// file's mcp.agents, else the deployment's). An agent several organizations' policies give
+// works for none of them, so that no call of its reaches another organization's board by
+// mistake: name each agent in one organization's file.
+func (p *orgPolicies) ofAgent(agent string) (orgPolicy, bool) {
+	var found []orgPolicy
+	for _, op := range p.all() {
+		if _, ok := op.cfg.MCPAgentNamed(agent); ok {
+			found = append(found, op)
+		}
+	}
+	if len(found) != 1 {
+		return orgPolicy{}, false
+	}
+	return found[0], true
+}

@@ -47,8 +47,10 @@ func (s *server) checkArguments(specs map[string]toolspec.Spec) mcp.Middleware {
 			if !known {
 				return next(ctx, method, req)
 			}
-			agent := s.agent(s.callerOf(req))
-			if err := sp.CheckArguments(call.Params.Arguments, func(arg string) []string { return s.argumentValues(arg, agent) }); err != nil {
+			caller := s.callerOf(req)
+			in := s.as(caller)
+			agent := in.agent(caller)
+			if err := sp.CheckArguments(call.Params.Arguments, func(arg string) []string { return in.argumentValues(arg, agent) }); err != nil {
 				res := &mcp.CallToolResult{}
 				res.SetError(ruled(err, policy.RuleArguments))
 				return res, nil

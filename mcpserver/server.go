@@ -58,6 +58,36 @@ type Options struct {
 	Limits Limits
 	// Calls, when set, is told of every tool call (observe.go).
 	Calls CallObserver
+	// Scope, when set, is the organization an agent works for (the app: the one whose policy
+	// file lists it, docs/CONFIGURATION.md "Policy in the organization's repository"): its
+	// calls are held to that organization's policy and act on its projects only. false: the
+	// agent works for no organization, and acts on no project.
+	Scope func(agent string) (Scope, bool)
+}
+
+// Scope is what an agent has in the organization it works for.
+type Scope struct {
+	// Facade is held to the organization's policy (enforce.Facade.In).
+	Facade   *enforce.Facade
+	Projects []enforce.ProjectRef
+	// Agents are the organization's agents (its file's commands and roles).
+	Agents []Agent
+}
+
+// as is the server as an agent's calls see it: in its organization when Options.Scope says
+// one (the limits and counts stay the server's).
+func (s *server) as(agent string) *server {
+	if s.opts.Scope == nil {
+		return s
+	}
+	v := *s
+	sc, ok := s.opts.Scope(agent)
+	if !ok {
+		v.opts.Projects, v.opts.Agents = nil, nil
+		return &v
+	}
+	v.opts.Facade, v.opts.Projects, v.opts.Agents = sc.Facade, sc.Projects, sc.Agents
+	return &v
 }
 
 type server struct {
@@ -80,14 +110,14 @@ func New(opts Options) *mcp.Server {
 		tools = append(tools, sp.Name)
 	}
 	srv.AddReceivingMiddleware(s.observeCalls(tools), s.limitCalls(), s.checkArguments(specs))
-	addTool(srv, s, specs[toolspec.HandoffTicket], s.handoff)
-	addTool(srv, s, specs[toolspec.GetWorkflowState], s.state)
-	addTool(srv, s, specs[toolspec.DetectPipelinePosition], s.pipeline)
-	addTool(srv, s, specs[toolspec.CheckConvergence], s.convergence)
-	addTool(srv, s, specs[toolspec.AdvanceChildren], s.advance)
-	addTool(srv, s, specs[toolspec.PickActionableIssue], s.pick)
-	addTool(srv, s, specs[toolspec.DescribeWorkflow], s.describe)
-	addTool(srv, s, specs[toolspec.BoardHealth], s.boardHealth)
+	addTool(srv, s, specs[toolspec.HandoffTicket], (*server).handoff)
+	addTool(srv, s, specs[toolspec.GetWorkflowState], (*server).state)
+	addTool(srv, s, specs[toolspec.DetectPipelinePosition], (*server).pipeline)
+	addTool(srv, s, specs[toolspec.CheckConvergence], (*server).convergence)
+	addTool(srv, s, specs[toolspec.AdvanceChildren], (*server).advance)
+	addTool(srv, s, specs[toolspec.PickActionableIssue], (*server).pick)
+	addTool(srv, s, specs[toolspec.DescribeWorkflow], (*server).describe)
+	addTool(srv, s, specs[toolspec.BoardHealth], (*server).boardHealth)
 	srv.AddResource(&mcp.Resource{
 		URI: toolspec.WorkflowResourceURI, Name: "workflow", Title: "The workflow ralph-gate enforces",
 		Description: "States, transitions, intents, commands, pipeline order and gates, as describe_workflow returns them.",
@@ -102,7 +132,7 @@ type normalizer interface{ Normalize() error }
 // addTool registers a typed tool: the input is normalized first (a problem is a tool error),
 // and errors are sorted into tool errors (refusals, their Recovery in the tool's own argument
 // names) and protocol errors (infrastructure).
-func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h func(context.Context, string, In) (Out, error)) {
+func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h func(*server, context.Context, string, In) (Out, error)) {
 	destructive := sp.Destructive
 	openWorld := false
 	tool := &mcp.Tool{
@@ -122,7 +152,7 @@ func addTool[In any, Out any](srv *mcp.Server, s *server, sp toolspec.Spec, h fu
 			return nil, zero, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no authenticated agent"}
 		}
 		ctx = zerolog.Ctx(ctx).With().Str("tool", sp.Name).Str("agent", agent).Logger().WithContext(ctx)
-		out, err := h(ctx, agent, in)
+		out, err := h(s.as(agent), ctx, agent, in)
 		if err == nil {
 			return nil, out, nil
 		}
@@ -480,6 +510,7 @@ func (s *server) describe(_ context.Context, agent string, _ toolspec.DescribeIn
 
 func (s *server) workflowResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	agent := s.callerOf(req)
+	s = s.as(agent)
 	data, err := json.MarshalIndent(Describe(s.opts.Facade.Machine(), s.agent(agent)), "", "  ")
 	if err != nil {
 		return nil, err

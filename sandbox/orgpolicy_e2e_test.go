@@ -30,12 +30,15 @@ func orgPolicySeed(policy string) []byte {
 
 // startOrgs starts a sandbox whose config.yml lists no projects: the organization's policy is
 // read from its repository.
-func startOrgs(t *testing.T, driver string, seed []byte) *env {
+func startOrgs(t *testing.T, driver string, seed []byte, configure func(*config.Config)) *env {
 	t.Helper()
 	opts := Options{Seed: seed, Configure: func(c *config.Config) {
 		c.Projects = nil
 		c.Actors.Bypass = []string{"owner"}
 		c.Logging.Level = "warn"
+		if configure != nil {
+			configure(c)
+		}
 	}}
 	if driver == "postgres" {
 		opts.StoreDriver, opts.StoreDSN = "postgres", postgresDSN(t)
@@ -121,7 +124,7 @@ func (e *env) wantVerdict(number int, actor string, want enforce.Verdict) {
 func TestOrgPolicyEndToEnd(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
-		e := startOrgs(t, driver, orgPolicySeed(policyEnforce))
+		e := startOrgs(t, driver, orgPolicySeed(policyEnforce), nil)
 		first := e.policyUntil("read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
 		ctx := context.Background()
 		if _, err := e.sb.App.ReconcileNow(ctx); err != nil { // first sight: adopted
@@ -188,17 +191,18 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 	})
 }
 
-// twoOrgsSeed is the demo seed (acme, whose policy file enforces its project) with a second
-// organization, beta, with its own installation, board and policy: agent-2 bypasses there.
+// twoOrgsSeed is the demo seed (acme, whose policy file enforces its project and gives the
+// façade agent-1) with a second organization, beta, with its own installation, board and
+// policy: agent-2 bypasses there, and is its façade agent.
 func twoOrgsSeed(n int) []byte {
 	var b strings.Builder
-	b.WriteString(string(orgPolicySeed(policyEnforce)))
+	b.WriteString(string(orgPolicySeed(policyEnforce + "mcp:\n  agents:\n    - {name: agent-1}\n")))
 	b.WriteString(`orgs:
   - login: beta
     installation_id: 3003
     repos:
       - web
-      - {name: .github, files: {ralph-gate.yml: "projects:\n  - number: 1\nactors:\n  agents: [\"agent-*\"]\n  bypass: [agent-2]\n"}}
+      - {name: .github, files: {ralph-gate.yml: "projects:\n  - number: 1\nactors:\n  agents: [\"agent-*\"]\n  bypass: [agent-2]\nmcp:\n  agents:\n    - {name: agent-2}\n"}}
     projects:
       - number: 1
         title: Beta
@@ -256,7 +260,9 @@ func TestTwoOrganizationsEndToEnd(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, driver string) {
 		const storm = 12
-		e := startOrgs(t, driver, twoOrgsSeed(storm+1))
+		e := startOrgs(t, driver, twoOrgsSeed(storm+2), func(c *config.Config) {
+			c.MCP.Agents = []config.MCPAgent{{Name: "agent-1", Token: agent1Token}, {Name: "agent-2", Token: agent2Token}}
+		})
 		for _, org := range []string{"acme", "beta"} {
 			deadline := time.Now().Add(time.Minute)
 			for {
@@ -293,6 +299,23 @@ func TestTwoOrganizationsEndToEnd(t *testing.T) {
 		if got := e.stateIn("beta", "web", storm+1); got != "In Progress" {
 			t.Errorf("beta/web#%d is in %q, want In Progress (agent-2 bypasses in beta)", storm+1, got)
 		}
+		// The façade: each agent works for the organization whose policy file gives it.
+		beta := e.agentClient(agent2Token)
+		if _, refused := call[map[string]any](t, beta, "handoff_ticket", map[string]any{"owner": "beta", "repo": "web", "number": storm + 2,
+			"command": "triage", "to_state": "Research Needed", "reason": "ready for research"}); refused != "" {
+			t.Fatalf("agent-2's handoff in beta was refused: %s", refused)
+		}
+		if got := e.stateIn("beta", "web", storm+2); got != "Research Needed" {
+			t.Errorf("beta/web#%d is in %q after agent-2's handoff, want Research Needed", storm+2, got)
+		}
+		if _, refused := call[map[string]any](t, beta, "get_workflow_state", map[string]any{"owner": "acme", "repo": "app", "number": 3}); refused == "" {
+			t.Error("agent-2, beta's agent, read acme's issue through the façade")
+		}
+		acme := e.agentClient(agent1Token)
+		if _, refused := call[map[string]any](t, acme, "get_workflow_state", map[string]any{"owner": "beta", "repo": "web", "number": 1}); refused == "" {
+			t.Error("agent-1, acme's agent, read beta's issue through the façade")
+		}
+		e.settle()
 		// Each organization's reads and writes went through its own installation.
 		for _, r := range e.sb.Sim.Requests().Entries {
 			if r.Status == 404 || r.Status == 403 {
