@@ -77,8 +77,10 @@ func (s *sweeps) runJudge(ctx, work context.Context) {
 }
 
 // runRevertsAtOnce reverts the moves listed to be reverted at once as soon as they are listed,
-// until ctx ends; moves listed while it writes are taken together next. Like the judging, the
-// writing runs under work and drains at shutdown.
+// until ctx ends. Each wake starts a writing of its own: an installation being written takes
+// its moves listed meanwhile together, and another installation's are written beside it, not
+// after it (enforce.Enforcer.RevertAtOnce). Like the judging, the writing runs under work and
+// drains at shutdown.
 func (s *sweeps) runRevertsAtOnce(ctx, work context.Context) {
 	if s.revertNow == nil {
 		return
@@ -90,8 +92,10 @@ func (s *sweeps) runRevertsAtOnce(ctx, work context.Context) {
 		case <-s.listed:
 		}
 		s.judging.Add()
-		s.revertNow(work)
-		s.judging.Done()
+		go func() {
+			defer s.judging.Done()
+			s.revertNow(work)
+		}()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 )
@@ -23,6 +24,10 @@ type atOnceItems struct {
 	mu    sync.Mutex
 	items map[string]atOnceItem
 	wake  chan struct{} // one buffered: something was listed since the last take
+	// writing are the groups (installations) whose reverts a call of RevertAtOnce is writing:
+	// their items listed since are that call's to take (takeGroup), so that each installation
+	// has one writer, and one installation's long write never holds another's back.
+	writing map[string]bool
 }
 
 // atOnceItem is a listed item as its report named it (the write reads it again).
@@ -32,7 +37,7 @@ type atOnceItem struct {
 }
 
 func newAtOnceItems() atOnceItems {
-	return atOnceItems{items: map[string]atOnceItem{}, wake: make(chan struct{}, 1)}
+	return atOnceItems{items: map[string]atOnceItem{}, wake: make(chan struct{}, 1), writing: map[string]bool{}}
 }
 
 func (a *atOnceItems) add(w waitingItem, it Item) {
@@ -45,15 +50,40 @@ func (a *atOnceItems) add(w waitingItem, it Item) {
 	}
 }
 
-// take empties the list and returns its items by group.
-func (a *atOnceItems) take() map[string][]atOnceItem {
+// takeIdle takes the listed items of the groups nobody is writing, by group, and marks those
+// groups written (the caller writes them: writeGroup).
+func (a *atOnceItems) takeIdle() map[string][]atOnceItem {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string][]atOnceItem{}
-	for _, it := range a.items {
-		out[it.group()] = append(out[it.group()], it)
+	for id, it := range a.items {
+		g := it.group()
+		if a.writing[g] {
+			continue // its writer takes it
+		}
+		out[g] = append(out[g], it)
+		delete(a.items, id)
 	}
-	clear(a.items)
+	for g := range out {
+		a.writing[g] = true
+	}
+	return out
+}
+
+// takeGroup takes a group's items listed since its writer's last take; none ends the writer.
+func (a *atOnceItems) takeGroup(group string) []atOnceItem {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []atOnceItem
+	for id, it := range a.items {
+		if it.group() == group {
+			out = append(out, it)
+			delete(a.items, id)
+		}
+	}
+	if len(out) == 0 {
+		delete(a.writing, group)
+	}
 	return out
 }
 
@@ -63,13 +93,31 @@ func (e *Enforcer) AtOnceListed() <-chan struct{} { return e.atOnce.wake }
 
 // RevertAtOnce reverts provisionally the refused moves the intake listed since the last call
 // (each only when it still qualifies once its card is read); it returns how many items it
-// looked at. Call it whenever AtOnceListed tells. A failure leaves the move to wait for its
-// proof.
+// looked at. Call it whenever AtOnceListed tells; calls may overlap. Each installation's
+// reverts are written by one call at a time, beside the others': a call writing one
+// installation's storm takes that installation's moves listed meanwhile too, and leaves
+// another installation's to the next call, which writes them at once. A failure leaves the
+// move to wait for its proof.
 func (e *Enforcer) RevertAtOnce(ctx context.Context) int {
-	listed := e.atOnce.take()
-	n := 0
+	listed := e.atOnce.takeIdle()
+	var n atomic.Int64
+	var wg sync.WaitGroup
 	for _, group := range slices.Sorted(maps.Keys(listed)) {
-		items := listed[group]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Add(int64(e.writeGroup(ctx, group, listed[group])))
+		}()
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+// writeGroup writes one group's (installation's) reverts at once, then those listed for it
+// meanwhile, until none is left; it returns how many items it looked at.
+func (e *Enforcer) writeGroup(ctx context.Context, group string, items []atOnceItem) int {
+	n := 0
+	for ; len(items) > 0; items = e.atOnce.takeGroup(group) {
 		n += len(items)
 		board, err := e.boardFor(ctx, items[0].waitingItem)
 		if err != nil {

@@ -228,7 +228,9 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		board Board
 		ids   []string
 	}
-	var chunks []chunk
+	// Each group's (installation's) chunks take turns, so that one installation's storm of
+	// released items never holds another's behind all of its own.
+	var byGroup [][]chunk
 	released := e.waiters.take(proof.Until)
 	for _, group := range slices.Sorted(maps.Keys(released)) {
 		items := released[group]
@@ -244,12 +246,15 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		for i, it := range items {
 			ids[i] = it.id
 		}
+		var own []chunk
 		for len(ids) > 0 {
 			n := min(len(ids), maxPrefetch)
-			chunks = append(chunks, chunk{board, ids[:n]})
+			own = append(own, chunk{board, ids[:n]})
 			ids = ids[n:]
 		}
+		byGroup = append(byGroup, own)
 	}
+	chunks := takeTurns(byGroup)
 	walkers := make(chan struct{}, e.opts.BatchWalkers)
 	reading := make(chan struct{}, min(chunksAtOnce, e.opts.BatchWalkers))
 	var wg sync.WaitGroup
@@ -494,4 +499,22 @@ func (s *seenItems) get(id string) (Item, bool) {
 	defer s.mu.Unlock()
 	it, ok := s.items[id]
 	return it, ok
+}
+
+// takeTurns is every list's elements, the lists taking turns: the first of each, then the
+// second of each, and so on.
+func takeTurns[T any](lists [][]T) []T {
+	var out []T
+	for i := 0; ; i++ {
+		more := false
+		for _, l := range lists {
+			if i < len(l) {
+				out = append(out, l[i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package enforce
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,80 @@ func TestEachOrganizationHasItsPolicy(t *testing.T) {
 	}
 	if got := h.svc.Facade.In("acme").Machine(); got == pols.by["globex"] {
 		t.Error("the façade in acme describes globex's workflow")
+	}
+}
+
+// stuckBoard holds its guarded writes until released, as an installation whose writes wait
+// for their turns behind a storm's.
+type stuckBoard struct {
+	Board
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *stuckBoard) SetStatesIf(ctx context.Context, writes []StateWrite) []error {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Board.SetStatesIf(ctx, writes)
+}
+
+// One installation's reverts at once are written beside another's, never after them: while
+// beta's writes are held (a storm's turns), acme's refused move is reverted at once, and a
+// move beta lists meanwhile is taken by beta's own writer.
+func TestRevertsAtOnceOfOneInstallationDoNotWaitForAnothers(t *testing.T) {
+	stuck := &stuckBoard{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	a, g, g2 := issueN("A", "Backlog", 1), issueN("G", "Backlog", 2), issueN("G2", "Backlog", 3)
+	for _, it := range []*Item{&g, &g2} {
+		it.Owner, it.Repo, it.ProjectID = "beta", "beta/web", "PVT_2"
+	}
+	h := newHarnessWith(t, nil, func(h *harness, o *Options) {
+		o.BatchJudge = true
+		stuck.Board = h.board
+		o.Boards = func(_ context.Context, installation int64, _ string) (Board, error) {
+			if installation == 2 {
+				return stuck, nil
+			}
+			return h.board, nil
+		}
+	}, a, g, g2)
+	h.adoptAll("A", "G", "G2")
+	h.unproven()
+	observe := func(id, owner string, installation int64) {
+		t.Helper()
+		ch := h.board.move(id, "agent-1", "In Progress", h.now)
+		ch.Owner, ch.InstallationID = owner, installation
+		if _, err := h.svc.Enforcer.Observe(context.Background(), ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe("G", "beta", 2)
+	done := make(chan int)
+	go func() { done <- h.svc.Enforcer.RevertAtOnce(context.Background()) }()
+	<-stuck.entered // beta's write waits for its turn
+	observe("G2", "beta", 2)
+	observe("A", "acme", 1)
+	if n := h.svc.Enforcer.RevertAtOnce(context.Background()); n != 1 || h.state("A") != "Backlog" {
+		t.Fatalf("while beta's writes wait: looked at %d items, A is in %q; want acme's one move reverted at once", n, h.state("A"))
+	}
+	close(stuck.release)
+	if n := <-done; n != 2 || h.state("G") != "Backlog" || h.state("G2") != "Backlog" {
+		t.Errorf("beta's writer looked at %d items, G %q, G2 %q; want both of beta's reverted by it", n, h.state("G"), h.state("G2"))
+	}
+}
+
+// The sweep's released items are judged in chunks whose installations take turns.
+func TestTakeTurns(t *testing.T) {
+	for _, tc := range []struct {
+		in   [][]int
+		want []int
+	}{
+		{nil, nil},
+		{[][]int{{1, 2, 3}}, []int{1, 2, 3}},
+		{[][]int{{1, 2, 3, 4}, {10}, {20, 21}}, []int{1, 10, 20, 2, 21, 3, 4}},
+		{[][]int{{}, {5}}, []int{5}},
+	} {
+		if got := takeTurns(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("takeTurns(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }
