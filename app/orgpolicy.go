@@ -22,8 +22,14 @@ type orgPolicies struct {
 	base     config.Config // the deployment's: what the organizations' files extend
 	appLogin string
 	mu       sync.RWMutex
-	by       map[string]orgPolicy // by lower-case owner
+	// by lower-case owner: the policies put in force, oldest first (the newest keptPolicies):
+	// a change is judged by the one in force when it was made (enforce.Policies).
+	by map[string][]orgPolicy
 }
+
+// keptPolicies is how many of an organization's policies stay known: a change is judged at
+// most enforcement.gap_hold after it was made, and pushes come minutes apart.
+const keptPolicies = 16
 
 // orgPolicy is one organization's policy in force.
 type orgPolicy struct {
@@ -37,7 +43,7 @@ type orgPolicy struct {
 }
 
 func newOrgPolicies(base config.Config, appLogin string) *orgPolicies {
-	return &orgPolicies{base: base, appLogin: appLogin, by: map[string]orgPolicy{}}
+	return &orgPolicies{base: base, appLogin: appLogin, by: map[string][]orgPolicy{}}
 }
 
 // compile validates an organization's file against the deployment's configuration and
@@ -55,11 +61,16 @@ func (p *orgPolicies) compile(owner string, installation int64, sha string, text
 		actors: cfg.PolicyActors(p.appLogin)}, nil
 }
 
-// put puts an organization's policy in force.
+// put puts an organization's policy in force, from its loadedAt on.
 func (p *orgPolicies) put(op orgPolicy) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.by[strings.ToLower(op.owner)] = op
+	key := strings.ToLower(op.owner)
+	list := append(p.by[key], op)
+	if len(list) > keptPolicies {
+		list = slices.Clone(list[len(list)-keptPolicies:])
+	}
+	p.by[key] = list
 }
 
 // forget drops an organization's policy: none of its projects is enforced any more.
@@ -70,11 +81,26 @@ func (p *orgPolicies) forget(owner string) {
 }
 
 // get is an organization's policy in force.
-func (p *orgPolicies) get(owner string) (orgPolicy, bool) {
+func (p *orgPolicies) get(owner string) (orgPolicy, bool) { return p.at(owner, time.Time{}) }
+
+// at is the organization's policy in force at a time (zero: now): the newest put in force by
+// then, or the oldest known for a time before it.
+func (p *orgPolicies) at(owner string, at time.Time) (orgPolicy, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	op, ok := p.by[strings.ToLower(owner)]
-	return op, ok
+	list := p.by[strings.ToLower(owner)]
+	if len(list) == 0 {
+		return orgPolicy{}, false
+	}
+	if at.IsZero() {
+		return list[len(list)-1], true
+	}
+	for i := len(list) - 1; i > 0; i-- {
+		if !list[i].loadedAt.After(at) {
+			return list[i], true
+		}
+	}
+	return list[0], true
 }
 
 // all lists the policies in force, by owner.
@@ -82,17 +108,26 @@ func (p *orgPolicies) all() []orgPolicy {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make([]orgPolicy, 0, len(p.by))
-	for _, op := range p.by {
-		out = append(out, op)
+	for _, list := range p.by {
+		out = append(out, list[len(list)-1])
 	}
 	slices.SortFunc(out, func(a, b orgPolicy) int { return strings.Compare(strings.ToLower(a.owner), strings.ToLower(b.owner)) })
 	return out
 }
 
 // Of implements enforce.Policies.
-func (p *orgPolicies) Of(owner string) (*policy.Machine, policy.Actors, bool) {
-	op, ok := p.get(owner)
+func (p *orgPolicies) Of(owner string, at time.Time) (*policy.Machine, policy.Actors, bool) {
+	op, ok := p.at(owner, at)
 	return op.machine, op.actors, ok
+}
+
+// Mode implements enforce.Policies.
+func (p *orgPolicies) Mode(owner string, number int, at time.Time) (enforce.Mode, bool) {
+	op, ok := p.at(owner, at)
+	if !ok {
+		return "", false
+	}
+	return enforce.Mode(op.cfg.ModeOf(owner, number)), true
 }
 
 var _ enforce.Policies = (*orgPolicies)(nil)

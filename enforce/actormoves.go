@@ -134,7 +134,7 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 // (Done, Canceled).
 func (a *Automation) issueUnjudged(ctx context.Context, is issueSeen, legal string) (why string, at time.Time, err error) {
 	itemID, open, events := is.itemID, is.open, is.events
-	if !a.machineOf(is.owner).Automation().LifecycleSync {
+	if !a.machineAt(is.owner, time.Time{}).Automation().LifecycleSync {
 		return "", time.Time{}, nil // closes and reopens are no part of the history
 	}
 	h, err := a.issueHistory(ctx, itemID, events)
@@ -172,7 +172,7 @@ type issueSeen struct {
 // app (its timeline, read with the item), when that is later than the last close or reopen its
 // history holds; zero when not (policy.BoardValue.IssueEventAt).
 func (a *Automation) issueEventAt(ctx context.Context, it Item) (time.Time, error) {
-	if _, dated := a.lastIssueEvent(it.IssueEvents); !dated || it.ContentType != ContentIssue || !a.machineOf(it.Owner).Automation().LifecycleSync {
+	if _, dated := a.lastIssueEvent(it.IssueEvents); !dated || it.ContentType != ContentIssue || !a.machineAt(it.Owner, time.Time{}).Automation().LifecycleSync {
 		return time.Time{}, nil // (no store read: most issues were never closed)
 	}
 	h, err := a.issueHistory(ctx, it.ID, it.IssueEvents)
@@ -271,7 +271,7 @@ type actorStep struct {
 func (a *Automation) makeStep(ctx context.Context, b Board, s actorStep) (warning string, err error) {
 	it := s.item
 	write := false
-	automate := a.modeOf(it.Owner, it.ProjectNumber).Writes()
+	automate := a.modeAt(it.Owner, it.ProjectNumber, time.Time{}).Writes() // (made now)
 	_, err = a.items.update(ctx, it.ID, func(rec Record, found bool) (Step, bool, error) {
 		write = false
 		if !found || !rec.known() {

@@ -51,7 +51,7 @@ func (a *Automation) run(ctx context.Context, b Board, it Item, c cause) error {
 	if it.ContentType != ContentIssue || it.ContentID == "" {
 		return nil
 	}
-	m := a.machineOf(it.Owner)
+	m := a.machineAt(it.Owner, c.at)
 	auto := m.Automation()
 	ch := &chain{board: b, base: it, visited: map[string]bool{it.ID: true}, cause: c, m: m}
 	if auto.CascadeChildren && it.SubIssues > 0 && m.PipelineIndex(it.State) >= 0 {
@@ -523,7 +523,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		if mv.At.After(rec.LegalAt) {
 			rec.LegalAt = mv.At
 		}
-		if !a.machineOf(mv.Item.Owner).IsLock(mv.To) {
+		if !a.machineAt(mv.Item.Owner, mv.At).IsLock(mv.To) {
 			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		// (A card changed since the history's last judged change shows the same value set
@@ -576,7 +576,7 @@ func (a *Automation) logMove(ev *zerolog.Event, mv appMove) *zerolog.Event {
 // comment explains an automated move on the issue when automation.comment_automation is on.
 // A failed comment is logged: the move itself stands.
 func (a *Automation) comment(ctx context.Context, b Board, mv appMove) {
-	if !a.machineOf(mv.Item.Owner).Automation().CommentAutomation || mv.Item.ContentID == "" {
+	if !a.machineAt(mv.Item.Owner, mv.At).Automation().CommentAutomation || mv.Item.ContentID == "" {
 		return
 	}
 	if _, err := b.AddComment(ctx, mv.Item.ContentID, a.rec.automationComment(mv)); err != nil {

@@ -575,7 +575,7 @@ func (e *Enforcer) automatePending(ctx context.Context, w *walk, again bool) err
 	if auto == "" || !w.read {
 		return nil
 	}
-	if auto == w.rec.LastLegalState && e.modeOf(w.it.Owner, w.it.ProjectNumber).Writes() {
+	if auto == w.rec.LastLegalState && e.modeAt(w.it.Owner, w.it.ProjectNumber, w.rec.LegalAt).Writes() {
 		// (Owed before the project left enforce: dropped, as automation is under warn and
 		// evaluate.)
 		it := w.it

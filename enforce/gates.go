@@ -35,7 +35,7 @@ var errGroupUnsettled = errors.New("a group member's history is still being judg
 func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, error) {
 	m := q.m
 	if m == nil {
-		m = c.machineOf(q.it.Owner)
+		m = c.machineAt(q.it.Owner, q.at)
 	}
 	g, it, pc := m.Gates(), q.it, q.change
 	if g.Blockers && m.IsLock(pc.To) && it.OpenBlockers > 0 && it.ContentID != "" {
@@ -61,7 +61,7 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 		}
 		pc.WIPCount = n
 	}
-	in, err := c.integrating(ctx, it, pc)
+	in, err := c.integrating(ctx, m, it, pc)
 	if err != nil {
 		return pc, fmt.Errorf("read the repository's integration: %w", err)
 	}
@@ -75,7 +75,7 @@ func (c *core) gateInputs(ctx context.Context, q gateQuery) (policy.Change, erro
 // the move.
 func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 	pc.Number = it.Number
-	if !c.machineOf(it.Owner).HasRequirements() {
+	if !c.machineAt(it.Owner, time.Time{}).HasRequirements() {
 		return pc
 	}
 	pc.Fields, pc.FieldOptions = it.Fields, it.FieldOptions
@@ -92,7 +92,7 @@ func (c *core) withItem(pc policy.Change, it Item) policy.Change {
 func (c *core) withHistory(pc policy.Change, w *walk, at time.Time) policy.Change {
 	own := pc.MergedPR // (a merge's own move)
 	pc = c.withItem(pc, w.it)
-	if !c.machineOf(w.org()).HasRequirements() {
+	if !c.machineAt(w.org(), at).HasRequirements() {
 		return pc
 	}
 	held := w.rec.fieldValues()

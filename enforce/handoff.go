@@ -33,7 +33,7 @@ func (f *Facade) In(owner string) *Facade {
 }
 
 // Machine returns the workflow of the façade's organization.
-func (f *Facade) Machine() *policy.Machine { return f.machineOf(f.org) }
+func (f *Facade) Machine() *policy.Machine { return f.machineAt(f.org, time.Time{}) }
 
 // The write use cases of the MCP façade: an agent hands an issue off (handoff_ticket), claims
 // the best actionable issue (pick_actionable_issue with claim), or advances a parent's children

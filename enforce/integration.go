@@ -38,8 +38,7 @@ func integrationSlot(repo string) string { return "integration:" + strings.ToLow
 
 // integrating is the repository's integration under way on another item, for a move that
 // would start one (the actor's role serializes and owns the state left); nil when none.
-func (c *core) integrating(ctx context.Context, it Item, pc policy.Change) (*policy.Integration, error) {
-	m := c.machineOf(it.Owner)
+func (c *core) integrating(ctx context.Context, m *policy.Machine, it Item, pc policy.Change) (*policy.Integration, error) {
 	role := m.RoleOf(pc)
 	if role == "" || it.Repo == "" || !m.SerializedFrom(role, pc.From) {
 		return nil, nil
@@ -75,7 +74,7 @@ func (c *core) stillIntegrated(ctx context.Context, sl Slot) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return found && slices.Contains(c.machineOf(ownerOfRepo(sl.Repo)).Roles().Owns(sl.Role), rec.LastLegalState), nil
+	return found && slices.Contains(c.machineAt(ownerOfRepo(sl.Repo), time.Time{}).Roles().Owns(sl.Role), rec.LastLegalState), nil
 }
 
 // claimsInPlace reports whether a claim by this agent takes the item's repository slot

@@ -69,7 +69,7 @@ func (a *Automation) lifecycleTarget(m *policy.Machine, kind, to, legal string) 
 // and asks GitHub nothing more.
 func (e *Enforcer) ProcessLifecycle(ctx context.Context, b Board, ev Lifecycle) (Result, error) {
 	a := e.auto
-	if !a.machineOf(ev.Owner).Automation().LifecycleSync {
+	if !a.machineAt(ev.Owner, ev.At).Automation().LifecycleSync {
 		return Result{Verdict: VerdictIgnored, Reason: "lifecycle sync is off"}, nil
 	}
 	var reports []Observation

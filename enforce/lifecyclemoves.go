@@ -30,13 +30,13 @@ import (
 // reopen is undone and explained on the issue, and the card stays.
 func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error {
 	a, rec := e.auto, w.rec
-	kind := a.classify(w.org(), o.Actor)
+	kind := a.classify(w.org(), o.Actor, o.At)
 	why := o.Reason // what the event was, recorded with it
 	if why == "" {
 		why = fmt.Sprintf("%s by %s", strings.ReplaceAll(o.Lifecycle, "_", " "), o.Actor)
 	}
 	o.Status, o.JudgedAt, o.LegalFrom, o.ActorKind = ObservationJudged, e.now(), rec.LastLegalState, kind.String()
-	to, ok := a.lifecycleTarget(a.machineOf(w.org()), o.Lifecycle, o.To, rec.LastLegalState)
+	to, ok := a.lifecycleTarget(a.machineAt(w.org(), o.At), o.Lifecycle, o.To, rec.LastLegalState)
 	res := Result{Verdict: VerdictIgnored, Reason: "nothing to move"}
 	if w.it.Archived {
 		// An archived card stays as it was archived: the app never moves one.
@@ -59,8 +59,8 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	if err != nil {
 		return err
 	}
-	mode := e.modeOf(w.it.Owner, w.it.ProjectNumber)
-	allowed := dec.Verdict == policy.Allow || a.mergePath(a.machineOf(w.org()), o.Lifecycle, pc)
+	mode := e.modeAt(w.it.Owner, w.it.ProjectNumber, o.At)
+	allowed := dec.Verdict == policy.Allow || a.mergePath(a.machineAt(w.org(), o.At), o.Lifecycle, pc)
 	switch {
 	case !mode.Writes():
 		// Warn, evaluate: judged and audited, nothing written — the card stays where it is,
@@ -69,7 +69,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		res = Result{Verdict: VerdictAllowed, Reason: why}
 		if !allowed {
 			o.Verdict, o.Reason, o.Recovery, o.Explained = VerdictWouldRevert, dec.Reason, "ask a human", mode == ModeEvaluate
-			if r := a.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+			if r := a.machineAt(w.org(), o.At).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 				o.Recovery = r.Recovery
 			}
 			res = Result{Verdict: VerdictWouldRevert, Reason: dec.Reason}
@@ -84,7 +84,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 		// also the step's explanation: explainStep), so a crash in between leaves it to the
 		// next walk, never judged twice.
 		o.Verdict, o.Rule, o.Reason, o.Recovery = VerdictReverted, string(dec.Rule), dec.Reason, "ask a human"
-		if r := a.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+		if r := a.machineAt(w.org(), o.At).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 			o.Recovery = r.Recovery
 		}
 		res = Result{Verdict: VerdictReverted, Reason: dec.Reason, RevertedTo: rec.LastLegalState}
@@ -177,7 +177,7 @@ func (e *Enforcer) undoEvent(ctx context.Context, w *walk, o Observation) error 
 			}
 		}
 	}
-	err = a.explainLifecycle(ctx, w.board, ev, cur, lifecycleRefusal{from: o.LegalFrom, to: o.To, kind: a.classify(w.org(), o.Actor),
+	err = a.explainLifecycle(ctx, w.board, ev, cur, lifecycleRefusal{from: o.LegalFrom, to: o.To, kind: a.classify(w.org(), o.Actor, o.At),
 		reason: o.Reason, recovery: o.Recovery, undone: undone})
 	if err != nil {
 		return err

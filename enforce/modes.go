@@ -42,8 +42,6 @@ func ModeIn(modes func(owner string, number int) Mode, owner string, number int)
 	return ModeEnforce
 }
 
-// modeOf is the mode of an enforced project.
-func (c *core) modeOf(owner string, number int) Mode { return ModeIn(c.opts.Mode, owner, number) }
 
 // refusedVerdict is the verdict a refused step's marker carries: would_revert when it stood,
 // else reverted.

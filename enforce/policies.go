@@ -2,43 +2,59 @@ package enforce
 
 import (
 	"strings"
+	"time"
 
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
-// Policies gives each organization its own workflow and actors (docs/CONFIGURATION.md
+// Policies gives each organization its own workflow, actors and modes (docs/CONFIGURATION.md
 // "Policy in the organization's repository"): one deployment serves organizations whose
-// policies differ, each read from its own repository. A change is judged by the policy of
-// the organization that owns its project, as that policy stands when the change is judged.
+// policies differ, each read from its own repository, and changed by a push. A change is
+// judged by the policy its organization had in force when the change was made (its time, as
+// GitHub gives it): a policy put in force is a step of every item's history, as a field's
+// edit is, so a change made before a push is judged as before it, however late its report.
+// Automation is held to the policy of its cause's time, a façade call to the one in force.
 type Policies interface {
-	// Of is the workflow and actors of an organization's projects; false: the organization
-	// has none of its own, and the deployment's are used (Options.Enforced decides whether
-	// its projects are enforced at all).
-	Of(owner string) (*policy.Machine, policy.Actors, bool)
+	// Of is the workflow and actors of an organization's projects at a time (zero: now);
+	// false: the organization has none of its own, and the deployment's are used
+	// (Options.Enforced decides whether its projects are enforced at all).
+	Of(owner string, at time.Time) (*policy.Machine, policy.Actors, bool)
+	// Mode is a project's mode at a time (zero: now); false: Options.Mode's.
+	Mode(owner string, number int, at time.Time) (Mode, bool)
 }
 
-// machineOf is the workflow an organization's projects are held to.
-func (c *core) machineOf(owner string) *policy.Machine {
-	m, _ := c.policyOf(owner)
+// machineAt is the workflow an organization's projects were held to at a time (zero: now).
+func (c *core) machineAt(owner string, at time.Time) *policy.Machine {
+	m, _ := c.policyAt(owner, at)
 	return m
 }
 
-// classify is the kind of an actor of an organization.
-func (c *core) classify(owner, login string) policy.ActorKind {
-	_, a := c.policyOf(owner)
+// classify is the kind of an actor of an organization at a time (zero: now).
+func (c *core) classify(owner, login string, at time.Time) policy.ActorKind {
+	_, a := c.policyAt(owner, at)
 	return a.Classify(login)
 }
 
-// policyOf is an organization's workflow and actors: its own (Options.Policies), else the
-// deployment's. The app's own login is always the app.
-func (c *core) policyOf(owner string) (*policy.Machine, policy.Actors) {
+// policyAt is an organization's workflow and actors at a time: its own (Options.Policies),
+// else the deployment's. The app's own login is always the app.
+func (c *core) policyAt(owner string, at time.Time) (*policy.Machine, policy.Actors) {
 	if c.opts.Policies != nil && owner != "" {
-		if m, a, ok := c.opts.Policies.Of(owner); ok && m != nil {
+		if m, a, ok := c.opts.Policies.Of(owner, at); ok && m != nil {
 			a.App = c.opts.AppLogin
 			return m, a
 		}
 	}
 	return c.machine, c.actors
+}
+
+// modeAt is a project's mode at a time (zero: now).
+func (c *core) modeAt(owner string, number int, at time.Time) Mode {
+	if c.opts.Policies != nil && owner != "" {
+		if m, ok := c.opts.Policies.Mode(owner, number, at); ok && m.Valid() {
+			return m
+		}
+	}
+	return ModeIn(c.opts.Mode, owner, number)
 }
 
 // ownerOfRepo is the owner part of "owner/name" ("" when repo names none).

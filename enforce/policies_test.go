@@ -10,23 +10,45 @@ import (
 	"github.com/ralph-gate/ralph-gate/policy"
 )
 
-// orgPolicies is a Policies whose organizations' workflows a test replaces as a push would.
+// orgPolicies is a Policies whose organizations' workflows a test replaces as a push would,
+// each from a time on.
 type orgPolicies struct {
 	mu sync.Mutex
-	by map[string]*policy.Machine
+	by map[string][]timedMachine
 }
 
-func (p *orgPolicies) Of(owner string) (*policy.Machine, policy.Actors, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	m, ok := p.by[owner]
-	return m, policy.Actors{Agents: []string{"agent-*"}}, ok
+type timedMachine struct {
+	since time.Time
+	m     *policy.Machine
+	mode  Mode
 }
 
-func (p *orgPolicies) set(owner string, m *policy.Machine) {
+func (p *orgPolicies) at(owner string, at time.Time) (timedMachine, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.by[owner] = m
+	list := p.by[owner]
+	for i := len(list) - 1; i >= 0; i-- {
+		if at.IsZero() || !list[i].since.After(at) || i == 0 {
+			return list[i], true
+		}
+	}
+	return timedMachine{}, false
+}
+
+func (p *orgPolicies) Of(owner string, at time.Time) (*policy.Machine, policy.Actors, bool) {
+	tm, ok := p.at(owner, at)
+	return tm.m, policy.Actors{Agents: []string{"agent-*"}}, ok
+}
+
+func (p *orgPolicies) Mode(owner string, _ int, at time.Time) (Mode, bool) {
+	tm, ok := p.at(owner, at)
+	return tm.mode, ok && tm.mode != ""
+}
+
+func (p *orgPolicies) set(owner string, since time.Time, m *policy.Machine, mode Mode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.by[owner] = append(p.by[owner], timedMachine{since, m, mode})
 }
 
 // machineWith is the default workflow, edited.
@@ -52,12 +74,14 @@ func backlogToInProgress(s *policy.Spec) {
 	}
 }
 
-// Each organization's moves are judged by its own policy, as it stands when they are judged:
+// Each organization's moves are judged by its own policy, as it stood when they were made:
 // one organization's workflow allows a move the other's refuses, and a replaced policy (a push)
-// judges the moves made after it. An organization with no policy of its own has the
-// deployment's.
+// judges the moves made after it, not one made before it and reported after. An organization
+// with no policy of its own has the deployment's.
 func TestEachOrganizationHasItsPolicy(t *testing.T) {
-	pols := &orgPolicies{by: map[string]*policy.Machine{"globex": machineWith(t, backlogToInProgress)}}
+	pols := &orgPolicies{by: map[string][]timedMachine{}}
+	pols.set("globex", time.Time{}, machineWith(t, backlogToInProgress), "")
+	pols.set("initech", time.Time{}, machineWith(t, nil), "")
 	a, g, i := issueN("A", "Backlog", 1), issueN("G", "Backlog", 2), issueN("I", "Backlog", 3)
 	g.Owner, g.Repo, g.ProjectID, g.ContentID = "globex", "globex/app", "PVT_2", "I_G"
 	i.Owner, i.Repo, i.ProjectID = "initech", "initech/app", "PVT_3"
@@ -71,26 +95,38 @@ func TestEachOrganizationHasItsPolicy(t *testing.T) {
 	}{
 		{"A", VerdictReverted, "Backlog"},    // acme: no policy of its own, the deployment's refuses
 		{"G", VerdictAllowed, "In Progress"}, // globex's allows it
-		{"I", VerdictReverted, "Backlog"},    // initech: the deployment's
+		{"I", VerdictReverted, "Backlog"},    // initech: the default workflow
 	} {
 		res := h.process(h.board.move(tc.id, "agent-1", "In Progress", h.now))
 		if res.Verdict != tc.verdict || h.state(tc.id) != tc.state {
 			t.Errorf("%s: verdict %v, state %q; want %v, %q", tc.id, res.Verdict, h.state(tc.id), tc.verdict, tc.state)
 		}
 	}
-	// initech pushes the same change: its next such move stands; acme's is still refused.
-	pols.set("initech", machineWith(t, backlogToInProgress))
+	// initech pushes the same change, then evaluate: a move made before the push and judged
+	// after it is judged by the policy before it; the next such move stands; acme's is still
+	// refused.
+	h.now = h.now.Add(time.Second)
+	before := h.board.move("I", "agent-1", "In Progress", h.now)
+	pols.set("initech", h.now.Add(500*time.Millisecond), machineWith(t, backlogToInProgress), "")
+	if res := h.process(before); res.Verdict != VerdictReverted || h.state("I") != "Backlog" {
+		t.Errorf("initech's move made before its push: verdict %v, state %q; want reverted, Backlog", res.Verdict, h.state("I"))
+	}
 	h.now = h.now.Add(time.Second)
 	if res := h.process(h.board.move("I", "agent-1", "In Progress", h.now)); res.Verdict != VerdictAllowed || h.state("I") != "In Progress" {
 		t.Errorf("initech after its push: verdict %v, state %q; want allowed, In Progress", res.Verdict, h.state("I"))
 	}
+	pols.set("initech", h.now.Add(500*time.Millisecond), machineWith(t, nil), ModeEvaluate)
+	h.now = h.now.Add(time.Second)
+	if res := h.process(h.board.move("I", "agent-1", "Done", h.now)); res.Verdict != VerdictWouldRevert || h.state("I") != "Done" {
+		t.Errorf("initech in evaluate: verdict %v, state %q; want would_revert, Done", res.Verdict, h.state("I"))
+	}
 	if res := h.process(h.board.move("A", "agent-1", "In Progress", h.now)); res.Verdict != VerdictReverted {
 		t.Errorf("acme after initech's push: verdict %v, want reverted", res.Verdict)
 	}
-	if got := h.svc.Facade.In("globex").Machine(); got != pols.by["globex"] {
+	if got := h.svc.Facade.In("globex").Machine(); got != pols.by["globex"][0].m {
 		t.Error("the façade in globex does not describe globex's workflow")
 	}
-	if got := h.svc.Facade.In("acme").Machine(); got == pols.by["globex"] {
+	if got := h.svc.Facade.In("acme").Machine(); got == pols.by["globex"][0].m {
 		t.Error("the façade in acme describes globex's workflow")
 	}
 }

@@ -57,11 +57,11 @@ func (e *Enforcer) provisionalRevert(ctx context.Context, w *walk) {
 // whole write; otherwise the check takes this process's lock of the item if nobody holds it
 // (a walk under way: the move is its, and waits for its proof).
 func (e *Enforcer) provisionalPrepare(w *walk, it Item, locked bool) (StateWrite, bool) {
-	if !w.found || !e.modeOf(it.Owner, it.ProjectNumber).Writes() {
+	if !w.found {
 		return StateWrite{}, false
 	}
 	o, _, ok := e.revertsAtOnce(it.Owner, w.rec, w.pending)
-	if !ok {
+	if !ok || !e.modeAt(it.Owner, it.ProjectNumber, o.At).Writes() {
 		return StateWrite{}, false
 	}
 	in := policy.SequenceInput{History: w.history(), Pending: e.toPolicy(w.pending)}
@@ -163,7 +163,7 @@ func (e *Enforcer) revertsAtOnce(owner string, rec Record, pending []Observation
 	if o.Lifecycle != "" || o.Field != "" || o.Actor == "" || o.Actor == e.opts.AppLogin || !o.FromKnown || o.From != rec.LastLegalState {
 		return Observation{}, policy.Decision{}, false
 	}
-	dec := e.machineOf(owner).Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.classify(owner, o.Actor),
+	dec := e.machineAt(owner, o.At).Decide(policy.Change{From: rec.LastLegalState, To: o.To, Actor: o.Actor, ActorKind: e.classify(owner, o.Actor, o.At),
 		LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom})
 	return o, dec, dec.Verdict != policy.Allow && dec.Rule.Settled()
 }
@@ -171,7 +171,7 @@ func (e *Enforcer) revertsAtOnce(owner string, rec Record, pending []Observation
 // revertsAtOnceAtIntake reports whether a change just recorded may be reverted provisionally
 // (store reads only): RevertAtOnce's list takes it (atonce.go).
 func (e *Enforcer) revertsAtOnceAtIntake(ctx context.Context, ch Change) (bool, error) {
-	if !e.modeOf(ch.Owner, ch.ProjectNumber).Writes() {
+	if !e.modeAt(ch.Owner, ch.ProjectNumber, ch.At).Writes() {
 		return false, nil // warn, evaluate: nothing is reverted
 	}
 	rec, found, err := e.items.load(ctx, ch.ItemID)

@@ -102,7 +102,7 @@ func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, at t
 // its descendants level by level — and returns a groupUnsettled naming the first one stop
 // stops at.
 func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(Relative) (bool, error)) error {
-	depth := c.machineOf(it.Owner).Automation().MaxCascadeDepth
+	depth := c.machineAt(it.Owner, time.Time{}).Automation().MaxCascadeDepth
 	visit := func(r Relative) error {
 		if r.ItemID == "" {
 			return nil

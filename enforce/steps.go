@@ -27,7 +27,7 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 		if o.Lifecycle != "" {
 			return e.judgeEvent(ctx, w, o)
 		}
-		kind := e.classify(w.org(), o.Actor)
+		kind := e.classify(w.org(), o.Actor, o.At)
 		if o.Actor == "" {
 			// A payload without a sender: an unknown actor, judged with the least privilege
 			// (policy.Actors.Classify), and named so in the audit and the comment.
@@ -67,7 +67,7 @@ func (e *Enforcer) apply(ctx context.Context, w *walk, a policy.Action) error {
 func (e *Enforcer) recordField(ctx context.Context, w *walk, o Observation) error {
 	rec := w.rec
 	cur, known := rec.Fields[o.Field]
-	o.Status, o.JudgedAt, o.Verdict, o.ActorKind = ObservationJudged, e.now(), VerdictRecorded, e.classify(w.org(), o.Actor).String()
+	o.Status, o.JudgedAt, o.Verdict, o.ActorKind = ObservationJudged, e.now(), VerdictRecorded, e.classify(w.org(), o.Actor, o.At).String()
 	o.LegalFrom = rec.LastLegalState // (it moves nothing: the legal state before it is the one after)
 	o.Reason = fmt.Sprintf("%s set to %s", o.Field, strconv.Quote(o.To))
 	if known && o.At.Before(cur.At) {
@@ -161,7 +161,7 @@ func (e *Enforcer) ignore(ctx context.Context, w *walk, a policy.Action) error {
 		o.Verdict, o.Reason = VerdictAdopted, "first sight without a previous value: current value adopted as legal"
 		res = Result{Verdict: VerdictAllowed, Reason: "adopted"}
 	}
-	o.ActorKind = e.classify(w.org(), o.Actor).String()
+	o.ActorKind = e.classify(w.org(), o.Actor, o.At).String()
 	rec := w.rec
 	rec.GapSince = a.GapSince
 	if o.Actor == e.opts.AppLogin {
@@ -304,7 +304,7 @@ func (e *Enforcer) sync(ctx context.Context, w *walk, a policy.Action) error {
 	legalBefore := rec.LastLegalState
 	if rec.LastLegalState != a.To {
 		// The lock holder goes as when automation is recorded directly.
-		if !e.machineOf(w.org()).IsLock(a.To) {
+		if !e.machineAt(w.org(), a.Obs.At).IsLock(a.To) {
 			rec.LockHolder, rec.LockSince, rec.LockTakenFrom = "", time.Time{}, ""
 		}
 		rec.LastLegalState = a.To
@@ -339,13 +339,13 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	if o.At.After(rec.ObservedAt) {
 		rec.ObservedAt = o.At
 	}
-	mode := e.modeOf(w.it.Owner, w.it.ProjectNumber)
+	mode := e.modeAt(w.it.Owner, w.it.ProjectNumber, o.At)
 	if o.Verdict == VerdictAllowed {
 		accept(&rec, o, dec, mode.Writes())
 	} else {
 		rec.RejectedState = o.To
 		o.Recovery = "ask a human"
-		if r := e.machineOf(w.org()).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
+		if r := e.machineAt(w.org(), o.At).RefusalFor(pc, dec); r != nil && r.Recovery != "" {
 			o.Recovery = r.Recovery
 		}
 		// A draft cannot be commented on: its revert is silent.
@@ -353,7 +353,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 		if !mode.Writes() {
 			// Warn, evaluate: the move stands (explained under warn only).
 			o.Verdict, o.Explained = VerdictWouldRevert, o.Explained || mode == ModeEvaluate
-			stand(&rec, o, e.machineOf(w.org()).IsLock(o.To))
+			stand(&rec, o, e.machineAt(w.org(), o.At).IsLock(o.To))
 		}
 	}
 	audit := e.rec.step(rec, o, o.LegalFrom)
@@ -382,7 +382,7 @@ func (e *Enforcer) decide(ctx context.Context, w *walk, pc policy.Change, at tim
 		return policy.Decision{Verdict: policy.Allow, Rule: policy.RuleLegal, Reason: "back to the last legal state"}, pc, nil
 	}
 	pc = e.withHistory(pc, w, at)
-	m := e.machineOf(w.org())
+	m := e.machineAt(w.org(), at)
 	dec := m.Decide(pc)
 	if dec.Verdict != policy.Allow || dec.Rule == policy.RuleBypass {
 		return dec, pc, nil

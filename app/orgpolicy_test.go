@@ -1,0 +1,62 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ralph-gate/ralph-gate/app/config"
+)
+
+// An organization's policies are judged by time: a change is held to the policy in force when
+// it was made (the newest put in force by then; the oldest known before it), now to the
+// newest; an organization keeps its newest keptPolicies; the file's text decides projects and
+// modes.
+func TestOrgPoliciesByTime(t *testing.T) {
+	base, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newOrgPolicies(base, "ralph-gate[bot]")
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for i, text := range []string{"projects:\n  - number: 1\n", "projects:\n  - {number: 1, mode: evaluate}\n", "projects:\n  - {number: 2, mode: warn}\n"} {
+		op, problems := p.compile("Acme", 7, string(rune('a'+i)), []byte(text), t0.Add(time.Duration(i)*time.Minute))
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		p.put(op)
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		sha  string
+		mode string
+	}{
+		{t0.Add(-time.Hour), "a", "enforce"},
+		{t0, "a", "enforce"},
+		{t0.Add(90 * time.Second), "b", "evaluate"},
+		{t0.Add(2 * time.Minute), "c", "enforce"}, // project 1 is not c's: enforcement.mode
+		{time.Time{}, "c", "enforce"},
+	} {
+		op, ok := p.at("acme", tc.at)
+		m, _ := p.Mode("ACME", 1, tc.at)
+		if !ok || op.sha != tc.sha || string(m) != tc.mode {
+			t.Errorf("at %v: %q (%v), mode %q; want %q, %q", tc.at, op.sha, ok, m, tc.sha, tc.mode)
+		}
+	}
+	if !p.enforces("acme", 2) || p.enforces("acme", 1) {
+		t.Error("enforces is not the policy in force now's")
+	}
+	if _, _, ok := p.Of("globex", t0); ok {
+		t.Error("an organization with no policy has one")
+	}
+	for i := range keptPolicies + 3 {
+		op, _ := p.compile("acme", 7, "x", []byte("projects:\n  - number: 1\n"), t0.Add(time.Duration(10+i)*time.Minute))
+		p.put(op)
+	}
+	if n := len(p.by["acme"]); n != keptPolicies {
+		t.Errorf("%d policies kept, want %d", n, keptPolicies)
+	}
+	p.forget("ACME")
+	if _, ok := p.get("acme"); ok {
+		t.Error("a forgotten organization has a policy")
+	}
+}
