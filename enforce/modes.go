@@ -42,7 +42,6 @@ func ModeIn(modes func(owner string, number int) Mode, owner string, number int)
 	return ModeEnforce
 }
 
-
 // refusedVerdict is the verdict a refused step's marker carries: would_revert when it stood,
 // else reverted.
 func refusedVerdict(v Verdict) Verdict {
