@@ -83,8 +83,9 @@ func (p *orgPolicies) forget(owner string) {
 // get is an organization's policy in force.
 func (p *orgPolicies) get(owner string) (orgPolicy, bool) { return p.at(owner, time.Time{}) }
 
-// at is the organization's policy in force at a time (zero: now): the newest put in force by
-// then, or the oldest known for a time before it.
+// at is the organization's policy in force at a time (zero: now): the newest in force by then
+// (enforce.InForceFrom: from the second after it was put in force), or the oldest known for a
+// time before it.
 func (p *orgPolicies) at(owner string, at time.Time) (orgPolicy, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -96,7 +97,7 @@ func (p *orgPolicies) at(owner string, at time.Time) (orgPolicy, bool) {
 		return list[len(list)-1], true
 	}
 	for i := len(list) - 1; i > 0; i-- {
-		if !list[i].loadedAt.After(at) {
+		if !enforce.InForceFrom(list[i].loadedAt).After(at) {
 			return list[i], true
 		}
 	}

@@ -32,8 +32,10 @@ func TestOrgPoliciesByTime(t *testing.T) {
 	}{
 		{t0.Add(-time.Hour), "a", "enforce"},
 		{t0, "a", "enforce"},
+		{t0.Add(time.Minute), "a", "enforce"}, // b holds from the second after it was put in force
+		{t0.Add(time.Minute + time.Second), "b", "evaluate"},
 		{t0.Add(90 * time.Second), "b", "evaluate"},
-		{t0.Add(2 * time.Minute), "c", "enforce"}, // project 1 is not c's: enforcement.mode
+		{t0.Add(2*time.Minute + time.Second), "c", "enforce"}, // project 1 is not c's: enforcement.mode
 		{time.Time{}, "c", "enforce"},
 	} {
 		op, ok := p.at("acme", tc.at)

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -269,7 +270,7 @@ func historySeed(t *testing.T) uint64 {
 func TestHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withRaces(withRequirements(withMode(genHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed)
+		return withPushes(withRaces(withRequirements(withMode(genHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed)
 	})
 }
 
@@ -323,6 +324,27 @@ func withRaces(h simHistory, seed uint64) simHistory {
 	return h
 }
 
+// withPushes has two histories in ten push the organization's policy file once or twice
+// while they are made (docs/CONFIGURATION.md "Policy in the organization's repository"):
+// the workflow widened or narrowed again, the project put in another mode. Each change is
+// judged by the policy in force when it was made, however late its report.
+func withPushes(h simHistory, seed uint64) simHistory {
+	rng := rand.New(rand.NewPCG(seed, 0x9054))
+	if rng.IntN(10) >= 2 {
+		return h
+	}
+	var span time.Duration
+	for _, mv := range h.Moves {
+		span += mv.After
+	}
+	modes := []Mode{"", "", ModeWarn, ModeEvaluate}
+	for k := 1 + rng.IntN(2); k > 0; k-- {
+		h.Pushes = append(h.Pushes, simPush{At: time.Duration(rng.Int64N(int64(span) + 1)), Wide: rng.IntN(2) == 0, Mode: modes[rng.IntN(len(modes))]})
+	}
+	slices.SortFunc(h.Pushes, func(a, b simPush) int { return cmp.Compare(a.At, b.At) })
+	return h
+}
+
 // withMode puts two histories in ten in warn mode and two in evaluate mode (refused moves
 // stand: docs/ENFORCEMENT.md "Modes"), drawn apart from the history, so that a seed's moves
 // are the same whatever its mode.
@@ -347,7 +369,7 @@ func withMode(h simHistory, seed uint64) simHistory {
 func TestFamilyHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_FAMILY_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withRaces(withRequirements(withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed)
+		return withPushes(withRaces(withRequirements(withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed)
 	})
 }
 

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -76,6 +77,70 @@ type simHistory struct {
 	// Races is the chance that a guarded write which passed its guard has someone's move land
 	// before it (GitHub has no conditional write: simWorld.race).
 	Races float64 `json:"races,omitempty"`
+	// Pushes are pushes of the organization's policy file during the history: each change is
+	// judged by the policy in force when it was made (Options.Policies).
+	Pushes []simPush `json:"pushes,omitempty"`
+}
+
+// simPush is a push of the organization's policy file: in force from the second after At
+// (InForceFrom), the workflow widened or not, in a mode.
+type simPush struct {
+	At time.Duration `json:"at"` // after the history's start
+	// Wide lets Backlog go straight to In Progress, and makes agent-2 a bypass login.
+	Wide bool `json:"wide,omitempty"`
+	Mode Mode `json:"mode,omitempty"` // "": enforce
+}
+
+// simPolicy is a policy of the history's organization, in force from a time.
+type simPolicy struct {
+	from   time.Time
+	m      *policy.Machine
+	actors policy.Actors
+	mode   Mode
+}
+
+// simPolicies is the history's policies, oldest first: the one it starts under, then each
+// push's (enforce.Policies, and the oracle's PolicyAt).
+type simPolicies []simPolicy
+
+func (p simPolicies) at(t time.Time) simPolicy {
+	for i := len(p) - 1; i > 0; i-- {
+		if !p[i].from.After(t) {
+			return p[i]
+		}
+	}
+	return p[0]
+}
+
+func (p simPolicies) Of(_ string, at time.Time) (*policy.Machine, policy.Actors, bool) {
+	sp := p.at(at)
+	return sp.m, sp.actors, true
+}
+
+func (p simPolicies) Mode(_ string, _ int, at time.Time) (Mode, bool) { return p.at(at).mode, true }
+
+// policies is the history's policies: m and actors in its mode, then each push's.
+func (h simHistory) policies(m *policy.Machine, actors policy.Actors) simPolicies {
+	out := simPolicies{{m: m, actors: actors, mode: cmp.Or(h.Mode, ModeEnforce)}}
+	for _, p := range h.Pushes {
+		sp := simPolicy{from: InForceFrom(simT0.Add(p.At)), m: m, actors: actors, mode: cmp.Or(p.Mode, ModeEnforce)}
+		if p.Wide {
+			spec := m.Spec()
+			for i := range spec.States {
+				if spec.States[i].Name == "Backlog" {
+					spec.States[i].Next = append(slices.Clone(spec.States[i].Next), "In Progress")
+				}
+			}
+			wm, problems := policy.Compile(spec)
+			if len(problems) > 0 {
+				panic(fmt.Sprint(problems))
+			}
+			sp.m = wm
+			sp.actors.Bypass = append(slices.Clone(actors.Bypass), "agent-2")
+		}
+		out = append(out, sp)
+	}
+	return out
 }
 
 // simRequirements are the requirements a history with Estimates runs under: an agent needs an
@@ -509,6 +574,9 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 		opts.Boards = func(context.Context, int64, string) (Board, error) { return w.board, nil }
 	}
 	opts.Mode = func(string, int) Mode { return h.Mode }
+	if len(h.Pushes) > 0 {
+		opts.Policies = h.policies(m, actors)
+	}
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
 	w.svc.Enforcer.inline = true
 	return w
@@ -550,6 +618,13 @@ func (w *simWorld) newOracle() *oracle.Oracle {
 		}
 	}
 	or.Stands, or.Silent = !h.Mode.Writes(), h.Mode == ModeEvaluate
+	if len(h.Pushes) > 0 {
+		pols := h.policies(w.m, w.actors)
+		or.PolicyAt = func(t time.Time) oracle.Policy {
+			sp := pols.at(t)
+			return oracle.Policy{M: sp.m, Actors: sp.actors, Stands: !sp.mode.Writes(), Silent: sp.mode == ModeEvaluate}
+		}
+	}
 	if len(h.Estimates) > 0 {
 		or.FieldsOf = func(item string) map[string]string { return h.fieldsOf(simItemIndex(item)) }
 	}
@@ -588,6 +663,11 @@ func (w *simWorld) run() []string {
 		w.at(t, func() { w.move(i, mv) })
 	}
 	end := t
+	for _, p := range w.h.Pushes {
+		w.at(simT0.Add(p.At), func() {
+			w.trace("push of the policy: wide=%v mode=%q, in force from %s", p.Wide, p.Mode, InForceFrom(simT0.Add(p.At)).Sub(simT0))
+		})
+	}
 	w.at(end.Add(time.Millisecond), func() {
 		w.crashing = false // deliveries and writes stop failing: now the board must converge
 		w.trace("faults stop")

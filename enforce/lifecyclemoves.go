@@ -59,7 +59,7 @@ func (e *Enforcer) judgeEvent(ctx context.Context, w *walk, o Observation) error
 	if err != nil {
 		return err
 	}
-	mode := e.modeAt(w.it.Owner, w.it.ProjectNumber, o.At)
+	mode := e.modeAt(w.org(), w.it.ProjectNumber, o.At)
 	allowed := dec.Verdict == policy.Allow || a.mergePath(a.machineAt(w.org(), o.At), o.Lifecycle, pc)
 	switch {
 	case !mode.Writes():

@@ -15,11 +15,13 @@ import (
 // edit is, so a change made before a push is judged as before it, however late its report.
 // Automation is held to the policy of its cause's time, a façade call to the one in force.
 type Policies interface {
-	// Of is the workflow and actors of an organization's projects at a time (zero: now);
-	// false: the organization has none of its own, and the deployment's are used
-	// (Options.Enforced decides whether its projects are enforced at all).
+	// Of is the workflow and actors of an organization's projects at a time: a policy put in
+	// force during a second is in force for the changes made from the next second on
+	// (GitHub dates changes to the second); false: the organization has none of its own, and
+	// the deployment's are used (Options.Enforced decides whether its projects are enforced at
+	// all).
 	Of(owner string, at time.Time) (*policy.Machine, policy.Actors, bool)
-	// Mode is a project's mode at a time (zero: now); false: Options.Mode's.
+	// Mode is a project's mode at a time, as Of; false: Options.Mode's.
 	Mode(owner string, number int, at time.Time) (Mode, bool)
 }
 
@@ -39,6 +41,9 @@ func (c *core) classify(owner, login string, at time.Time) policy.ActorKind {
 // else the deployment's. The app's own login is always the app.
 func (c *core) policyAt(owner string, at time.Time) (*policy.Machine, policy.Actors) {
 	if c.opts.Policies != nil && owner != "" {
+		if at.IsZero() {
+			at = c.now()
+		}
 		if m, a, ok := c.opts.Policies.Of(owner, at); ok && m != nil {
 			a.App = c.opts.AppLogin
 			return m, a
@@ -50,6 +55,9 @@ func (c *core) policyAt(owner string, at time.Time) (*policy.Machine, policy.Act
 // modeAt is a project's mode at a time (zero: now).
 func (c *core) modeAt(owner string, number int, at time.Time) Mode {
 	if c.opts.Policies != nil && owner != "" {
+		if at.IsZero() {
+			at = c.now()
+		}
 		if m, ok := c.opts.Policies.Mode(owner, number, at); ok && m.Valid() {
 			return m
 		}
@@ -80,3 +88,7 @@ func (w *walk) org() string {
 	}
 	return ownerOfRepo(w.rec.Repo)
 }
+
+// InForceFrom is when a policy put in force at t starts to hold: the next second (GitHub dates
+// changes to the second, so a change of t's own second may have been made before it).
+func InForceFrom(t time.Time) time.Time { return t.Truncate(time.Second).Add(time.Second) }

@@ -339,7 +339,7 @@ func (e *Enforcer) judge(ctx context.Context, w *walk, o Observation, kind polic
 	if o.At.After(rec.ObservedAt) {
 		rec.ObservedAt = o.At
 	}
-	mode := e.modeAt(w.it.Owner, w.it.ProjectNumber, o.At)
+	mode := e.modeAt(w.org(), w.it.ProjectNumber, o.At)
 	if o.Verdict == VerdictAllowed {
 		accept(&rec, o, dec, mode.Writes())
 	} else {

@@ -52,8 +52,29 @@ type Oracle struct {
 	// workflow.requirements, with the edits of the history (Move.Field) applied in order, for
 	// its own moves and for the automation that would move it.
 	FieldsOf func(item string) map[string]string
+	// PolicyAt, when set, is the policy in force at a time (the organization's file, pushed
+	// mid-history): each move is judged by the one in force when it was made, and its
+	// automation runs under it; unset, the machine and actors New was given, with Stands and
+	// Silent, throughout.
+	PolicyAt func(at time.Time) Policy
 	byApp    map[string]bool   // the item's legal state was last set by automation
 	writes   map[string][]Move // by item: the values the app wrote on its card (Wrote)
+}
+
+// Policy is a policy in force: the workflow, the actors, and the mode (Stands, Silent as the
+// Oracle's).
+type Policy struct {
+	M              *policy.Machine
+	Actors         policy.Actors
+	Stands, Silent bool
+}
+
+// at is the policy in force at a time.
+func (o *Oracle) at(t time.Time) Policy {
+	if o.PolicyAt != nil {
+		return o.PolicyAt(t)
+	}
+	return Policy{M: o.m, Actors: o.actors, Stands: o.Stands, Silent: o.Silent}
 }
 
 // LegalByAutomation reports whether an item's legal state was last set by the app's
@@ -137,6 +158,8 @@ func (o *Oracle) Start(item, state string) {
 type Outcome struct {
 	Legal, Holder string
 	Violations    map[string]Violation
+	// Quiet are the violations judged under evaluate: refused, and never explained.
+	Quiet map[string]bool
 	Allowed       map[string]string // by delivery id: the legal moves, described
 	Closed        bool              // the item's issue ends closed
 }
@@ -144,7 +167,7 @@ type Outcome struct {
 // Judge replays moves in order from the item's first state: each judged from the last legal
 // state, with the mover's own kind.
 func (o *Oracle) Judge(item string, moves []Move) Outcome {
-	out := Outcome{Legal: o.initial[item], Violations: map[string]Violation{}, Allowed: map[string]string{}}
+	out := Outcome{Legal: o.initial[item], Violations: map[string]Violation{}, Allowed: map[string]string{}, Quiet: map[string]bool{}}
 	fields := maps.Clone(o.fields(item))
 	for _, mv := range moves {
 		l := out.Legal
@@ -155,11 +178,12 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			fields[mv.Field] = mv.To
 			continue
 		}
+		p := o.at(mv.At)
 		if mv.App {
 			if mv.To != l {
 				// As the app records an automated move: the holder of a lock it leaves goes.
 				out.Legal = mv.To
-				if !o.m.IsLock(mv.To) {
+				if !p.M.IsLock(mv.To) {
 					out.Holder = ""
 				}
 			}
@@ -177,15 +201,18 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			}
 			continue
 		}
-		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: o.actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group,
+		c := policy.Change{From: l, To: to, Actor: mv.Actor, ActorKind: p.Actors.Classify(mv.Actor), LockHolder: out.Holder, Group: mv.Group,
 			Fields: fields, MergedPR: mv.Lifecycle == LifecycleMerge || o.mergedBy(item, mv.At)}
-		d := o.m.Decide(c)
-		refused := d.Verdict != policy.Allow && !(closing && o.mergePath(c))
-		if o.Stands {
+		d := p.M.Decide(c)
+		refused := d.Verdict != policy.Allow && !(closing && o.mergePath(p.M, c))
+		if p.Stands {
 			// Judged, nothing written: a refused move stands as the item's state; a lifecycle
 			// event leaves the card and the issue as they are.
 			if refused {
 				out.Violations[mv.Delivery] = Violation{Item: item, Actor: mv.Actor, From: l, To: to, Rule: d.Rule}
+				if p.Silent {
+					out.Quiet[mv.Delivery] = true
+				}
 			} else {
 				out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(to))
 			}
@@ -194,7 +221,7 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 			}
 			if mv.Lifecycle == "" {
 				out.Legal, out.Holder = to, ""
-				if o.m.IsLock(to) {
+				if p.M.IsLock(to) {
 					out.Holder = mv.Actor
 				}
 			}
@@ -212,7 +239,7 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 		}
 		out.Allowed[mv.Delivery] = fmt.Sprintf("%s's legal %s → %s", mv.Actor, show(l), show(to))
 		out.Legal, out.Holder = to, ""
-		if o.m.IsLock(to) {
+		if p.M.IsLock(to) {
 			out.Holder = mv.Actor
 		}
 	}
@@ -221,14 +248,14 @@ func (o *Oracle) Judge(item string, moves []Move) Outcome {
 
 // mergePath reports whether a close is what merging a pull request does: from a state MergeVia
 // names, through it to the close's state, both moves allowed.
-func (o *Oracle) mergePath(c policy.Change) bool {
+func (o *Oracle) mergePath(m *policy.Machine, c policy.Change) bool {
 	via, ok := o.MergeVia[c.From]
 	if !ok {
 		return false
 	}
 	first, second := c, c
 	first.To, second.From = via, via
-	return o.m.Decide(first).Verdict == policy.Allow && o.m.Decide(second).Verdict == policy.Allow
+	return m.Decide(first).Verdict == policy.Allow && m.Decide(second).Verdict == policy.Allow
 }
 
 // Step records one move of the true history (a write of the app's, Wrote, is recorded as such).
@@ -256,7 +283,7 @@ func (o *Oracle) Step(item string, mv Move) {
 	if out.Legal != before && o.byApp != nil {
 		o.byApp[item] = false
 	}
-	if o.Family != nil && !mv.App && out.Legal != before && !o.Stands {
+	if o.Family != nil && !mv.App && out.Legal != before && !o.at(mv.At).Stands {
 		o.automate(item, mv.At)
 	}
 }
@@ -266,7 +293,8 @@ func (o *Oracle) Step(item string, mv Move) {
 // moves an item twice.
 func (o *Oracle) automate(item string, at time.Time) {
 	visited := map[string]bool{item: true}
-	auto := o.m.Automation()
+	m := o.at(at).M
+	auto := m.Automation()
 	if auto.CascadeChildren {
 		o.cascade(item, item, at, 1, visited)
 	}
@@ -280,8 +308,8 @@ func (o *Oracle) automate(item string, at time.Time) {
 		for i, c := range children {
 			members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c]})
 		}
-		target, ok := o.m.ConvergenceTarget(o.Legal[parent], members)
-		if !ok || o.m.Unmet(target, policy.Member{Fields: o.fieldsBefore(parent, at), MergedPR: o.mergedBy(parent, at)}) != "" {
+		target, ok := m.ConvergenceTarget(o.Legal[parent], members)
+		if !ok || m.Unmet(target, policy.Member{Fields: o.fieldsBefore(parent, at), MergedPR: o.mergedBy(parent, at)}) != "" {
 			return
 		}
 		visited[parent] = true
@@ -291,7 +319,8 @@ func (o *Oracle) automate(item string, at time.Time) {
 }
 
 func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited map[string]bool) {
-	if o.m.PipelineIndex(o.Legal[parent]) < 0 {
+	m := o.at(at).M
+	if m.PipelineIndex(o.Legal[parent]) < 0 {
 		return
 	}
 	_, children := o.Family(parent)
@@ -304,7 +333,7 @@ func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited 
 		byNumber[i+1] = c
 		members = append(members, policy.Member{Number: i + 1, Title: c, State: o.Legal[c], Fields: o.fieldsBefore(c, at), MergedPR: o.mergedBy(c, at)})
 	}
-	moves, _ := o.m.PlanCascade(o.Legal[parent], members)
+	moves, _ := m.PlanCascade(o.Legal[parent], members)
 	var moved []string
 	for _, mv := range moves {
 		c := byNumber[mv.Number]
@@ -312,7 +341,7 @@ func (o *Oracle) cascade(cause, parent string, at time.Time, depth int, visited 
 		o.appMove(c, mv.To, cause, at)
 		moved = append(moved, c)
 	}
-	if depth >= o.m.Automation().MaxCascadeDepth {
+	if depth >= m.Automation().MaxCascadeDepth {
 		return
 	}
 	for _, c := range moved {
@@ -544,8 +573,8 @@ func (o *Oracle) Check(item, board, holder string, explained map[string]int) []s
 	var first []string
 	for k, order := range o.Orders(item) {
 		out := o.Judge(item, order)
-		if o.Silent {
-			out.Violations = nil // none is explained (evaluate)
+		for d := range out.Quiet {
+			delete(out.Violations, d) // never explained (evaluate)
 		}
 		diffs := Compare(item, board, holder, o.IsLock(out.Legal), explained, out)
 		if o.IssueClosed != nil && o.IssueClosed(item) != out.Closed {
