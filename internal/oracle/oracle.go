@@ -159,9 +159,9 @@ type Outcome struct {
 	Legal, Holder string
 	Violations    map[string]Violation
 	// Quiet are the violations judged under evaluate: refused, and never explained.
-	Quiet map[string]bool
-	Allowed       map[string]string // by delivery id: the legal moves, described
-	Closed        bool              // the item's issue ends closed
+	Quiet   map[string]bool
+	Allowed map[string]string // by delivery id: the legal moves, described
+	Closed  bool              // the item's issue ends closed
 }
 
 // Judge replays moves in order from the item's first state: each judged from the last legal
