@@ -171,3 +171,43 @@ func TestFieldEditsAreInputs(t *testing.T) {
 		t.Error("a move made a second before the Estimate was set must be refused")
 	}
 }
+
+// With PolicyAt, each move is judged by the policy of its time: the same agent's move is
+// refused before a push that allows it and allowed after it; under evaluate a refused move
+// stands and is quiet (never explained), under enforce it is reverted.
+func TestPolicyAt(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	base, _ := policy.Compile(policy.DefaultSpec())
+	wide := policy.DefaultSpec()
+	for i := range wide.States {
+		if wide.States[i].Name == "Backlog" {
+			wide.States[i].Next = append(wide.States[i].Next, "In Progress")
+		}
+	}
+	wm, problems := policy.Compile(wide)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	actors := policy.Actors{Agents: []string{"agent-*"}}
+	o := New(base, actors)
+	o.PolicyAt = func(at time.Time) Policy {
+		switch {
+		case at.Before(t0.Add(10 * time.Second)):
+			return Policy{M: base, Actors: actors}
+		case at.Before(t0.Add(20 * time.Second)):
+			return Policy{M: wm, Actors: actors}
+		}
+		return Policy{M: base, Actors: actors, Stands: true, Silent: true}
+	}
+	o.Start("A", "Backlog")
+	mv := func(d, from, to string, sec int) Move {
+		return Move{From: from, To: to, Actor: "agent-1", Delivery: d, At: t0.Add(time.Duration(sec) * time.Second)}
+	}
+	out := o.Judge("A", []Move{mv("d1", "Backlog", "In Progress", 5), mv("d2", "Backlog", "In Progress", 15), mv("d3", "In Progress", "Done", 25)})
+	if _, refused := out.Violations["d1"]; !refused || out.Allowed["d2"] == "" {
+		t.Errorf("before the push refused, after it allowed: %+v", out)
+	}
+	if _, refused := out.Violations["d3"]; !refused || !out.Quiet["d3"] || out.Legal != "Done" {
+		t.Errorf("under evaluate a refused move stands, quiet: %+v", out)
+	}
+}
