@@ -205,6 +205,15 @@ type Result struct {
 	StormTimeoutS         float64  `json:"storm_timeout_s"`
 	StormSeconds          float64  `json:"storm_seconds"`
 
+	// A second organization on the storm's deployment (its own installation and board): its
+	// single refused moves, one at a time, timed from the move to the end of the revert, while
+	// idle and while the storm is reverted. Null without a storm.
+	OrgsSamples          int      `json:"orgs_samples"`
+	OrgsIdleRevertP50MS  *float64 `json:"orgs_idle_revert_p50_ms"`
+	OrgsIdleRevertMaxMS  *float64 `json:"orgs_idle_revert_max_ms"`
+	OrgsStormRevertP50MS *float64 `json:"orgs_storm_revert_p50_ms"`
+	OrgsStormRevertMaxMS *float64 `json:"orgs_storm_revert_max_ms"`
+
 	ReconcileStatus       string          `json:"reconcile_status"`
 	ReconcileItems        *int            `json:"reconcile_items"`
 	ReconcileGraphQLReads *int            `json:"reconcile_graphql_reads"`
@@ -281,7 +290,7 @@ type harness struct {
 	items    map[int]enforce.Item
 }
 
-func startSandbox(ctx context.Context, o Options, seed []byte, mw func(http.Handler) http.Handler) (*sandbox.Sandbox, error) {
+func startSandbox(ctx context.Context, o Options, seed []byte, mw func(http.Handler) http.Handler, more ...config.Project) (*sandbox.Sandbox, error) {
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return sandbox.Start(startCtx, sandbox.Options{
@@ -303,6 +312,7 @@ func startSandbox(ctx context.Context, o Options, seed []byte, mw func(http.Hand
 			if o.ReorderWindow > 0 {
 				c.Enforcement.ReorderWindow = o.ReorderWindow
 			}
+			c.Projects = append(c.Projects, more...)
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/ghsim"
@@ -31,7 +32,7 @@ func stormSeed(n int) ([]byte, layout) {
 	var l layout
 	l.warmup = []int{s.issue("Research Needed", 0), s.issue("Backlog", 0)}
 	l.burst = s.issues(n, stormFrom)
-	return s.bytes(), l
+	return append(s.bytes(), calmSeed()...), l
 }
 
 // storm has one actor move N Backlog items to In Progress at once, as a person pasting a value
@@ -43,7 +44,7 @@ func runStorm(ctx context.Context, o Options, r *Result) error {
 	n := o.Storm
 	seed, l := stormSeed(n)
 	o.progress("storm: starting a simulator and ralph-gate with %d items in %s", n, stormFrom)
-	sb, err := startSandbox(ctx, o, seed, nil)
+	sb, err := startSandbox(ctx, o, seed, nil, config.Project{Owner: calmOrg, Number: 1})
 	if err != nil {
 		return err
 	}
@@ -58,6 +59,19 @@ func runStorm(ctx context.Context, o Options, r *Result) error {
 	}
 	if err := h.warmup(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
+	}
+	calm, err := h.calmItems(ctx)
+	if err != nil {
+		return err
+	}
+	var calmIdle, calmStorm []enforce.Item
+	for n := 1; n <= calmSamples; n++ {
+		calmIdle, calmStorm = append(calmIdle, calm[n]), append(calmStorm, calm[calmSamples+n])
+	}
+	o.progress("storm: %s, a second organization, makes %d refused moves one at a time, idle", calmOrg, calmSamples)
+	idle, err := h.calmReverts(ctx, calmIdle)
+	if err != nil {
+		return fmt.Errorf("%s idle: %w", calmOrg, err)
 	}
 	sb.Sim.ClearSecondaryWindows()
 	bot := sb.App.AppLogin()
@@ -81,6 +95,16 @@ func runStorm(ctx context.Context, o Options, r *Result) error {
 	}
 	r.StormEvents = n
 	r.StormMoveS = num(round(time.Since(t0).Seconds(), 2))
+	// The second organization's moves while the storm is reverted, beside the storm's watch.
+	type calmResult struct {
+		d   []time.Duration
+		err error
+	}
+	calmDone := make(chan calmResult, 1)
+	go func() {
+		d, err := h.calmReverts(ctx, calmStorm)
+		calmDone <- calmResult{d, err}
+	}()
 
 	inStorm := map[int]bool{}
 	for _, num := range l.burst {
@@ -140,7 +164,17 @@ func runStorm(ctx context.Context, o Options, r *Result) error {
 	if len(explained) == n {
 		r.StormExplainAllS = num(round(maxDuration(explained).Seconds(), 2))
 	}
-	r.StormRequests = len(appRequests(sb.Sim, seq))
+	during := <-calmDone
+	if during.err != nil {
+		return fmt.Errorf("%s during the storm: %w", calmOrg, during.err)
+	}
+	calmFigures(r, idle, during.d)
+	o.progress("storm: %s's refused moves reverted in %.0f ms (p50) idle, %.0f ms during the storm", calmOrg, *r.OrgsIdleRevertP50MS, *r.OrgsStormRevertP50MS)
+	for _, e := range appRequests(sb.Sim, seq) {
+		if e.Identity != fmt.Sprintf("installation:%d", calmInstallation) {
+			r.StormRequests++ // (the storm's organization's)
+		}
+	}
 	r.StormSecondaryAnswers = sb.Sim.SecondaryStats().Answers - stats0.Answers
 	r.StormSeconds = round(time.Since(t0).Seconds(), 2)
 	if r.StormTimedOut {
