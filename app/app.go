@@ -393,6 +393,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	go a.maint.gaps.runJudge(gapCtx, judgeCtx)
 	go a.maint.gaps.runRevertsAtOnce(gapCtx, judgeCtx)
 	if a.orgs != nil {
+		go a.listenOrgPolicies(gapCtx)
 		go func() {
 			if err := a.readAllOrgPolicies(gapCtx); err != nil && gapCtx.Err() == nil {
 				logger.Warn().Err(err).Msg("reading the organizations' policies: those not read keep their kept policy; a push or a restart reads them again")

@@ -33,30 +33,6 @@ type policyFile struct {
 	size                   int // when larger than a configuration file may be (not read)
 }
 
-// restoreOrgPolicies puts in force the policies the store kept (before GitHub is read):
-// a restart enforces each organization's last valid policy at once.
-func (a *App) restoreOrgPolicies(ctx context.Context) error {
-	kept, err := a.store.OrgPolicies(ctx)
-	if err != nil {
-		return err
-	}
-	for _, k := range kept {
-		if k.SHA == "" {
-			continue // only refused pushes so far
-		}
-		op, problems := a.orgs.compile(k.Owner, k.InstallationID, k.SHA, []byte(k.Text), k.LoadedAt)
-		if len(problems) > 0 {
-			// The deployment's configuration changed under it (an agent's token gone): the
-			// organization's projects wait for its next valid file.
-			zerolog.Ctx(ctx).Error().Str("org", k.Owner).Str("commit", k.SHA).Str("problems", problemLines(problems)).
-				Msg("the organization's kept policy no longer validates against this deployment's configuration: its projects are not enforced until its file is fixed")
-			continue
-		}
-		a.orgs.put(op)
-	}
-	return nil
-}
-
 // readAllOrgPolicies reads the policy of every organization the App is installed on.
 func (a *App) readAllOrgPolicies(ctx context.Context) error {
 	client, err := a.github.NewAppClient()
@@ -110,6 +86,7 @@ func (a *App) Uninstalled(ctx context.Context, ev payload.InstallationEvent) err
 	if err := a.store.ForgetOrgPolicy(ctx, ev.Account); err != nil {
 		return err
 	}
+	a.notifyReplicas(ctx, ev.Account)
 	zerolog.Ctx(ctx).Info().Str("org", ev.Account).Msg("the App was uninstalled: the organization's policy is forgotten")
 	return nil
 }
@@ -149,7 +126,16 @@ func (a *App) Pushed(ctx context.Context, ev payload.PushEvent) error {
 // force stays); it returns the file's problems.
 func (a *App) takePolicy(ctx context.Context, f policyFile) (config.Problems, error) {
 	logger := zerolog.Ctx(ctx).With().Str("org", f.owner).Str("commit", f.sha).Logger()
-	now := time.Now()
+	now := time.Now().UTC().Truncate(time.Microsecond) // (as the store keeps it: replicas compare)
+	kept, _, err := a.store.GetOrgPolicy(ctx, f.owner)
+	if err != nil {
+		return nil, err
+	}
+	if f.sha != "" && f.sha == kept.SHA && f.found {
+		// Read again (a restart, an install event): in force since it was first put.
+		a.takeKept(ctx, kept)
+		return nil, nil
+	}
 	var problems config.Problems
 	switch {
 	case !f.found:
@@ -173,6 +159,7 @@ func (a *App) takePolicy(ctx context.Context, f policyFile) (config.Problems, er
 		return nil, err
 	}
 	a.orgs.put(op)
+	a.notifyReplicas(ctx, f.owner)
 	logger.Info().Int("projects", len(op.cfg.Projects)).Msg("the organization's policy is in force")
 	return nil, nil
 }

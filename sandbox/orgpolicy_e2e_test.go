@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +139,9 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 
 		// A valid push is in force for the next change, and its check run passes.
 		evaluate := e.pushPolicy(policyEvaluate)
-		e.policyUntil("the valid push", func(p store.OrgPolicy) bool { return p.SHA == evaluate })
+		inForce := e.policyUntil("the valid push", func(p store.OrgPolicy) bool { return p.SHA == evaluate })
+		// In force for the changes made from the next second on (enforce.InForceFrom).
+		time.Sleep(time.Until(enforce.InForceFrom(inForce.LoadedAt)))
 		if cr := e.policyCheck(evaluate); cr.Conclusion != "success" || cr.Status != "completed" {
 			t.Errorf("the valid push's check run: %+v", cr)
 		}
@@ -176,13 +180,24 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 
 		// Across a restart, with the invalid file at the head: the kept policy is in force,
 		// and the file read again is refused again.
-		restarted := time.Now()
+		seq := e.sb.Sim.Requests().Total
 		if err := e.sb.RestartApp(ctx); err != nil {
 			t.Fatal(err)
 		}
-		p = e.policyUntil("read after the restart", func(p store.OrgPolicy) bool { return p.RefusedAt.After(restarted) })
-		if p.SHA != evaluate || p.RefusedSHA != invalid {
-			t.Errorf("after the restart: %+v, want %s (evaluate) in force, %s refused", p, evaluate, invalid)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			read := false
+			for _, r := range e.sb.Sim.Requests().Entries {
+				read = read || (r.Seq > seq && strings.Contains(r.Path, "/contents/") && r.Status == 200)
+			}
+			if read {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the policy file was not read after the restart")
+			}
+		}
+		if p2 := e.policyUntil("after the restart", func(store.OrgPolicy) bool { return true }); p2.SHA != evaluate || p2.RefusedSHA != invalid {
+			t.Errorf("after the restart: %+v, want %s (evaluate) in force, %s refused", p2, evaluate, invalid)
 		}
 		e.move("agent-1", 8, "Done") // Ready for Plan → Done: refused, stands under evaluate
 		e.settle()
@@ -323,4 +338,63 @@ func TestTwoOrganizationsEndToEnd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Replicas on one PostgreSQL store hold the same policy: GitHub delivers a push to one replica,
+// which reads the file; another puts it in force when the store notifies it (woken, it asks
+// GitHub nothing), from the same time.
+func TestOrgPolicyReplicas(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("RALPH_GATE_TEST_POSTGRES_DSN") == "" {
+		t.Skip("replicas share a PostgreSQL store: RALPH_GATE_TEST_POSTGRES_DSN is not set")
+	}
+	e := startOrgs(t, "postgres", orgPolicySeed(policyEnforce), nil)
+	first := e.policyUntil("read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := app.New(ctx, e.sb.Config, app.Options{NoPeriodic: true, GitHubWriteGap: WriteGap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("the second replica: %v", err)
+		}
+	})
+	commitUntil := func(what, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); b.PolicyCommit("acme") != want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the second replica has %q in force, want %q", what, b.PolicyCommit("acme"), want)
+			}
+		}
+	}
+	commitUntil("at its start", first.SHA)
+	contentReads := func(after int) int {
+		n := 0
+		for _, r := range e.sb.Sim.Requests().Entries {
+			if r.Seq > after && strings.Contains(r.Path, "/contents/") {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); contentReads(0) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second replica did not read the organization's policy at its start")
+		}
+	}
+	seq := e.sb.Sim.Requests().Total
+	evaluate := e.pushPolicy(policyEvaluate)
+	e.policyUntil("the push", func(p store.OrgPolicy) bool { return p.SHA == evaluate })
+	commitUntil("after the push", evaluate)
+	if reads := contentReads(seq); reads != 1 {
+		t.Errorf("the policy file was read %d times after the push, want once (by the replica the push reached)", reads)
+	}
 }

@@ -101,3 +101,48 @@ func (s *Store) ForgetOrgPolicy(ctx context.Context, owner string) error {
 	}
 	return nil
 }
+
+// orgPolicyChannel is the PostgreSQL channel a replica that changes an organization's policy
+// notifies the others on (the payload is the owner).
+const orgPolicyChannel = "ralph_gate_org_policy"
+
+// NotifyOrgPolicy tells the other replicas that an organization's policy changed (PostgreSQL
+// NOTIFY; with SQLite there is one replica, and nothing to tell).
+func (s *Store) NotifyOrgPolicy(ctx context.Context, owner string) error {
+	if s.driver != DriverPostgres {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, orgPolicyChannel, strings.ToLower(owner)); err != nil {
+		return fmt.Errorf("store: notify the policy of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// ListenOrgPolicies calls changed with the owner of every policy another replica changes
+// (NotifyOrgPolicy), woken by PostgreSQL, until ctx ends (nil) or the connection fails (the
+// caller reads every policy again, then listens anew). With SQLite it waits for ctx.
+func (s *Store) ListenOrgPolicies(ctx context.Context, changed func(owner string)) error {
+	if s.driver != DriverPostgres {
+		<-ctx.Done()
+		return nil
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("store: listen for policies: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `LISTEN `+orgPolicyChannel); err != nil {
+		return fmt.Errorf("store: listen for policies: %w", err)
+	}
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // not back to the pool while listening
+			return fmt.Errorf("store: listen for policies: %w", err)
+		}
+		changed(n.Payload)
+	}
+}

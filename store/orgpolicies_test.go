@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -48,6 +49,50 @@ func TestOrgPolicies(t *testing.T) {
 		}
 		if _, found, err := s.GetOrgPolicy(ctx, "globex"); err != nil || found {
 			t.Fatalf("forgotten: %v %v", found, err)
+		}
+	})
+}
+
+// A replica's notification reaches another's listener with the owner (PostgreSQL); with SQLite
+// notifying does nothing and listening waits for the end.
+func TestOrgPolicyNotifications(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		s := tg.open(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		got := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() { done <- s.ListenOrgPolicies(ctx, func(owner string) { got <- owner }) }()
+		if s.Driver() != DriverPostgres {
+			if err := s.NotifyOrgPolicy(ctx, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		// The listener may not be listening yet: notify until it hears (bounded).
+		for i := 0; ; i++ {
+			if err := s.NotifyOrgPolicy(ctx, "Acme"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case owner := <-got:
+				if owner != "acme" {
+					t.Fatalf("heard %q, want acme", owner)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if i == 100 {
+				t.Fatal("no notification heard")
+			}
 		}
 	})
 }
