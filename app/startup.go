@@ -18,11 +18,16 @@ func startupFields(cfg config.Config, version, appLogin, address string) []any {
 	for i, ag := range cfg.MCP.Agents {
 		agents[i] = ag.Name
 	}
+	var policies any = "config.yml"
+	if cfg.OrgPolicies() {
+		policies = cfg.Policy.Repository + "/" + cfg.Policy.Path // each organization's own
+	}
 	return []any{
 		"version", version,
 		"address", address,
 		"app", appLogin,
 		"projects", projects,
+		"policies", policies,
 		"store", cfg.Store.Driver,
 		"mcp", len(agents) > 0, // the façade answers only configured agents
 		"agents", len(agents),

@@ -45,7 +45,7 @@ func TestStartupLine(t *testing.T) {
 			},
 			want: map[string]any{
 				"level": "info", "message": "ralph-gate is serving", "version": "1.2.3", "address": "127.0.0.1:8080",
-				"app": "ralph-gate[bot]", "projects": []any{"acme/1", "acme/7"}, "store": "postgres", "mcp": true,
+				"app": "ralph-gate[bot]", "projects": []any{"acme/1", "acme/7"}, "policies": "config.yml", "store": "postgres", "mcp": true,
 				"agents": float64(3), "agent_names": []any{"planner-1", "coder-1", "reviewer-1"},
 			},
 		},
@@ -58,7 +58,20 @@ func TestStartupLine(t *testing.T) {
 			},
 			want: map[string]any{
 				"level": "info", "message": "ralph-gate is serving", "version": "1.2.3", "address": "127.0.0.1:8080",
-				"app": "ralph-gate[bot]", "projects": []any{"acme/1"}, "store": "sqlite", "mcp": false,
+				"app": "ralph-gate[bot]", "projects": []any{"acme/1"}, "policies": "config.yml", "store": "sqlite", "mcp": false,
+				"agents": float64(0), "agent_names": []any{},
+			},
+		},
+		{
+			name: "no projects: each organization's policy file",
+			cfg: func(c *config.Config) {
+				withSecrets(c)
+				c.Store.Driver = "sqlite"
+				c.Policy = config.Policy{Repository: ".github", Path: "ralph-gate.yml"}
+			},
+			want: map[string]any{
+				"level": "info", "message": "ralph-gate is serving", "version": "1.2.3", "address": "127.0.0.1:8080",
+				"app": "ralph-gate[bot]", "projects": []any{}, "policies": ".github/ralph-gate.yml", "store": "sqlite", "mcp": false,
 				"agents": float64(0), "agent_names": []any{},
 			},
 		},
