@@ -44,6 +44,11 @@ func (a *App) MCPServer(agent string) *mcp.Server {
 				return mcpserver.Scope{}, false
 			}
 			sc := mcpserver.Scope{Facade: a.service.Facade.In(op.owner), Agents: mcpAgents(op.cfg.MCP.Agents)}
+			if _, named := op.cfg.MCPAgentNamed(agent); !named {
+				if d, ok := a.cfg.MCPAgentNamed(agent); ok { // bound by config.yml (mcp.agents[].org)
+					sc.Agents = append(sc.Agents, mcpAgents([]config.MCPAgent{d})...)
+				}
+			}
 			for _, p := range op.cfg.Projects {
 				sc.Projects = append(sc.Projects, enforce.ProjectRef{Owner: p.Owner, Number: p.Number})
 			}

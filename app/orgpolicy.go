@@ -191,13 +191,23 @@ func (a *App) projects() []config.Project {
 	return a.cfg.Projects
 }
 
-// ofAgent is the organization an MCP agent works for: the one whose policy gives it (its
-// file's mcp.agents, else the deployment's). An agent several organizations' policies give
-// works for none of them, so that no call of its reaches another organization's board by
-// mistake: name each agent in one organization's file.
+// ofAgent is the organization an MCP agent works for: the one config.yml binds it to
+// (mcp.agents[].org), else the one whose file names it under mcp.agents. An agent several
+// organizations name works for none of them, so that no call of its reaches another
+// organization's board by mistake: name each agent in one organization's file.
 func (p *orgPolicies) ofAgent(agent string) (orgPolicy, bool) {
+	bound := ""
+	if a, ok := p.base.MCPAgentNamed(agent); ok {
+		bound = a.Org
+	}
 	var found []orgPolicy
 	for _, op := range p.all() {
+		if bound != "" {
+			if strings.EqualFold(op.owner, bound) {
+				found = append(found, op)
+			}
+			continue
+		}
 		if _, ok := op.cfg.MCPAgentNamed(agent); ok {
 			found = append(found, op)
 		}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,40 @@ func TestOrgPoliciesByTime(t *testing.T) {
 	p.forget("ACME")
 	if _, ok := p.get("acme"); ok {
 		t.Error("a forgotten organization has a policy")
+	}
+}
+
+// An agent works for the one organization whose file names it, or the one config.yml binds it
+// to; one two organizations name works for none, and an organization cannot name an agent
+// bound to another.
+func TestOrgPoliciesOfAgent(t *testing.T) {
+	base, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.MCP.Agents = []config.MCPAgent{{Name: "a-1", Token: "a-1-token-0123456789"}, {Name: "b-1", Token: "b-1-token-0123456789"},
+		{Name: "bound-1", Token: "bound-token-0123456789", Org: "globex"}}
+	p := newOrgPolicies(base, "ralph-gate[bot]")
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for owner, text := range map[string]string{
+		"acme":    "projects: [{number: 1}]\nmcp:\n  agents: [{name: a-1}, {name: b-1}]\n",
+		"globex":  "projects: [{number: 1}]\nmcp:\n  agents: [{name: b-1}]\n",
+		"initech": "projects: [{number: 1}]\n",
+	} {
+		op, problems := p.compile(owner, 1, "x", []byte(text), at)
+		if len(problems) > 0 {
+			t.Fatal(owner, problems)
+		}
+		p.put(op)
+	}
+	for agent, want := range map[string]string{"a-1": "acme", "b-1": "", "bound-1": "globex", "nobody": ""} {
+		op, ok := p.ofAgent(agent)
+		if got := map[bool]string{true: op.owner}[ok]; got != want {
+			t.Errorf("%s works for %q, want %q", agent, got, want)
+		}
+	}
+	if _, problems := p.compile("acme", 1, "y", []byte("projects: [{number: 1}]\nmcp:\n  agents: [{name: bound-1}]\n"), at); len(problems) != 1 ||
+		problems[0].Path != "mcp.agents[0].name" || !strings.Contains(problems[0].Message, "works for another organization") {
+		t.Errorf("naming another organization's agent: %v", problems)
 	}
 }

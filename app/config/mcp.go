@@ -63,6 +63,10 @@ type MCPAgent struct {
 	// Role is the worker role the agent acts in (actors.roles); empty: the role its name
 	// matches, if any.
 	Role string `yaml:"role"`
+	// Org is the organization the agent works for when the policies come from the
+	// organizations' files (no projects listed): only that organization's file may name it.
+	// Empty: the one organization whose file names it.
+	Org string `yaml:"org"`
 }
 
 // MCPCredential is an agent as the façade authenticates it: the token is kept only as its

@@ -116,7 +116,7 @@ const (
 // may be left out and is org), workflow (extending the embedded default workflow exactly as
 // config.yml's does; absent: the default workflow), actors (absent: the deployment's) and
 // mcp.agents (name, commands, role: each merged by name onto the deployment's agent, which
-// gives its token; absent: the deployment's agents). It must list at least one project.
+// gives its token; absent: none). It must list at least one project.
 // Every other key of config.yml is the operator's, and a problem.
 //
 // The file is decoded strictly and every problem is reported at once, by key path and with
@@ -142,7 +142,9 @@ func (c Config) ForOrganization(org string, data []byte) (Config, Problems) {
 	problems = append(problems, decoded...)
 
 	eff := c
-	eff.MCP.Agents = slices.Clone(c.MCP.Agents)
+	// An organization's agents are the ones its file names: none of the deployment's works for
+	// it otherwise (an agent works for the one organization that names it).
+	eff.MCP.Agents = nil
 	eff.Workflow = file.Workflow
 	if given(doc, "actors") {
 		eff.Actors = file.Actors
@@ -152,19 +154,13 @@ func (c Config) ForOrganization(org string, data []byte) (Config, Problems) {
 	agentsGiven := given(valueOf(doc, "mcp"), "agents")
 	if agentsGiven {
 		var ps Problems
-		eff.MCP.Agents, ps = c.orgAgents(file.MCP.Agents)
+		eff.MCP.Agents, ps = c.orgAgents(org, file.MCP.Agents)
 		problems = append(problems, ps...)
 	}
 	for _, p := range eff.Validate() {
-		if !orgOwned(p.Path) {
-			continue
+		if orgOwned(p.Path) {
+			semantic = append(semantic, p)
 		}
-		// The deployment's agents apply when the file lists none: one that does not fit the
-		// file's workflow or roles is named, as the file does not hold it.
-		if i, ok := agentIndex(p.Path); ok && !agentsGiven && i < len(eff.MCP.Agents) {
-			p.Message += fmt.Sprintf(" (agent %q of the deployment's config.yml: list it under mcp.agents in this file, with commands and role of this policy)", eff.MCP.Agents[i].Name)
-		}
-		semantic = append(semantic, p)
 	}
 	problems = append(problems, origin.unshadowed(problems, semantic)...)
 	if len(problems) > 0 {
@@ -204,17 +200,21 @@ func orgProjects(org string, listed []Project) ([]Project, Problems) {
 // orgAgents merges each agent an organization gives onto the deployment's agent of that name,
 // which keeps its token: the commands and role given replace the deployment's. An agent the
 // deployment does not list is a problem (it has no token).
-func (c Config) orgAgents(agents []orgAgent) ([]MCPAgent, Problems) {
+func (c Config) orgAgents(org string, agents []orgAgent) ([]MCPAgent, Problems) {
 	var problems Problems
 	out := make([]MCPAgent, len(agents))
 	for i, a := range agents {
 		d, ok := c.MCPAgentNamed(a.Name)
-		if !ok {
+		switch {
+		case !ok:
 			d = MCPAgent{Name: a.Name}
 			if a.Name != "" {
 				problems = append(problems, Problem{Path: fmt.Sprintf("mcp.agents[%d].name", i),
 					Message: fmt.Sprintf("agent %q is not in the deployment's config.yml: the operator adds it there under mcp.agents, with its token (token_env)", a.Name)})
 			}
+		case d.Org != "" && !strings.EqualFold(d.Org, org):
+			problems = append(problems, Problem{Path: fmt.Sprintf("mcp.agents[%d].name", i),
+				Message: fmt.Sprintf("agent %q works for another organization (the deployment's config.yml, mcp.agents[].org): name only your own agents", a.Name)})
 		}
 		d.Commands = slices.Clone(d.Commands)
 		if a.Commands != nil {
@@ -226,19 +226,6 @@ func (c Config) orgAgents(agents []orgAgent) ([]MCPAgent, Problems) {
 		out[i] = d
 	}
 	return out, problems
-}
-
-// agentPath finds the agent a key path is about.
-var agentPath = regexp.MustCompile(`^mcp\.agents\[(\d+)\]`)
-
-// agentIndex is the index of the agent a key path is about.
-func agentIndex(path string) (int, bool) {
-	m := agentPath.FindStringSubmatch(path)
-	if m == nil {
-		return 0, false
-	}
-	i, err := strconv.Atoi(m[1])
-	return i, err == nil
 }
 
 // agentTokenPath is the path of what validate says about an agent's token, which is the
@@ -471,7 +458,7 @@ mcp:
 | ` + "`projects`" + `: at least one, each ` + "`{number, mode}`" + ` (` + "`owner`" + ` may be left out and is the organization; another organization is a problem) | ` + "`server`, `github`, `store`, `enforcement`, `reconcile`, `redelivery`, `health`, `logging`, `ui`, `policy`" + ` |
 | ` + "`workflow`" + `: extends the embedded default workflow exactly as config.yml's does (config.yml's own ` + "`workflow`" + ` does not apply to the organizations); absent, the default workflow | ` + "`mcp.default_repo`, `mcp.limits`" + ` |
 | ` + "`actors`" + `: replaces the deployment's whole section; absent, the deployment's | every agent's token (` + "`mcp.agents[].token_env`" + `, ` + "`token_sha256`" + `, ` + "`token`" + `) |
-| ` + "`mcp.agents`" + `: ` + "`name`, `commands`, `role`" + `; each is merged by name onto the deployment's agent of that name, which gives its token (the commands and role given replace its own); absent, the deployment's agents | |
+| ` + "`mcp.agents`" + `: ` + "`name`, `commands`, `role`" + `; each is merged by name onto the deployment's agent of that name, which gives its token (the commands and role given replace its own); absent, none: an agent works for the organizations whose files name it | |
 
 The file is decoded as strictly as config.yml. Every problem is reported at once, by key path,
 with the message ` + "`ralph-gate validate`" + ` gives for the same section of config.yml and the line of its
@@ -481,7 +468,37 @@ key in the file (a value of the default workflow that the file's change broke: t
 (` + "`mcp.agents[0].token_env: tokens stay in the deployment's secrets: …`" + `), an agent the deployment does
 not list (the operator adds it under ` + "`mcp.agents`" + `, with its token) and a file of more than 1 MiB.
 
-` + "`TestForOrganization`" + ` (app/config) proves each of these rules, ` + "`FuzzForOrganization`" + ` that no file makes
+` + `**When it is read, and what is in force.** ` + "`" + `serve` + "`" + ` reads every installed organization's file at
+start (the head of the repository's default branch), when the App is installed, and on every
+` + "`" + `push` + "`" + ` to the default branch that changes the file. Each push gets a check run on its commit,
+named ` + "`" + `ralph-gate policy` + "`" + `: ` + "`" + `success` + "`" + ` when the file is valid, or ` + "`" + `failure` + "`" + ` listing every problem
+(an annotation on each problem's line). A valid file is in force at once, for the changes made
+from the next second on: a change made before it is judged by the policy before it, however late
+its report (docs/ENFORCEMENT.md "Policy per organization"). A refused file, a removed one, or one
+that cannot be read never replaces the policy in force: the organization's last valid file
+stays, kept in the store with its commit, so a restart enforces it before GitHub is read again.
+Replicas on one PostgreSQL store share it: the replica a push reaches reads the file, and the
+others put the same policy in force, from the same time, when the store notifies them. Reading
+the same commit again (a restart) changes nothing. An organization with no valid file has none of
+its projects enforced; an uninstalled organization is forgotten. ` + "`" + `ralph-gate doctor` + "`" + ` checks that
+every installation grants Contents: read (the file) and Checks: write (the check run), and says
+which commit's policy is in force for each organization and whether a newer push was refused.
+
+An MCP agent works for the organization whose file names it under ` + "`" + `mcp.agents` + "`" + `: its calls are
+held to that organization's workflow and act on its projects only. An agent no organization
+names works for none; one several name works for none of them either (so that no call reaches
+another organization's board by mistake), and an organization cannot take an agent the operator
+gave another: name each agent in one organization's file.
+
+` + `` + "`TestForOrganization`" + ` (app/config) proves each of these rules, ` + "`FuzzForOrganization`" + ` that no file makes
 it fail without a problem, and ` + "`TestModesAskOnlyForWhatTheyUse`" + ` that serve needs no ` + "`projects`" + ` while
 ` + "`mcp --stdio`" + ` (which reads no policy file) still does.
+
+` + `` + "`" + `sandbox.TestOrgPolicyEndToEnd` + "`" + ` (SQLite and PostgreSQL) proves the push: enforced at once, a
+pushed ` + "`" + `mode: evaluate` + "`" + ` in force with a passing check run, an invalid push refused with a
+failing one naming ` + "`" + `projects[0].mode` + "`" + ` on line 3, and the previous policy in force after a
+restart; ` + "`" + `sandbox.TestOrgPolicyReplicas` + "`" + ` the replicas; ` + "`" + `sandbox.TestTwoOrganizationsEndToEnd` + "`" + `
+two organizations on one deployment, each held to its own policy, written with its own
+installation, its agents working for it only; ` + "`" + `cmd/ralph-gate.TestDoctorSaysWhichPolicyIsInForce` + "`" + `
+doctor's lines.
 `

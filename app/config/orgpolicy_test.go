@@ -41,7 +41,7 @@ func TestForOrganization(t *testing.T) {
 		want  []string
 		check func(t *testing.T, cfg Config)
 	}{
-		{"a minimal file: one project, the default workflow, the deployment's actors and agents",
+		{"a minimal file: one project, the default workflow, the deployment's actors, no agent",
 			"projects: [{number: 1, mode: evaluate}]\n", nil, func(t *testing.T, cfg Config) {
 				if _, err := cfg.Machine(); err != nil {
 					t.Fatalf("Machine: %v", err)
@@ -55,8 +55,10 @@ func TestForOrganization(t *testing.T) {
 				if cfg.ModeOf("acme", 1) != "evaluate" || cfg.ModeOf("acme", 2) != "enforce" {
 					t.Errorf("ModeOf: %q, %q", cfg.ModeOf("acme", 1), cfg.ModeOf("acme", 2))
 				}
-				if !reflect.DeepEqual(cfg.Actors, dep.Actors) || !reflect.DeepEqual(cfg.MCP, dep.MCP) {
-					t.Errorf("actors %+v, mcp %+v: want the deployment's", cfg.Actors, cfg.MCP)
+				mcp := dep.MCP
+				mcp.Agents = nil // an agent works for the organizations that name it
+				if !reflect.DeepEqual(cfg.Actors, dep.Actors) || !reflect.DeepEqual(cfg.MCP, mcp) {
+					t.Errorf("actors %+v, mcp %+v: want the deployment's actors, its mcp without agents", cfg.Actors, cfg.MCP)
 				}
 				if cfg.Server != dep.Server || cfg.Store != dep.Store || cfg.Enforcement != dep.Enforcement || cfg.Policy != dep.Policy {
 					t.Error("the deployment's own sections changed")
@@ -89,10 +91,13 @@ func TestForOrganization(t *testing.T) {
 					t.Errorf("agents %+v: the file lists none", cfg.MCP.Agents)
 				}
 			}},
-		{"the deployment's agents must fit the organization's workflow",
-			"projects: [{number: 1}]\nworkflow:\n  extends: none\n  field: Status\n  states:\n    - {name: Todo, kind: queue, next: [Done]}\n    - {name: Done, kind: terminal, next: [Todo]}\n  initial: [Todo]\n  automation: {max_cascade_depth: 3}\n", []string{
-				`1: mcp.agents[0].commands[0]: unknown command "impl"; workflow.commands has  (agent "builder-1" of the deployment's config.yml: list it under mcp.agents in this file, with commands and role of this policy)`,
-			}, nil},
+		{"the deployment's agents work only for the organizations that name them",
+			"projects: [{number: 1}]\nworkflow:\n  extends: none\n  field: Status\n  states:\n    - {name: Todo, kind: queue, next: [Done]}\n    - {name: Done, kind: terminal, next: [Todo]}\n  initial: [Todo]\n  automation: {max_cascade_depth: 3}\n", nil,
+			func(t *testing.T, cfg Config) {
+				if len(cfg.MCP.Agents) != 0 {
+					t.Errorf("agents %+v: want none (the file names none)", cfg.MCP.Agents)
+				}
+			}},
 		{"the documentation's example", example, nil, func(t *testing.T, cfg Config) {
 			if len(cfg.Projects) != 2 || cfg.ModeOf("acme", 2) != "evaluate" || cfg.Workflow.ReviewMode != policy.ReviewInteractive {
 				t.Errorf("projects %+v, review mode %q", cfg.Projects, cfg.Workflow.ReviewMode)
