@@ -32,9 +32,29 @@ func (s *server) boardHealth(ctx context.Context, _ string, in toolspec.HealthIn
 	if err != nil {
 		return health.Report{}, err
 	}
+	if keep == nil && s.opts.Scope != nil {
+		// An agent sees its organization's projects only (none when it works for none).
+		keep = append([]enforce.ProjectRef{}, s.opts.Projects...)
+	}
 	rep, err := s.opts.Health.Report(ctx, s.now())
 	if err != nil {
 		return health.Report{}, err
+	}
+	if s.opts.Scope != nil {
+		orgs := rep.Orgs[:0]
+		for _, o := range rep.Orgs {
+			if slices.ContainsFunc(s.opts.Projects, func(p enforce.ProjectRef) bool { return strings.EqualFold(p.Owner, o.Owner) }) {
+				orgs = append(orgs, o)
+			}
+		}
+		rep.Orgs = orgs
+		// The façade's use by the organization's agents only (the calls per tool are every
+		// organization's together, and name nobody).
+		for _, w := range []*health.FacadeWindow{&rep.Facade.Hour, &rep.Facade.Day} {
+			w.Agents = slices.DeleteFunc(slices.Clone(w.Agents), func(u health.Usage) bool {
+				return !slices.ContainsFunc(s.opts.Agents, func(a Agent) bool { return strings.EqualFold(a.Name, u.Name) })
+			})
+		}
 	}
 	if keep != nil {
 		kept := rep.Projects[:0]

@@ -13,6 +13,7 @@ import (
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghsim"
+	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
@@ -329,6 +330,19 @@ func TestTwoOrganizationsEndToEnd(t *testing.T) {
 		acme := e.agentClient(agent1Token)
 		if _, refused := call[map[string]any](t, acme, "get_workflow_state", map[string]any{"owner": "beta", "repo": "web", "number": 1}); refused == "" {
 			t.Error("agent-1, acme's agent, read beta's issue through the façade")
+		}
+		// board_health shows an agent its organization only.
+		rep, refused := call[health.Report](t, beta, "board_health", map[string]any{})
+		if refused != "" || len(rep.Projects) != 1 || rep.Projects[0].Owner != "beta" || len(rep.Orgs) != 1 || rep.Orgs[0].Owner != "beta" {
+			t.Errorf("agent-2's board_health: %q, projects %+v, orgs %+v; want beta's only", refused, rep.Projects, rep.Orgs)
+		}
+		if len(rep.Facade.Hour.Agents) == 0 {
+			t.Error("agent-2's board_health counts none of its calls")
+		}
+		for _, u := range rep.Facade.Hour.Agents {
+			if u.Name != "agent-2" {
+				t.Errorf("agent-2's board_health counts %s's calls", u.Name)
+			}
 		}
 		e.settle()
 		// Each organization's reads and writes went through its own installation.
