@@ -62,8 +62,9 @@ type App struct {
 	mcp      http.Handler // the MCP façade at /mcp, behind bearer auth
 	ui       http.Handler // the board health pages at /ui/ (ui.enabled; ui.go)
 	// orgs are the organizations' own policies, when config.yml lists no projects
-	// (orgpolicy.go); nil otherwise.
-	orgs *orgPolicies
+	// (orgpolicy.go); nil otherwise. policyMu takes one policy file in at a time.
+	orgs     *orgPolicies
+	policyMu sync.Mutex
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -473,13 +474,14 @@ func trimNewline(p []byte) []byte {
 // batchWalkers is how many items the judging of a sweep's released items walks at once, and
 // whether it runs at all. On SQLite, enforce's default. On PostgreSQL each walk holds a
 // connection for its item's lock and uses another for its queries, like a worker: the walks
-// get what the pool has beyond the workers' 2 × workers + 8, and none when that is nothing
+// get what the pool has beyond the workers' 2 × workers + 8 and the organizations' policies'
+// listener, and none when that is nothing
 // (the jobs then judge their items one by one).
 func batchWalkers(maxConns, workers int) (int, bool) {
 	if maxConns == 0 {
 		return enforce.DefaultBatchWalkers, true
 	}
-	n := min((maxConns-8)/2-workers, enforce.DefaultBatchWalkers)
+	n := min((maxConns-9)/2-workers, enforce.DefaultBatchWalkers) // (one more: the policies' listener)
 	return max(n, 0), n > 0
 }
 

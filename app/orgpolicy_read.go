@@ -21,8 +21,32 @@ import (
 // PolicyCheckName is the check run a push of an organization's policy file gets.
 const PolicyCheckName = "ralph-gate policy"
 
+// maxListedCommits: a push payload lists at most this many commits, so a push listing as many
+// may change the file in a commit it leaves out: its file is read whatever it lists (as a
+// force-push's, a new branch's, or one that lists none).
+const maxListedCommits = 20
+
 // maxAnnotations is how many annotations GitHub takes in one check run request.
 const maxAnnotations = 50
+
+// maxCheckText bounds a check run's text (GitHub refuses more than 65,535 characters), and
+// maxRefusedText what the store keeps of a refused file's problems (doctor, the health report).
+const (
+	maxCheckText   = 60000
+	maxRefusedText = 8000
+)
+
+// capText is text cut to at most n bytes, on a line, saying how many lines were left out.
+func capText(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	cut := strings.LastIndexByte(text[:n-100], '\n')
+	if cut < 0 {
+		cut = n - 100
+	}
+	return fmt.Sprintf("%s\n… and %d more line(s)", text[:cut], strings.Count(text[cut:], "\n"))
+}
 
 // policyFile is an organization's policy file as read at a commit.
 type policyFile struct {
@@ -31,6 +55,9 @@ type policyFile struct {
 	text                   []byte
 	found                  bool
 	size                   int // when larger than a configuration file may be (not read)
+	// head is the branch's head when it is not sha (a push delivered late, or again): the
+	// file is checked and reported, never put in force over the newer commit's.
+	head string
 }
 
 // readAllOrgPolicies reads the policy of every organization the App is installed on.
@@ -68,6 +95,8 @@ func (a *App) Installed(ctx context.Context, ev payload.InstallationEvent) error
 	if !a.cfg.OrgPolicies() {
 		return nil
 	}
+	a.policyMu.Lock()
+	defer a.policyMu.Unlock()
 	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Account, "")
 	if err != nil {
 		return err
@@ -106,13 +135,21 @@ func (a *App) Pushed(ctx context.Context, ev payload.PushEvent) error {
 	case ev.Branch() == "" || (ev.DefaultBranch != "" && ev.Branch() != ev.DefaultBranch):
 		logger.Debug().Msg("push ignored: not to the default branch")
 		return nil
-	case !slices.Contains(ev.Files, pc.Path):
+	case !slices.Contains(ev.Files, pc.Path) && !ev.Forced && !ev.Created && ev.Commits > 0 && ev.Commits < maxListedCommits:
 		logger.Debug().Msg("push ignored: the policy file did not change")
 		return nil
 	}
+	a.policyMu.Lock() // one policy taken at a time: a late push never lands over a newer one
+	defer a.policyMu.Unlock()
 	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Owner, ev.After)
 	if err != nil {
 		return err
+	}
+	if f.head, err = a.branchHead(ctx, ev.InstallationID, ev.Owner, ev.Branch()); err != nil {
+		return err
+	}
+	if f.head == f.sha {
+		f.head = ""
 	}
 	problems, err := a.takePolicy(ctx, f)
 	if err != nil {
@@ -147,8 +184,13 @@ func (a *App) takePolicy(ctx context.Context, f policyFile) (config.Problems, er
 	if len(problems) == 0 {
 		op, problems = a.orgs.compile(f.owner, f.installation, f.sha, f.text, now)
 	}
+	if f.head != "" {
+		logger.Info().Str("head", f.head).Int("problems", len(problems)).
+			Msg("the organization's policy file at an older commit than the branch's head was checked, not put in force")
+		return problems, nil
+	}
 	if len(problems) > 0 {
-		if err := a.store.RefuseOrgPolicy(ctx, f.owner, f.installation, f.sha, problemLines(problems), now); err != nil {
+		if err := a.store.RefuseOrgPolicy(ctx, f.owner, f.installation, f.sha, capText(problemLines(problems), maxRefusedText), now); err != nil {
 			return problems, err
 		}
 		logger.Warn().Int("problems", len(problems)).Str("problems_text", problemLines(problems)).
@@ -207,6 +249,19 @@ func (a *App) readPolicyFile(ctx context.Context, installation int64, owner, sha
 	return f, nil
 }
 
+// branchHead is the commit at the head of a branch of the policy repository.
+func (a *App) branchHead(ctx context.Context, installation int64, owner, branch string) (string, error) {
+	client, err := a.github.NewInstallationClient(installation)
+	if err != nil {
+		return "", fmt.Errorf("installation %d client: %w", installation, err)
+	}
+	sha, _, err := client.Repositories.GetCommitSHA1(ctx, owner, a.cfg.Policy.Repository, branch, "")
+	if err != nil {
+		return "", fmt.Errorf("read the head of %s/%s: %w", owner, a.cfg.Policy.Repository, err)
+	}
+	return sha, nil
+}
+
 func notFound(resp *github.Response) bool {
 	return resp != nil && resp.StatusCode == http.StatusNotFound
 }
@@ -243,6 +298,10 @@ func (a *App) reportPolicyCheck(ctx context.Context, f policyFile, problems conf
 
 // policyCheckOutput is the check run's text: what is in force, or every problem.
 func policyCheckOutput(f policyFile, problems config.Problems) *github.CheckRunOutput {
+	if len(problems) == 0 && f.head != "" {
+		return &github.CheckRunOutput{Title: github.Ptr("The policy is valid; a newer commit's is in force"),
+			Summary: github.Ptr(fmt.Sprintf("%s at %s is valid. It is not put in force: %s, a newer commit, is the branch's head, and the policy in force is read from it.", f.path, short(f.sha), short(f.head)))}
+	}
 	if len(problems) == 0 {
 		return &github.CheckRunOutput{Title: github.Ptr("The policy is valid and in force"),
 			Summary: github.Ptr(fmt.Sprintf("%s at %s is in force for %s's projects.", f.path, short(f.sha), f.owner))}
@@ -251,7 +310,7 @@ func policyCheckOutput(f policyFile, problems config.Problems) *github.CheckRunO
 		Title: github.Ptr(fmt.Sprintf("%d problem(s): the previous policy stays in force", len(problems))),
 		Summary: github.Ptr(fmt.Sprintf("%s at %s was refused: the organization's last valid policy stays in force until a valid file is pushed. "+
 			"`ralph-gate validate` gives the same problems for the same sections.", f.path, short(f.sha))),
-		Text: github.Ptr(problemLines(problems)),
+		Text: github.Ptr(capText(problemLines(problems), maxCheckText)),
 	}
 	for _, pr := range problems {
 		if len(out.Annotations) == maxAnnotations {

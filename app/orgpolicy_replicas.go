@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,39 +28,52 @@ func (a *App) notifyReplicas(ctx context.Context, owner string) {
 }
 
 // listenOrgPolicies keeps this replica's policies as the store has them, woken by the others'
-// notifications (PostgreSQL), until ctx ends. When the listening connection fails, it reads
-// every policy again and listens anew, backing off from a second to a minute.
+// notifications (PostgreSQL), until ctx ends. Each time it starts listening it reads every
+// policy (a change made before is not missed); when the connection fails it listens anew,
+// backing off from a second to a minute.
 func (a *App) listenOrgPolicies(ctx context.Context) {
 	logger := zerolog.Ctx(ctx)
 	wait := time.Second
 	for {
-		err := a.store.ListenOrgPolicies(ctx, func(owner string) { a.refreshOrgPolicy(ctx, owner) })
+		listened := false
+		err := a.store.ListenOrgPolicies(ctx, func() {
+			listened = true
+			if err := a.refreshOrgPolicies(ctx); err != nil {
+				logger.Warn().Err(err).Msg("reading the organizations' policies")
+			}
+		}, func(owner string) { a.refreshOrgPolicy(ctx, owner) })
 		if ctx.Err() != nil {
 			return
 		}
-		logger.Warn().Err(err).Dur("retry_in", wait).Msg("listening for the organizations' policies failed; reading them again")
+		if listened {
+			wait = time.Second
+		}
+		logger.Warn().Err(err).Dur("retry_in", wait).Msg("listening for the organizations' policies failed; listening again")
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Minute)
-		if err := a.refreshOrgPolicies(ctx); err != nil {
-			logger.Warn().Err(err).Msg("reading the organizations' policies again")
-		} else {
-			wait = time.Second
-		}
 	}
 }
 
-// refreshOrgPolicies puts in force every policy the store has that this replica does not.
+// refreshOrgPolicies puts in force every policy the store has that this replica does not, and
+// forgets the organizations the store no longer has (uninstalled meanwhile).
 func (a *App) refreshOrgPolicies(ctx context.Context) error {
 	kept, err := a.store.OrgPolicies(ctx)
 	if err != nil {
 		return err
 	}
+	known := map[string]bool{}
 	for _, k := range kept {
+		known[strings.ToLower(k.Owner)] = true
 		a.takeKept(ctx, k)
+	}
+	for _, op := range a.orgs.all() {
+		if !known[strings.ToLower(op.owner)] {
+			a.orgs.forget(op.owner)
+		}
 	}
 	return nil
 }

@@ -98,3 +98,17 @@ func TestOrgPoliciesOfAgent(t *testing.T) {
 		t.Errorf("naming another organization's agent: %v", problems)
 	}
 }
+
+// A refused file's problems are cut to fit a check run and the store, on a line, saying how
+// many were left out.
+func TestCapText(t *testing.T) {
+	short := "a: b\nc: d"
+	if capText(short, 1000) != short {
+		t.Error("a short text was cut")
+	}
+	long := strings.Repeat("projects[0].mode (line 3): unknown mode\n", 5000)
+	got := capText(long, maxCheckText)
+	if len(got) > maxCheckText || !strings.Contains(got, "more line(s)") || !strings.HasPrefix(got, "projects[0].mode") {
+		t.Errorf("cut to %d bytes, ending %q", len(got), got[len(got)-40:])
+	}
+}

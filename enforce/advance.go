@@ -162,7 +162,7 @@ func (f *Facade) refuseAdvance(ctx context.Context, b Board, s advanceStep, rec 
 	pc := f.withItem(policy.Change{From: mv.From, To: mv.To, Actor: by.Agent, ActorKind: policy.ActorAgent, LockHolder: rec.LockHolder, LockTakenFrom: rec.LockTakenFrom, Role: by.Role}, s.child)
 	dec := f.Machine().Decide(pc)
 	if dec.Verdict == policy.Allow {
-		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc})
+		full, err := f.gateInputs(ctx, gateQuery{board: b, it: s.child, change: pc, m: f.Machine()})
 		var member groupUnsettled
 		if errors.As(err, &member) {
 			return fmt.Sprintf("#%d, a member of its group, has a change still being judged; retry in a few seconds", member.number), dec, nil

@@ -24,6 +24,8 @@ type atOnceItems struct {
 	mu    sync.Mutex
 	items map[string]atOnceItem
 	wake  chan struct{} // one buffered: something was listed since the last take
+	// prepare bounds the writers preparing their reverts from the store at once.
+	prepare chan struct{}
 	// writing are the groups (installations) whose reverts a call of RevertAtOnce is writing:
 	// their items listed since are that call's to take (takeGroup), so that each installation
 	// has one writer, and one installation's long write never holds another's back.
@@ -36,8 +38,9 @@ type atOnceItem struct {
 	it Item
 }
 
-func newAtOnceItems() atOnceItems {
-	return atOnceItems{items: map[string]atOnceItem{}, wake: make(chan struct{}, 1), writing: map[string]bool{}}
+func newAtOnceItems(preparers int) atOnceItems {
+	return atOnceItems{items: map[string]atOnceItem{}, wake: make(chan struct{}, 1), writing: map[string]bool{},
+		prepare: make(chan struct{}, max(preparers, 1))}
 }
 
 func (a *atOnceItems) add(w waitingItem, it Item) {
@@ -143,6 +146,9 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceIt
 		lctx context.Context
 	}
 	var ready []prepared
+	// The store's connections are bounded: one installation's writer prepares at a time per
+	// walker of the budget (BatchWalkers); the GitHub writes that follow need none.
+	e.atOnce.prepare <- struct{}{}
 	for _, it := range items {
 		// The keys a job's lines carry (as judgeTogether's).
 		lctx := itemLogger(ctx, it.it).WithContext(ctx)
@@ -159,6 +165,7 @@ func (e *Enforcer) revertTogether(ctx context.Context, b Board, items []atOnceIt
 			ready = append(ready, prepared{w, wr, lctx})
 		}
 	}
+	<-e.atOnce.prepare
 	if len(ready) == 0 {
 		return
 	}

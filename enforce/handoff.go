@@ -21,19 +21,28 @@ type Facade struct {
 	*core
 	auto *Automation
 	// org is the organization whose policy the calls are held to (In); "": the deployment's.
+	// m is its workflow as In found it (nil: looked up at each use).
 	org string
+	m   *policy.Machine
 }
 
-// In is the façade held to an organization's policy (Options.Policies): the workflow its
-// calls describe, resolve and judge.
+// In is the façade held to an organization's policy (Options.Policies) as it stands now: the
+// workflow its calls describe, resolve and judge, one for the whole of a call even if a push
+// lands meanwhile.
 func (f *Facade) In(owner string) *Facade {
 	g := *f
 	g.org = owner
+	g.m = f.machineAt(owner, time.Time{})
 	return &g
 }
 
 // Machine returns the workflow of the façade's organization.
-func (f *Facade) Machine() *policy.Machine { return f.machineAt(f.org, time.Time{}) }
+func (f *Facade) Machine() *policy.Machine {
+	if f.m != nil {
+		return f.m
+	}
+	return f.machineAt(f.org, time.Time{})
+}
 
 // The write use cases of the MCP façade: an agent hands an issue off (handoff_ticket), claims
 // the best actionable issue (pick_actionable_issue with claim), or advances a parent's children
@@ -325,7 +334,7 @@ func (f *Facade) handoffMove(ctx context.Context, b Board, a *handoffAttempt, re
 	a.dec = f.Machine().Decide(pc)
 	if a.dec.Verdict == policy.Allow {
 		var member groupUnsettled
-		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc}); errors.As(err, &member) {
+		if pc, err = f.gateInputs(ctx, gateQuery{board: b, it: cur, change: pc, m: f.Machine()}); errors.As(err, &member) {
 			return HandoffResult{}, &policy.Refusal{
 				Tried:    fmt.Sprintf("Handing off #%d", cur.Number),
 				Why:      fmt.Sprintf("#%d, a member of its group, has a change still being judged", member.number),

@@ -121,7 +121,7 @@ func New(m *policy.Machine, actors policy.Actors, st Store, now Clock, opts Opti
 		items: newItems(st, now), rec: recorder{now: now, app: opts.AppLogin},
 		storms: keyedMutex{locks: map[string]*keyedEntry{}}}
 	auto := &Automation{core: c}
-	enf := &Enforcer{core: c, auto: auto, explainers: make(chan struct{}, maxExplainers), atOnce: newAtOnceItems()}
+	enf := &Enforcer{core: c, auto: auto, explainers: make(chan struct{}, maxExplainers), atOnce: newAtOnceItems(opts.BatchWalkers)}
 	auto.walkSoon = enf.walkSoon
 	return &Service{
 		Enforcer:   enf,

@@ -380,15 +380,20 @@ func PullRequest(data []byte) (PullRequestEvent, error) {
 // PushEvent is a push event, reduced to what the policy's validation reads: the commit pushed
 // to, the branch, and every file its commits touched.
 type PushEvent struct {
-	Owner, Repo    string
-	Ref            string // "refs/heads/main"
-	DefaultBranch  string
-	After          string // the commit pushed to
-	Deleted        bool   // the branch was deleted
-	Sender         string
-	InstallationID int64
-	// Files are the paths the push's commits added, modified or removed.
-	Files []string
+	Owner, Repo   string
+	Ref           string // "refs/heads/main"
+	DefaultBranch string
+	After         string // the commit pushed to
+	Deleted       bool   // the branch was deleted
+	// Forced and Created: a force-push or a new branch, whose commits list is not every change
+	// (GitHub lists the commits new to the repository, at most 20).
+	Forced, Created bool
+	Sender          string
+	InstallationID  int64
+	// Files are the paths the push's commits added, modified or removed; Commits how many
+	// commits the payload lists (GitHub lists at most 20: a longer push's files are in part).
+	Files   []string
+	Commits int
 }
 
 // Branch is the branch pushed to ("" when the ref is a tag).
@@ -408,7 +413,8 @@ func Push(data []byte) (PushEvent, error) {
 	}
 	repo := ev.GetRepo()
 	out := PushEvent{Owner: repo.GetOwner().GetLogin(), Repo: repo.GetName(), Ref: ev.GetRef(), DefaultBranch: repo.GetDefaultBranch(),
-		After: ev.GetAfter(), Deleted: ev.GetDeleted(), Sender: ev.GetSender().GetLogin(), InstallationID: ev.GetInstallation().GetID()}
+		After: ev.GetAfter(), Deleted: ev.GetDeleted(), Forced: ev.GetForced(), Created: ev.GetCreated(),
+		Sender: ev.GetSender().GetLogin(), InstallationID: ev.GetInstallation().GetID()}
 	if out.Owner == "" {
 		out.Owner = repo.GetOwner().GetName() // (a push payload's repository owner may carry name only)
 	}
@@ -416,6 +422,7 @@ func Push(data []byte) (PushEvent, error) {
 		return PushEvent{}, fmt.Errorf("%w: no repository or ref", ErrMalformed)
 	}
 	seen := map[string]bool{}
+	out.Commits = len(ev.Commits)
 	for _, c := range ev.Commits {
 		for _, list := range [][]string{c.Added, c.Modified, c.Removed} {
 			for _, f := range list {

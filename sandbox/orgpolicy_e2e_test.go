@@ -412,3 +412,49 @@ func TestOrgPolicyReplicas(t *testing.T) {
 		t.Errorf("the policy file was read %d times after the push, want once (by the replica the push reached)", reads)
 	}
 }
+
+// A push delivered late (its first delivery failed, and the redelivery sweeper delivers it
+// after a newer push was taken in) is checked and reported, never put in force over the newer
+// commit's policy.
+func TestOrgPolicyLatePushNeverReplacesANewer(t *testing.T) {
+	t.Parallel()
+	e := startOrgs(t, "sqlite", orgPolicySeed(policyEnforce), nil)
+	e.policyUntil("read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
+	if err := e.sb.Sim.SetFaults(ghsim.Faults{Webhook: ghsim.WebhookFaults{DropRate: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	late := e.pushPolicy(policyEvaluate)
+	e.sb.Sim.WaitIdle(context.Background())
+	if err := e.sb.Sim.SetFaults(ghsim.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	newer := e.pushPolicy("projects:\n  - {number: 1, mode: warn}\n")
+	e.policyUntil("the newer push", func(p store.OrgPolicy) bool { return p.SHA == newer })
+	if _, err := e.sb.App.SweepNow(context.Background()); err != nil { // redelivers the failed one
+		t.Fatal(err)
+	}
+	var cr ghsim.CheckRunState
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		runs := 0
+		for _, c := range e.sb.Sim.State().CheckRuns {
+			if c.HeadSHA == late && c.Name == app.PolicyCheckName {
+				cr, runs = c, runs+1
+			}
+		}
+		if runs > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late push got no check run")
+		}
+	}
+	if cr.Conclusion != "success" || !strings.Contains(cr.Output.Summary, "not put in force") {
+		t.Errorf("the late push's check run: %+v", cr)
+	}
+	if p := e.policyUntil("after the late push", func(store.OrgPolicy) bool { return true }); p.SHA != newer {
+		t.Errorf("the policy in force is %s after the late push, want the newer %s", p.SHA, newer)
+	}
+	if got := e.sb.App.PolicyCommit("acme"); got != newer {
+		t.Errorf("the app holds %s in force, want the newer %s", got, newer)
+	}
+}

@@ -118,11 +118,13 @@ func (s *Store) NotifyOrgPolicy(ctx context.Context, owner string) error {
 	return nil
 }
 
-// ListenOrgPolicies calls changed with the owner of every policy another replica changes
-// (NotifyOrgPolicy), woken by PostgreSQL, until ctx ends (nil) or the connection fails (the
-// caller reads every policy again, then listens anew). With SQLite it waits for ctx.
-func (s *Store) ListenOrgPolicies(ctx context.Context, changed func(owner string)) error {
+// ListenOrgPolicies calls listening once it listens, then changed with the owner of every
+// policy another replica changes (NotifyOrgPolicy), woken by PostgreSQL, until ctx ends (nil)
+// or the connection fails. listening reads every policy: a change made before the listening
+// began is not missed. With SQLite it calls listening and waits for ctx.
+func (s *Store) ListenOrgPolicies(ctx context.Context, listening func(), changed func(owner string)) error {
 	if s.driver != DriverPostgres {
+		listening()
 		<-ctx.Done()
 		return nil
 	}
@@ -130,17 +132,19 @@ func (s *Store) ListenOrgPolicies(ctx context.Context, changed func(owner string
 	if err != nil {
 		return fmt.Errorf("store: listen for policies: %w", err)
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `LISTEN `+orgPolicyChannel); err != nil {
+	// The connection is subscribed: it never goes back to the pool.
+	raw := conn.Hijack()
+	defer raw.Close(context.WithoutCancel(ctx))
+	if _, err := raw.Exec(ctx, `LISTEN `+orgPolicyChannel); err != nil {
 		return fmt.Errorf("store: listen for policies: %w", err)
 	}
+	listening()
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := raw.WaitForNotification(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			conn.Conn().Close(context.WithoutCancel(ctx)) // not back to the pool while listening
 			return fmt.Errorf("store: listen for policies: %w", err)
 		}
 		changed(n.Payload)

@@ -31,11 +31,19 @@ func (d *doctor) orgPolicies(ctx context.Context, cfg config.Config, client *git
 			kept[strings.ToLower(p.Owner)] = p
 		}
 	}
-	insts, _, err := client.Apps.ListInstallations(ctx, &github.ListOptions{PerPage: 100})
-	if err != nil {
-		f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
-		d.fail("installation", f.trouble("listing the App's installations"), f.troubleFix())
-		return
+	var insts []*github.Installation
+	for opts := (&github.ListOptions{PerPage: 100}); ; {
+		page, resp, err := client.Apps.ListInstallations(ctx, opts)
+		if err != nil {
+			f := explainGitHub(ctx, err, cfg.GitHub.V3APIURL)
+			d.fail("installation", f.trouble("listing the App's installations"), f.troubleFix())
+			return
+		}
+		insts = append(insts, page...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
 	}
 	if len(insts) == 0 {
 		d.fail("installation", "the App is installed on no organization, and config.yml lists no projects: nothing is enforced",
