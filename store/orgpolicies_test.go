@@ -63,7 +63,9 @@ func TestOrgPolicyNotifications(t *testing.T) {
 		got := make(chan string, 1)
 		done := make(chan error, 1)
 		listening := make(chan struct{})
-		go func() { done <- s.ListenOrgPolicies(ctx, func() { close(listening) }, func(owner string) { got <- owner }) }()
+		go func() {
+			done <- s.ListenOrgPolicies(ctx, func() { close(listening) }, func(owner string) { got <- owner })
+		}()
 		<-listening
 		if s.Driver() != DriverPostgres {
 			if err := s.NotifyOrgPolicy(ctx, "acme"); err != nil {
