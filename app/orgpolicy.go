@@ -122,10 +122,11 @@ func (p *orgPolicies) Of(owner string, at time.Time) (*policy.Machine, policy.Ac
 	return op.machine, op.actors, ok
 }
 
-// Mode implements enforce.Policies.
+// Mode implements enforce.Policies: the project's mode under the policy of the time; false
+// when that policy did not list the project (then the policy in force's, Options.Mode).
 func (p *orgPolicies) Mode(owner string, number int, at time.Time) (enforce.Mode, bool) {
 	op, ok := p.at(owner, at)
-	if !ok {
+	if !ok || !op.cfg.Enforces(owner, number) {
 		return "", false
 	}
 	return enforce.Mode(op.cfg.ModeOf(owner, number)), true

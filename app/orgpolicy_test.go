@@ -29,19 +29,19 @@ func TestOrgPoliciesByTime(t *testing.T) {
 	for _, tc := range []struct {
 		at   time.Time
 		sha  string
-		mode string
+		mode string // "": the policy of the time does not list project 1
 	}{
 		{t0.Add(-time.Hour), "a", "enforce"},
 		{t0, "a", "enforce"},
 		{t0.Add(time.Minute), "a", "enforce"}, // b holds from the second after it was put in force
 		{t0.Add(time.Minute + time.Second), "b", "evaluate"},
 		{t0.Add(90 * time.Second), "b", "evaluate"},
-		{t0.Add(2*time.Minute + time.Second), "c", "enforce"}, // project 1 is not c's: enforcement.mode
-		{time.Time{}, "c", "enforce"},
+		{t0.Add(2*time.Minute + time.Second), "c", ""}, // project 1 is not c's
+		{time.Time{}, "c", ""},
 	} {
 		op, ok := p.at("acme", tc.at)
-		m, _ := p.Mode("ACME", 1, tc.at)
-		if !ok || op.sha != tc.sha || string(m) != tc.mode {
+		m, listed := p.Mode("ACME", 1, tc.at)
+		if !ok || op.sha != tc.sha || string(m) != tc.mode || listed != (tc.mode != "") {
 			t.Errorf("at %v: %q (%v), mode %q; want %q, %q", tc.at, op.sha, ok, m, tc.sha, tc.mode)
 		}
 	}

@@ -224,10 +224,7 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 	// Chunks of up to 100 items, each read in one request; two at a time, so that the next
 	// chunk is read while the walks of one wait for their write turns, and every walk holds
 	// one of BatchWalkers.
-	type chunk struct {
-		board Board
-		ids   []string
-	}
+	type chunk = judgeChunk
 	// Each group's (installation's) chunks take turns, so that one installation's storm of
 	// released items never holds another's behind all of its own.
 	var byGroup [][]chunk
@@ -249,7 +246,7 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		var own []chunk
 		for len(ids) > 0 {
 			n := min(len(ids), maxPrefetch)
-			own = append(own, chunk{board, ids[:n]})
+			own = append(own, chunk{board: board, ids: ids[:n], owner: items[0].owner})
 			ids = ids[n:]
 		}
 		byGroup = append(byGroup, own)
@@ -266,7 +263,7 @@ func (e *Enforcer) JudgeWaiting(ctx context.Context) (int, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-reading }()
-			e.judgeTogether(ctx, c.board, c.ids, proof, walkers)
+			e.judgeTogether(ctx, c, proof, walkers)
 		}()
 	}
 	wg.Wait()
@@ -294,9 +291,17 @@ func (e *Enforcer) boardFor(ctx context.Context, w waitingItem) (Board, error) {
 	return e.opts.Boards(ctx, w.installation, w.owner)
 }
 
+// judgeChunk is items of one installation and organization, read in one request.
+type judgeChunk struct {
+	board Board
+	ids   []string
+	owner string // the organization whose project they are on (their changes named it)
+}
+
 // judgeTogether reads items in one request and walks them concurrently.
-func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, proof policy.SweepProof, walkers chan struct{}) {
+func (e *Enforcer) judgeTogether(ctx context.Context, c judgeChunk, proof policy.SweepProof, walkers chan struct{}) {
 	log := zerolog.Ctx(ctx)
+	b, ids := c.board, c.ids
 	// The records' versions before the read (one query): a walk uses the read only when nothing was
 	// recorded for the item since (a revert of ours written meanwhile would make it stale in a
 	// way the sequencer must not see). A move by someone else meanwhile is as if the read came
@@ -308,7 +313,7 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, pro
 	items, errs := readItems(ctx, b, ids)
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		w := &walk{board: b, together: true, proof: &proof}
+		w := &walk{board: b, together: true, proof: &proof, owner: c.owner}
 		// The keys a job's lines carry (its worker adds the item, the app the project).
 		lc := log.With().Str("item", id)
 		if errs[i] == nil && e.enforced(items[i]) {
@@ -351,7 +356,7 @@ func (e *Enforcer) judgeTogether(ctx context.Context, b Board, ids []string, pro
 					case <-ctx.Done():
 					}
 				}
-				w = &walk{board: b, together: true, proof: &proof}
+				w = &walk{board: b, together: true, proof: &proof, owner: c.owner}
 			}
 		}()
 	}

@@ -286,7 +286,7 @@ func (r *Reconciler) item(ctx context.Context, p *pass, it Item) error {
 	// The board shows a value no report explains: the item's history decides (a missing
 	// webhook is asked for first; see policy.Sequence). Its lines name the item.
 	ctx = zerolog.Ctx(ctx).With().Str("item", it.ID).Logger().WithContext(ctx)
-	res, err := r.enf.walk(ctx, p.board, it.ID, "")
+	res, err := r.enf.walkOn(ctx, &walk{board: p.board, owner: it.Owner}, it.ID)
 	if err != nil {
 		return err
 	}
