@@ -474,8 +474,11 @@ start (the head of the repository's default branch), when the App is installed, 
 named ` + "`" + `ralph-gate policy` + "`" + `: ` + "`" + `success` + "`" + ` when the file is valid, or ` + "`" + `failure` + "`" + ` listing every problem
 (an annotation on each problem's line). A valid file is in force at once, for the changes made
 from the next second on: a change made before it is judged by the policy before it, however late
-its report (docs/ENFORCEMENT.md "Policy per organization"). A refused file, a removed one, or one
-that cannot be read never replaces the policy in force: the organization's last valid file
+its report (docs/ENFORCEMENT.md "Policy per organization"). A push delivered late, when a newer
+commit is already the branch's head, is checked and reported, never put in force over it (a
+force-push, a new branch, or a push of more commits than its webhook lists is read whatever it
+lists). A refused file, a removed one, or one that cannot be read never replaces the policy in
+force: the organization's last valid file
 stays, kept in the store with its commit, so a restart enforces it before GitHub is read again.
 Replicas on one PostgreSQL store share it: the replica a push reaches reads the file, and the
 others put the same policy in force, from the same time, when the store notifies them. Reading
