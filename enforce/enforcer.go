@@ -281,6 +281,13 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			// The read comes where a job's walk would read: a read made earlier (JudgeWaiting's,
 			// before the lock) stands for it, once; the sequencer's steps before it did not look
 			// at the board.
+			if e.opts.Policies != nil && w.owner != "" {
+				if _, _, ok := e.opts.Policies.Of(w.owner, e.now()); !ok {
+					// Uninstalled (its queue drains without reading GitHub, which would refuse the
+					// installation's tokens now), or its file was never valid.
+					return e.drop(ctx, w, fmt.Sprintf("%s has no policy in force: nothing of it is enforced", w.owner))
+				}
+			}
 			err := e.readBoard(ctx, w, itemID)
 			switch {
 			case errors.Is(err, ErrNotFound):

@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +204,31 @@ func TestTakeTurns(t *testing.T) {
 		if got := takeTurns(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("takeTurns(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// An organization with no policy in force any more (the App was uninstalled) has its waiting
+// changes dropped without reading GitHub.
+func TestChangesOfAnOrganizationWithNoPolicyAreDropped(t *testing.T) {
+	pols := &orgPolicies{by: map[string][]timedMachine{}}
+	g := issueN("G", "Backlog", 2)
+	g.Owner, g.Repo, g.ProjectID = "globex", "globex/app", "PVT_2"
+	h := newHarnessWith(t, nil, func(_ *harness, o *Options) { o.Policies = pols }, g)
+	h.adoptAll("G")
+	h.now = h.now.Add(time.Second)
+	ch := h.board.move("G", "agent-1", "In Progress", h.now)
+	ch.Owner = "globex"
+	h.board.mu.Lock()
+	reads := h.board.calls["Item"]
+	h.board.mu.Unlock()
+	res := h.process(ch)
+	h.board.mu.Lock()
+	read := h.board.calls["Item"] - reads
+	h.board.mu.Unlock()
+	if res.Verdict != VerdictIgnored || !strings.Contains(res.Reason, "globex has no policy in force") || read != 0 {
+		t.Errorf("verdict %v (%s), %d reads; want ignored, no read", res.Verdict, res.Reason, read)
+	}
+	if h.state("G") != "In Progress" {
+		t.Errorf("G is in %q: nothing of the organization is enforced", h.state("G"))
 	}
 }
