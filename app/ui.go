@@ -37,8 +37,19 @@ func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 			orgs = append(orgs, p.Owner)
 		}
 	}
-	auth, err := webauth.New(webauth.Options{GitHub: gh, PublicURL: cfg.PublicBase(), SessionKey: []byte(cfg.UI.SessionKey),
-		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now, Revocations: a.store})
+	opts := webauth.Options{GitHub: gh, PublicURL: cfg.PublicBase(), SessionKey: []byte(cfg.UI.SessionKey),
+		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now, Revocations: a.store}
+	if a.orgs != nil {
+		// The pages show every organization's projects: a viewer belongs to every one of them.
+		opts.OrgsNow = func() []string {
+			var out []string
+			for _, op := range a.orgs.all() {
+				out = append(out, op.owner)
+			}
+			return out
+		}
+	}
+	auth, err := webauth.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}

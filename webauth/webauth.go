@@ -57,6 +57,9 @@ type Options struct {
 	SessionKey []byte
 	// Orgs are the organizations a viewer must belong to (every one of them).
 	Orgs []string
+	// OrgsNow, when set, gives them as they are at each check instead (the organizations whose
+	// own policies are in force: they change with installs); none: nobody gets in.
+	OrgsNow func() []string
 	// Members answers membership; NewInstallationMembers in production.
 	Members Members
 	// SessionTTL, MemberCacheTTL and MemberCacheMax default to the constants above.
@@ -98,7 +101,7 @@ func New(opts Options) (*Auth, error) {
 	switch {
 	case len(opts.SessionKey) < 32:
 		return nil, errors.New("webauth: the session key must be at least 32 bytes")
-	case len(opts.Orgs) == 0:
+	case len(opts.Orgs) == 0 && opts.OrgsNow == nil:
 		return nil, errors.New("webauth: no organization to check membership of")
 	case opts.Members == nil:
 		return nil, errors.New("webauth: no membership check")
@@ -219,20 +222,28 @@ func (a *Auth) signedIn(r *http.Request) (session, bool, error) {
 
 // member reports whether login belongs to every organization, from the cache when it can.
 func (a *Auth) member(ctx context.Context, login string) (bool, error) {
-	if m, ok := a.cache.get(login); ok {
+	orgs, key := a.opts.Orgs, login
+	if a.opts.OrgsNow != nil {
+		if orgs = a.opts.OrgsNow(); len(orgs) == 0 {
+			return false, nil // (not cached: an organization may install the App any moment)
+		}
+		// Remembered for these organizations only: one more installed asks again.
+		key = login + "\x00" + strings.ToLower(strings.Join(orgs, ","))
+	}
+	if m, ok := a.cache.get(key); ok {
 		return m, nil
 	}
-	for _, org := range a.opts.Orgs {
+	for _, org := range orgs {
 		ok, err := a.opts.Members.IsMember(ctx, org, login)
 		if err != nil {
 			return false, err // not cached: the next view asks again
 		}
 		if !ok {
-			a.cache.put(login, false)
+			a.cache.put(key, false)
 			return false, nil
 		}
 	}
-	a.cache.put(login, true)
+	a.cache.put(key, true)
 	return true, nil
 }
 

@@ -487,6 +487,9 @@ its projects enforced; an uninstalled organization is forgotten. ` + "`" + `ralp
 every installation grants Contents: read (the file) and Checks: write (the check run), and says
 which commit's policy is in force for each organization and whether a newer push was refused.
 
+The board health pages (` + "`" + `ui.enabled` + "`" + `) show every organization's projects: a person signs in
+when a member of every organization whose policy is in force (none yet: nobody).
+
 An MCP agent works for the organization whose file names it under ` + "`" + `mcp.agents` + "`" + `: its calls are
 held to that organization's workflow and act on its projects only. An agent no organization
 names works for none; one several name works for none of them either (so that no call reaches
