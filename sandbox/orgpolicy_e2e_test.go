@@ -90,19 +90,27 @@ func (e *env) pushPolicy(text string) string {
 	return res.SHA
 }
 
-// policyCheck is the check run of a commit of the policy repository.
+// policyCheck is the check run of a commit of the policy repository, once there is one (it is
+// created after the outcome is stored: a bound on a hang, not a speed).
 func (e *env) policyCheck(sha string) ghsim.CheckRunState {
 	e.t.Helper()
-	var found []ghsim.CheckRunState
-	for _, cr := range e.sb.Sim.State().CheckRuns {
-		if cr.HeadSHA == sha && cr.Name == app.PolicyCheckName {
-			found = append(found, cr)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var found []ghsim.CheckRunState
+		for _, cr := range e.sb.Sim.State().CheckRuns {
+			if cr.HeadSHA == sha && cr.Name == app.PolicyCheckName {
+				found = append(found, cr)
+			}
+		}
+		if len(found) > 1 {
+			e.t.Fatalf("%d check runs %q on %s, want one: %+v", len(found), app.PolicyCheckName, sha, found)
+		}
+		if len(found) == 1 {
+			return found[0]
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no check run %q on %s: %+v", app.PolicyCheckName, sha, e.sb.Sim.State().CheckRuns)
 		}
 	}
-	if len(found) != 1 {
-		e.t.Fatalf("%d check runs %q on %s, want one: %+v", len(found), app.PolicyCheckName, sha, e.sb.Sim.State().CheckRuns)
-	}
-	return found[0]
 }
 
 // wantVerdict asserts the verdict on an actor's newest move of an issue.
@@ -433,21 +441,7 @@ func TestOrgPolicyLatePushNeverReplacesANewer(t *testing.T) {
 	if _, err := e.sb.App.SweepNow(context.Background()); err != nil { // redelivers the failed one
 		t.Fatal(err)
 	}
-	var cr ghsim.CheckRunState
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		runs := 0
-		for _, c := range e.sb.Sim.State().CheckRuns {
-			if c.HeadSHA == late && c.Name == app.PolicyCheckName {
-				cr, runs = c, runs+1
-			}
-		}
-		if runs > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the late push got no check run")
-		}
-	}
+	cr := e.policyCheck(late)
 	if cr.Conclusion != "success" || !strings.Contains(cr.Output.Summary, "not put in force") {
 		t.Errorf("the late push's check run: %+v", cr)
 	}
