@@ -281,12 +281,13 @@ func (m *memStore) Unexplained(_ context.Context, itemID string) ([]Observation,
 	return out, nil
 }
 
-func (m *memStore) UnexplainedBy(_ context.Context, actor string, limit int) ([]RefusedStep, error) {
+func (m *memStore) UnexplainedBy(_ context.Context, actor, projectID string, limit int) ([]RefusedStep, error) {
 	if err := m.call("UnexplainedBy"); err != nil {
 		return nil, err
 	}
 	obs := m.list(func(o Observation) bool {
-		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.Explained && o.Lifecycle == ""
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.Explained && o.Lifecycle == "" &&
+			m.onProject(o.ItemID, projectID)
 	})
 	slices.SortStableFunc(obs, func(a, b Observation) int { return a.JudgedAt.Compare(b.JudgedAt) })
 	if limit > 0 && len(obs) > limit {
@@ -302,13 +303,20 @@ func (m *memStore) UnexplainedBy(_ context.Context, actor string, limit int) ([]
 	return out, nil
 }
 
-func (m *memStore) CountRefusedBy(_ context.Context, actor string, since time.Time) (int, error) {
+func (m *memStore) CountRefusedBy(_ context.Context, actor, projectID string, since time.Time) (int, error) {
 	if err := m.call("CountRefusedBy"); err != nil {
 		return 0, err
 	}
 	return len(m.list(func(o Observation) bool {
-		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.JudgedAt.Before(since)
+		return o.Actor == actor && o.Status == ObservationJudged && o.Verdict.Refused() && !o.JudgedAt.Before(since) &&
+			m.onProject(o.ItemID, projectID)
 	})), nil
+}
+
+// onProject reports whether an item's record is on a project ("": any); list's keep runs it
+// under the store's lock.
+func (m *memStore) onProject(itemID, projectID string) bool {
+	return projectID == "" || m.items[itemID].ProjectID == projectID
 }
 
 func (m *memStore) list(keep func(Observation) bool) []Observation {

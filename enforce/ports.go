@@ -89,11 +89,13 @@ type Store interface {
 	// Unexplained lists an item's refused steps whose explanation is not on GitHub yet.
 	Unexplained(ctx context.Context, itemID string) ([]Observation, error)
 	// UnexplainedBy lists one actor's refused moves of a card whose explanation is not on
-	// GitHub yet, on every item, oldest first, at most limit, each with its item's issue (a
-	// refused close or reopen is undone and explained on its own, never in a summary).
-	UnexplainedBy(ctx context.Context, actor string, limit int) ([]RefusedStep, error)
-	// CountRefusedBy counts one actor's refused steps judged at or after since, on every item.
-	CountRefusedBy(ctx context.Context, actor string, since time.Time) (int, error)
+	// GitHub yet, on every item of a project ("": of every project), oldest first, at most
+	// limit, each with its item's issue (a refused close or reopen is undone and explained on
+	// its own, never in a summary).
+	UnexplainedBy(ctx context.Context, actor, projectID string, limit int) ([]RefusedStep, error)
+	// CountRefusedBy counts one actor's refused steps judged at or after since, on every item
+	// of a project ("": of every project).
+	CountRefusedBy(ctx context.Context, actor, projectID string, since time.Time) (int, error)
 	// MarkExplained records that a refused step's explanation is on GitHub.
 	MarkExplained(ctx context.Context, deliveryID string) error
 	// CommitStep writes a step in one transaction if the item is still at its expected version.

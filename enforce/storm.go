@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +22,9 @@ import (
 // actor are explained on their issues as they come; once they made more than StormThreshold
 // within StormWindow, the rest wait StormDelay (the reverts go first) and are then explained together in one summary
 // comment that mentions the actor — GitHub notifies a person who is @mentioned — and names
-// every issue (docs/ENFORCEMENT.md, "A storm of refused moves").
+// every issue (docs/ENFORCEMENT.md, "A storm of refused moves"). A storm is one actor's on
+// one project: a summary on a project's issue names that project's issues only (never another
+// organization's).
 
 // Storm defaults.
 const (
@@ -65,14 +68,15 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 	// Waiting here, rather than coming back later, costs a worker but no GitHub request: a
 	// job that came back would read its item again, and a storm's jobs doing so every few
 	// hundred milliseconds spend the installation's hourly budget in minutes.
-	unlockHere := e.storms.lock(o.Actor)
+	st := storm{project: cmp.Or(w.rec.ProjectID, w.it.ProjectID), actor: o.Actor}
+	unlockHere := e.storms.lock(st.key())
 	defer unlockHere()
-	unlock, err := e.store().LockItem(ctx, "violation-explanations/"+o.Actor)
+	unlock, err := e.store().LockItem(ctx, "violation-explanations/"+st.key())
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := e.settleSummary(ctx, w.board, o.Actor); err != nil {
+	if err := e.settleSummary(ctx, w.board, st); err != nil {
 		return err
 	}
 	if cur, err := e.store().GetObservation(ctx, o.DeliveryID); err != nil {
@@ -88,14 +92,14 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 		// would explain them a second time.
 		return e.explainOne(ctx, w, o)
 	}
-	recent, err := e.store().CountRefusedBy(ctx, o.Actor, e.now().Add(-StormWindow))
+	recent, err := e.store().CountRefusedBy(ctx, o.Actor, st.project, e.now().Add(-StormWindow))
 	if err != nil {
 		return fmt.Errorf("count the refused moves of %s: %w", o.Actor, err)
 	}
 	if recent <= e.opts.StormThreshold {
 		return e.explainOne(ctx, w, o)
 	}
-	waiting, err := e.store().UnexplainedBy(ctx, o.Actor, 1)
+	waiting, err := e.store().UnexplainedBy(ctx, o.Actor, st.project, 1)
 	if err != nil {
 		return fmt.Errorf("list the unexplained refused moves of %s: %w", o.Actor, err)
 	}
@@ -103,8 +107,14 @@ func (e *Enforcer) explainStep(ctx context.Context, w *walk, o Observation) erro
 		wait := waiting[0].JudgedAt.Add(e.opts.StormDelay).Sub(e.now())
 		return &explainLater{after: wait, why: fmt.Sprintf("%s made more than %d refused moves: explained together in a summary", o.Actor, e.opts.StormThreshold)}
 	}
-	return e.summarize(ctx, w, o.Actor)
+	return e.summarize(ctx, w, st)
 }
+
+// storm names one actor's storm on one project.
+type storm struct{ project, actor string }
+
+// key is the storm's name in locks and cursors.
+func (s storm) key() string { return s.project + "/" + s.actor }
 
 // explainOne explains one refused step on its issue and records it.
 func (e *Enforcer) explainOne(ctx context.Context, w *walk, o Observation) error {
@@ -120,9 +130,10 @@ func (e *Enforcer) explainOne(ctx context.Context, w *walk, o Observation) error
 // summarize explains every refused step of actor waiting for it, in summary comments on the
 // walked item's issue, each naming its issues and mentioning the actor. The caller holds the
 // actor's explanation lock.
-func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
+func (e *Enforcer) summarize(ctx context.Context, w *walk, st storm) error {
+	actor := st.actor
 	for {
-		listed, err := e.store().UnexplainedBy(ctx, actor, maxSummaryLines)
+		listed, err := e.store().UnexplainedBy(ctx, actor, st.project, maxSummaryLines)
 		if err != nil {
 			return fmt.Errorf("list the unexplained refused moves of %s: %w", actor, err)
 		}
@@ -141,14 +152,14 @@ func (e *Enforcer) summarize(ctx context.Context, w *walk, actor string) error {
 		for _, s := range steps {
 			j.Steps = append(j.Steps, s.DeliveryID)
 		}
-		if err := e.putSummaryJournal(ctx, actor, &j); err != nil {
+		if err := e.putSummaryJournal(ctx, summaryCursor(st), &j); err != nil {
 			return err
 		}
 		c, err := w.board.AddComment(ctx, j.Subject, j.Body)
 		if err != nil {
 			return fmt.Errorf("add violation summary: %w", err)
 		}
-		if err := e.summaryPosted(ctx, actor, j); err != nil {
+		if err := e.summaryPosted(ctx, summaryCursor(st), j); err != nil {
 			return err
 		}
 		zerolog.Ctx(ctx).Info().Str("actor", actor).Int("moves", len(steps)).Int("issue", w.it.Number).Str("comment", c.ID).
@@ -169,10 +180,15 @@ type summaryJournal struct {
 	Steps   []string `json:"steps"` // delivery ids
 }
 
-func summaryCursor(actor string) string { return "explain/summary/" + actor }
+// summaryCursor is where a storm's summary about to be posted is journaled.
+func summaryCursor(st storm) string { return "explain/summary/" + st.key() }
 
-// putSummaryJournal records a summary about to be posted (nil: none is).
-func (e *Enforcer) putSummaryJournal(ctx context.Context, actor string, j *summaryJournal) error {
+// legacySummaryCursor is where a release that kept one storm per actor, on every project,
+// journaled its summary: one interrupted by the upgrade is settled all the same.
+func legacySummaryCursor(actor string) string { return "explain/summary/" + actor }
+
+// putSummaryJournal records a summary about to be posted at a cursor (nil: none is).
+func (e *Enforcer) putSummaryJournal(ctx context.Context, cursor string, j *summaryJournal) error {
 	v := ""
 	if j != nil {
 		b, err := json.Marshal(j)
@@ -181,27 +197,35 @@ func (e *Enforcer) putSummaryJournal(ctx context.Context, actor string, j *summa
 		}
 		v = string(b)
 	}
-	if err := e.store().PutCursor(ctx, summaryCursor(actor), v); err != nil {
+	if err := e.store().PutCursor(ctx, cursor, v); err != nil {
 		return fmt.Errorf("record the summary to post: %w", err)
 	}
 	return nil
 }
 
 // summaryPosted records the summary's steps explained and clears its journal.
-func (e *Enforcer) summaryPosted(ctx context.Context, actor string, j summaryJournal) error {
+func (e *Enforcer) summaryPosted(ctx context.Context, cursor string, j summaryJournal) error {
 	for _, d := range j.Steps {
 		if err := e.store().MarkExplained(ctx, d); err != nil {
 			return fmt.Errorf("record the explanation of %s: %w", d, err)
 		}
 	}
-	return e.putSummaryJournal(ctx, actor, nil)
+	return e.putSummaryJournal(ctx, cursor, nil)
 }
 
-// settleSummary finishes a summary of the actor's that a crash interrupted (its journal is
-// still there): it is found on GitHub, or posted, then its steps are recorded explained. The
-// caller holds the actor's explanation lock.
-func (e *Enforcer) settleSummary(ctx context.Context, b Board, actor string) error {
-	v, err := e.store().GetCursor(ctx, summaryCursor(actor))
+// settleSummary finishes a summary of the storm's that a crash interrupted (its journal is
+// still there), and one an earlier release journaled for the actor: it is found on GitHub, or
+// posted, then its steps are recorded explained. The caller holds the storm's explanation lock.
+func (e *Enforcer) settleSummary(ctx context.Context, b Board, st storm) error {
+	if err := e.settleJournal(ctx, b, st.actor, summaryCursor(st)); err != nil {
+		return err
+	}
+	return e.settleJournal(ctx, b, st.actor, legacySummaryCursor(st.actor))
+}
+
+// settleJournal settles the summary journaled at a cursor, if any.
+func (e *Enforcer) settleJournal(ctx context.Context, b Board, actor, cursor string) error {
+	v, err := e.store().GetCursor(ctx, cursor)
 	if errors.Is(err, ErrNotFound) || (err == nil && v == "") {
 		return nil
 	} else if err != nil {
@@ -219,12 +243,12 @@ func (e *Enforcer) settleSummary(ctx context.Context, b Board, actor string) err
 		// Its issue is gone: the summary is not on GitHub, and its moves are explained again
 		// on their own.
 		zerolog.Ctx(ctx).Warn().Str("actor", actor).Int("issue", j.Issue).Msg("an interrupted storm summary's issue is gone; its moves are explained again")
-		return e.putSummaryJournal(ctx, actor, nil)
+		return e.putSummaryJournal(ctx, cursor, nil)
 	} else if err != nil {
 		return fmt.Errorf("settle an interrupted summary: %w", err)
 	}
 	zerolog.Ctx(ctx).Info().Str("actor", actor).Int("issue", j.Issue).Int("moves", len(j.Steps)).Msg("settled an interrupted storm summary")
-	return e.summaryPosted(ctx, actor, j)
+	return e.summaryPosted(ctx, cursor, j)
 }
 
 // notInterrupted drops the steps whose own comment on their issue was being posted when a

@@ -63,7 +63,7 @@ func TestStormIsExplainedInOneSummary(t *testing.T) {
 			t.Errorf("the summary does not name #%d:\n%s", i, summary)
 		}
 	}
-	if waitingNow, err := h.st.UnexplainedBy(bg, "alice", 0); err != nil || len(waitingNow) != 0 {
+	if waitingNow, err := h.st.UnexplainedBy(bg, "alice", "", 0); err != nil || len(waitingNow) != 0 {
 		t.Fatalf("still unexplained: %+v %v", waitingNow, err)
 	}
 	// A job run again (a retry) posts nothing more.
@@ -159,5 +159,48 @@ func explainedOnce(t *testing.T, h *harness, n int) {
 		if c != 1 {
 			t.Errorf("%s explained %d times", d, c)
 		}
+	}
+}
+
+// A storm is one actor's on one project: the same person's refused moves on two
+// organizations' projects at once are summarized apart, each summary on its own project's
+// issue naming only that project's issues (never another organization's repository).
+func TestStormsOfTwoProjectsAreSummarizedApart(t *testing.T) {
+	const n = 8
+	var items []Item
+	for i := 1; i <= n; i++ {
+		a := issueN(fmt.Sprintf("A%02d", i), "Backlog", i)
+		g := issueN(fmt.Sprintf("G%02d", i), "Backlog", i)
+		g.Owner, g.Repo, g.ProjectID, g.ProjectNumber = "globex", "globex/web", "PVT_2", 1
+		items = append(items, a, g)
+	}
+	h := newHarnessWith(t, nil, nil, items...)
+	var waiting []Change
+	for i := 1; i <= n; i++ {
+		for _, id := range []string{fmt.Sprintf("A%02d", i), fmt.Sprintf("G%02d", i)} {
+			h.now = h.now.Add(50 * time.Millisecond)
+			ch := h.board.move(id, "alice", "In Review", h.now)
+			if res := h.process(ch); res.Verdict == VerdictWait {
+				waiting = append(waiting, ch)
+			}
+		}
+	}
+	h.now = h.now.Add(DefaultStormDelay)
+	for _, ch := range waiting {
+		h.process(ch)
+	}
+	explainedOnce(t, h, 2*n)
+	summaries := 0
+	for _, body := range h.commentBodies() {
+		if !strings.HasPrefix(body, SummaryMarker) {
+			continue
+		}
+		summaries++
+		if strings.Contains(body, "acme/app#") == strings.Contains(body, "globex/web#") {
+			t.Errorf("a summary names both projects' issues, or neither:\n%s", body)
+		}
+	}
+	if summaries != 2 {
+		t.Errorf("%d summaries, want one per project", summaries)
 	}
 }

@@ -13,13 +13,14 @@ import (
 // yet, on every item, oldest judged first, at most limit (0: all), each with its item's issue
 // and last legal state. A storm of one actor's refused moves is explained from it in one
 // summary; a refused close or reopen is undone and explained on its own.
-func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]enforce.RefusedStep, error) {
+func (s *Store) UnexplainedBy(ctx context.Context, actor, projectID string, limit int) ([]enforce.RefusedStep, error) {
 	cols := "o." + strings.ReplaceAll(strings.Join(strings.Fields(observationCols), " "), ", ", ", o.")
 	q := `SELECT ` + cols + `, COALESCE(i.repo, ''), COALESCE(i.issue_number, 0), COALESCE(i.last_legal_state, '')
 		FROM observations o LEFT JOIN items i ON i.item_id = o.item_id
 		WHERE o.actor = ? AND o.explained = ? AND o.verdict IN (?, ?) AND o.status = ? AND o.lifecycle = ''
+			AND (? = '' OR i.project_id = ?)
 		ORDER BY o.judged_at, o.delivery_id`
-	args := []any{actor, false, string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged)}
+	args := []any{actor, false, string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged), projectID, projectID}
 	if limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, limit)
@@ -49,10 +50,12 @@ func (s *Store) UnexplainedBy(ctx context.Context, actor string, limit int) ([]e
 }
 
 // CountRefusedBy counts one actor's refused steps judged at or after since, on every item.
-func (s *Store) CountRefusedBy(ctx context.Context, actor string, since time.Time) (int, error) {
+func (s *Store) CountRefusedBy(ctx context.Context, actor, projectID string, since time.Time) (int, error) {
 	var n int
-	err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations WHERE actor = ? AND judged_at >= ? AND verdict IN (?, ?) AND status = ?`,
-		actor, s.t(since.UTC()), string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged)).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM observations o LEFT JOIN items i ON i.item_id = o.item_id
+		WHERE o.actor = ? AND o.judged_at >= ? AND o.verdict IN (?, ?) AND o.status = ? AND (? = '' OR i.project_id = ?)`,
+		actor, s.t(since.UTC()), string(enforce.VerdictReverted), string(enforce.VerdictWouldRevert), string(enforce.ObservationJudged),
+		projectID, projectID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: count refused steps of %q: %w", actor, err)
 	}

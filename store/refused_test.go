@@ -45,7 +45,19 @@ func TestUnexplainedBy(t *testing.T) {
 		if _, err := s.exec(ctx, `UPDATE observations SET lifecycle = ? WHERE delivery_id = ?`, enforce.LifecycleIssueClosed, "d6#PVTI_b"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.UnexplainedBy(ctx, "bob", 0)
+		// Another organization's project: its item's refused steps are another storm.
+		if ok, err := s.CompareAndSetItem(ctx, enforce.Record{ProjectID: "PVT_9", ItemID: "PVTI_z", Repo: "globex/web", IssueNumber: 9,
+			LastLegalState: "Backlog", LegalAt: base, Version: 0}, 0); err != nil || !ok {
+			t.Fatalf("item z: %v %v", ok, err)
+		}
+		add("d7", "PVTI_z", "bob", enforce.VerdictReverted, base.Add(3500*time.Millisecond), false)
+		if got, err := s.UnexplainedBy(ctx, "bob", "PVT_9", 0); err != nil || len(got) != 1 || got[0].DeliveryID != "d7" || got[0].Repo != "globex/web" {
+			t.Fatalf("UnexplainedBy(bob, PVT_9) = %+v, %v; want d7 only", got, err)
+		}
+		if got, err := s.UnexplainedBy(ctx, "bob", "", 0); err != nil || len(got) != 3 {
+			t.Fatalf("UnexplainedBy(bob, every project) = %+v, %v; want d1, d3, d7", got, err)
+		}
+		got, err := s.UnexplainedBy(ctx, "bob", "PVT_1", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,14 +65,17 @@ func TestUnexplainedBy(t *testing.T) {
 			got[0].IssueNumber != 1 || got[1].IssueNumber != 2 || got[1].Repo != "acme/app" || got[0].LegalNow != "Backlog" {
 			t.Fatalf("UnexplainedBy(bob) = %+v, want d1 (#1) then d3 (#2)", got)
 		}
-		if got, err := s.UnexplainedBy(ctx, "bob", 1); err != nil || len(got) != 1 || got[0].DeliveryID != "d1" {
+		if got, err := s.UnexplainedBy(ctx, "bob", "PVT_1", 1); err != nil || len(got) != 1 || got[0].DeliveryID != "d1" {
 			t.Fatalf("with limit 1: %+v %v", got, err)
 		}
 		// Counting a storm: every refused step of the actor since a time, explained or not.
 		for since, want := range map[time.Duration]int{0: 4, 2 * time.Second: 3, 4 * time.Second: 1, 7 * time.Second: 0} {
-			if n, err := s.CountRefusedBy(ctx, "bob", base.Add(since)); err != nil || n != want {
-				t.Errorf("CountRefusedBy(bob, +%s) = %d, %v; want %d", since, n, err, want)
+			if n, err := s.CountRefusedBy(ctx, "bob", "PVT_1", base.Add(since)); err != nil || n != want {
+				t.Errorf("CountRefusedBy(bob, PVT_1, +%s) = %d, %v; want %d", since, n, err, want)
 			}
+		}
+		if n, err := s.CountRefusedBy(ctx, "bob", "", base); err != nil || n != 5 {
+			t.Errorf("CountRefusedBy(bob, every project) = %d, %v; want 5", n, err)
 		}
 	})
 }
