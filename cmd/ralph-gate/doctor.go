@@ -303,7 +303,7 @@ func (d *doctor) check(ctx context.Context, cfg config.Config, m *policy.Machine
 	d.webhook(ctx, client, cfg)
 
 	if cfg.OrgPolicies() {
-		d.orgPolicies(ctx, cfg, client, want)
+		d.orgPolicies(ctx, cfg, orgClients{app: client, creator: creator}, want)
 		return
 	}
 	byOwner := map[string][]config.Project{}

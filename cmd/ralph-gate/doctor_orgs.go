@@ -7,15 +7,18 @@ import (
 	"time"
 
 	"github.com/google/go-github/v89/github"
+	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // orgPolicies checks every organization the App is installed on when the policy lives in the
 // organizations' repositories: the installation's permissions (Contents to read the file,
 // Checks to report a push of it), and which commit's policy is in force (the store's).
-func (d *doctor) orgPolicies(ctx context.Context, cfg config.Config, client *github.Client, want map[string]string) {
+func (d *doctor) orgPolicies(ctx context.Context, cfg config.Config, gh orgClients, want map[string]string) {
+	client := gh.app
 	kept := map[string]store.OrgPolicy{}
 	if st, err := store.OpenReadOnly(ctx, cfg.Store.Driver, cfg.Store.DSN); err != nil {
 		d.skip("policies", fmt.Sprintf("which policy is in force was not read: %v", err), "fix the store check above")
@@ -72,6 +75,40 @@ func (d *doctor) orgPolicies(ctx context.Context, cfg config.Config, client *git
 			d.warn("policy of "+owner, fmt.Sprintf("the push of %s at %s was refused (%s): the policy above stays in force", file, shortSHA(p.RefusedSHA), firstLine(p.RefusedWhy)),
 				"fix the problems its check run \"ralph-gate policy\" lists and push again")
 		}
+		if ok && p.SHA != "" {
+			d.orgBoards(ctx, cfg, gh, inst.GetID(), p)
+		}
+	}
+}
+
+// orgClients are the App's client and the creator of its installations' clients.
+type orgClients struct {
+	app     *github.Client
+	creator githubapp.ClientCreator
+}
+
+// orgBoards checks each project of an organization's policy in force, as serve's board check
+// does for config.yml's projects: the project, its workflow field and an option per state.
+func (d *doctor) orgBoards(ctx context.Context, cfg config.Config, gh orgClients, installation int64, p store.OrgPolicy) {
+	org, problems := cfg.ForOrganization(p.Owner, []byte(p.Text))
+	if len(problems) > 0 {
+		d.warn("policy of "+p.Owner, fmt.Sprintf("the policy in force no longer validates against this configuration (%s)", firstLine(problems.Error())),
+			"fix config.yml, or have the organization push a file that fits it")
+		return
+	}
+	m, err := org.Machine()
+	if err != nil {
+		d.warn("policy of "+p.Owner, fmt.Sprintf("the policy in force has no workflow: %v", err), "")
+		return
+	}
+	ic, err := gh.creator.NewInstallationClient(installation)
+	if err != nil {
+		d.fail("installation on "+p.Owner, fmt.Sprintf("cannot build a client for the installation %d: %v", installation, err), "")
+		return
+	}
+	board := ghboard.New(ghboard.NewClient(ic.Client(), cfg.GitHub.V4APIURL), m.Field(), ghboard.NewFieldCache())
+	for _, pr := range org.Projects {
+		d.project(ctx, board, pr, m, org)
 	}
 }
 

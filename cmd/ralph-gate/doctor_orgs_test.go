@@ -12,7 +12,8 @@ import (
 
 // With the policies in the organizations' repositories, doctor says which commit's policy is
 // in force for each organization the App is installed on (from the store serve uses), that a
-// newer push was refused, and that an organization with none enforces nothing.
+// newer push was refused, and that an organization with none enforces nothing; it checks the
+// boards of the projects of each policy in force, as for config.yml's.
 func TestDoctorSaysWhichPolicyIsInForce(t *testing.T) {
 	clearAppEnv(t)
 	file := startSim(t, func(s string) string {
@@ -40,6 +41,7 @@ func TestDoctorSaysWhichPolicyIsInForce(t *testing.T) {
 		"ok    installation: 2002 on acme",
 		"ok    policy of acme: acme/.github/ralph-gate.yml at 0123456789ab in force since 2026-11-27T09:30:00Z",
 		"warn  policy of acme: the push of acme/.github/ralph-gate.yml at fedcba987654 was refused (projects[0].mode (line 3): unknown mode; and 1 more): the policy above stays in force",
+		`ok    project acme/1: field "Workflow State" has exactly the workflow's 11 states`,
 		"ok    installation: 3003 on globex",
 		"warn  policy of globex: no valid policy has been read: none of globex's projects is enforced",
 	} {
