@@ -58,6 +58,9 @@ type policyFile struct {
 	// head is the branch's head when it is not sha (a push delivered late, or again): the
 	// file is checked and reported, never put in force over the newer commit's.
 	head string
+	// client is the installation's client the file was read with: the branch's head and the
+	// check run go through it too (one token for the whole push).
+	client *github.Client
 }
 
 // readAllOrgPolicies reads the policy of every organization the App is installed on.
@@ -145,7 +148,7 @@ func (a *App) Pushed(ctx context.Context, ev payload.PushEvent) error {
 	if err != nil {
 		return err
 	}
-	if f.head, err = a.branchHead(ctx, ev.InstallationID, ev.Owner, ev.Branch()); err != nil {
+	if f.head, err = a.branchHead(ctx, f, ev.Branch()); err != nil {
 		return err
 	}
 	if f.head == f.sha {
@@ -218,6 +221,7 @@ func (a *App) readPolicyFile(ctx context.Context, installation int64, owner, sha
 	if err != nil {
 		return f, fmt.Errorf("installation %d client: %w", installation, err)
 	}
+	f.client = client
 	if f.sha == "" {
 		repo, resp, err := client.Repositories.Get(ctx, owner, pc.Repository)
 		if notFound(resp) {
@@ -250,14 +254,10 @@ func (a *App) readPolicyFile(ctx context.Context, installation int64, owner, sha
 }
 
 // branchHead is the commit at the head of a branch of the policy repository.
-func (a *App) branchHead(ctx context.Context, installation int64, owner, branch string) (string, error) {
-	client, err := a.github.NewInstallationClient(installation)
+func (a *App) branchHead(ctx context.Context, f policyFile, branch string) (string, error) {
+	sha, _, err := f.client.Repositories.GetCommitSHA1(ctx, f.owner, f.repo, branch, "")
 	if err != nil {
-		return "", fmt.Errorf("installation %d client: %w", installation, err)
-	}
-	sha, _, err := client.Repositories.GetCommitSHA1(ctx, owner, a.cfg.Policy.Repository, branch, "")
-	if err != nil {
-		return "", fmt.Errorf("read the head of %s/%s: %w", owner, a.cfg.Policy.Repository, err)
+		return "", fmt.Errorf("read the head of %s/%s: %w", f.owner, f.repo, err)
 	}
 	return sha, nil
 }
@@ -271,18 +271,13 @@ func notFound(resp *github.Response) bool {
 // names a missing Checks permission).
 func (a *App) reportPolicyCheck(ctx context.Context, f policyFile, problems config.Problems) {
 	logger := zerolog.Ctx(ctx)
-	client, err := a.github.NewInstallationClient(f.installation)
-	if err != nil {
-		logger.Warn().Err(err).Msg("policy check run not created")
-		return
-	}
 	out := policyCheckOutput(f, problems)
 	conclusion := "success"
 	if len(problems) > 0 {
 		conclusion = "failure"
 	}
 	now := github.Timestamp{Time: time.Now()}
-	_, _, err = client.Checks.CreateCheckRun(ctx, f.owner, f.repo, github.CreateCheckRunOptions{
+	_, _, err := f.client.Checks.CreateCheckRun(ctx, f.owner, f.repo, github.CreateCheckRunOptions{
 		Name: PolicyCheckName, HeadSHA: f.sha, Status: github.Ptr("completed"), Conclusion: github.Ptr(conclusion),
 		CompletedAt: &now, Output: out,
 	})

@@ -147,12 +147,23 @@ func TestOrgPolicyEndToEnd(t *testing.T) {
 		e.wantVerdict(3, "agent-1", enforce.VerdictReverted)
 
 		// A valid push is in force for the next change, and its check run passes.
+		pushSeq := e.sb.Sim.Requests().Total
 		evaluate := e.pushPolicy(policyEvaluate)
 		inForce := e.policyUntil("the valid push", func(p store.OrgPolicy) bool { return p.SHA == evaluate })
 		// In force for the changes made from the next second on (enforce.InForceFrom).
 		time.Sleep(time.Until(enforce.InForceFrom(inForce.LoadedAt)))
 		if cr := e.policyCheck(evaluate); cr.Conclusion != "success" || cr.Status != "completed" {
 			t.Errorf("the valid push's check run: %+v", cr)
+		}
+		// A push costs the installation's token, the file, the branch's head and the check run.
+		var pushRequests []string
+		for _, r := range e.sb.Sim.Requests().Entries {
+			if r.Seq > pushSeq {
+				pushRequests = append(pushRequests, r.Method+" "+r.Path)
+			}
+		}
+		if len(pushRequests) != 4 {
+			t.Errorf("the push cost %d GitHub requests, want 4 (a token, the file, the head, the check run): %q", len(pushRequests), pushRequests)
 		}
 		e.move("agent-1", 3, "In Progress")
 		e.settle()
