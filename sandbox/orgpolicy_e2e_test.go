@@ -35,29 +35,12 @@ func orgPolicySeed(policy string) []byte {
 // read from its repository.
 func startOrgs(t *testing.T, driver string, seed []byte, configure func(*config.Config)) *env {
 	t.Helper()
-	opts := Options{Seed: seed, Configure: func(c *config.Config) {
+	return start(t, driver, seed, func(c *config.Config) {
 		c.Projects = nil
-		c.Actors.Bypass = []string{"owner"}
-		c.Logging.Level = "warn"
 		if configure != nil {
 			configure(c)
 		}
-	}}
-	if driver == "postgres" {
-		opts.StoreDriver, opts.StoreDSN = "postgres", postgresDSN(t)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sb, err := Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("sandbox: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sb.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
 	})
-	return &env{t: t, sb: sb}
 }
 
 // policyUntil waits until the store's record of the organization's policy satisfies ok (a
