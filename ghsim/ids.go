@@ -26,6 +26,7 @@ var idBases = map[string]int64{
 	"delivery":    10_000_000_001,
 	"check_run":   12_000_000_001,
 	"check_suite": 13_000_000_001,
+	"team":        14_000_001,
 }
 
 type idAlloc struct{ next map[string]int64 }

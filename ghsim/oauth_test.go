@@ -277,7 +277,7 @@ func TestOrgMembershipCheck(t *testing.T) {
 	}
 
 	t.Run("installation without the Members permission", func(t *testing.T) {
-		s := startSim(t, oauthSeed(t, nil), Options{})
+		s := startSim(t, oauthSeed(t, map[string]string{"organization_projects": "write", "issues": "write", "metadata": "read"}), Options{})
 		if r := s.do("GET", "/api/v3/orgs/acme/members/alice", "Bearer "+s.installationToken(), nil); r.status != 403 {
 			t.Fatalf("got %d %s", r.status, r.body)
 		}

@@ -53,6 +53,8 @@ func (s *Server) routes() {
 	h("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.listCheckRunsForRef)
 	h("GET /repos/{owner}/{repo}", s.getRepo)
 	h("GET /repos/{owner}/{repo}/commits/{ref}", s.getCommit)
+	h("GET /repos/{owner}/{repo}/compare/{basehead...}", s.compareCommits)
+	h("GET /orgs/{org}/teams/{team_slug}/memberships/{username}", s.getTeamMembership)
 	h("POST /app-manifests/{code}/conversions", s.convertManifest)
 }
 

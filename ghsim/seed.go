@@ -32,6 +32,9 @@ type Seed struct {
 	Issues       []SeedIssue   `yaml:"issues"`
 	PullRequests []SeedPR      `yaml:"pull_requests"`
 	DraftItems   []SeedDraft   `yaml:"draft_items"`
+	// Teams are the top-level organization's teams, answered by
+	// GET /orgs/{org}/teams/{team_slug}/memberships/{username}.
+	Teams []SeedTeam `yaml:"teams"`
 	// Orgs are further organizations, each with its own installation of the App, its own
 	// repositories, projects, issues, pull requests and draft items. The users are shared.
 	Orgs []SeedOrg `yaml:"orgs"`
@@ -81,6 +84,21 @@ type SeedOrg struct {
 	Issues       []SeedIssue   `yaml:"issues"`
 	PullRequests []SeedPR      `yaml:"pull_requests"`
 	DraftItems   []SeedDraft   `yaml:"draft_items"`
+	// Teams are this organization's teams.
+	Teams []SeedTeam `yaml:"teams"`
+}
+
+// SeedTeam is a team of an organization. Its members must be members of the organization;
+// each has the role "member", or "maintainer" when listed in Maintainers (an organization
+// admin on the team is always a maintainer, as GitHub reports organization owners).
+type SeedTeam struct {
+	// Slug names the team in URLs (GitHub derives it from the team's name): lower-case
+	// letters, digits, "-" and "_".
+	Slug string `yaml:"slug"`
+	// Members are seeded users on the team as "member" (unless admins of the organization).
+	Members []string `yaml:"members"`
+	// Maintainers are seeded users on the team as "maintainer".
+	Maintainers []string `yaml:"maintainers"`
 }
 
 // RepoNames are the names of repos, in order.
@@ -97,7 +115,7 @@ func RepoNames(repos []SeedRepo) []string {
 func (s *Seed) allOrgs() []SeedOrg {
 	main := SeedOrg{Login: s.Org, InstallationID: s.App.InstallationID, Permissions: s.App.Permissions,
 		Repositories: s.App.Repositories, Repos: s.Repos, Projects: s.Projects, Issues: s.Issues,
-		PullRequests: s.PullRequests, DraftItems: s.DraftItems}
+		PullRequests: s.PullRequests, DraftItems: s.DraftItems, Teams: s.Teams}
 	return append([]SeedOrg{main}, s.Orgs...)
 }
 
@@ -404,6 +422,12 @@ func (s *Seed) Validate() error {
 	}
 	logins := map[string]bool{}
 	installations := map[int64]bool{}
+	mainMembers := map[string]bool{}
+	for _, u := range s.Users {
+		if u.OrgRole != OrgRoleNone {
+			mainMembers[u.Login] = true
+		}
+	}
 	for i, o := range s.allOrgs() {
 		prefix, selectionKey := "", "app.repositories" // the top-level organization's selection is the App's
 		if i > 0 {
@@ -430,6 +454,16 @@ func (s *Seed) Validate() error {
 		}
 		installations[o.InstallationID] = true
 		for _, err := range validateOrg(o, users, s.App.Slug, selectionKey) {
+			errs = append(errs, fmt.Errorf("%s%w", prefix, err))
+		}
+		members := mainMembers
+		if i > 0 && o.Members != nil {
+			members = map[string]bool{}
+			for _, m := range o.Members {
+				members[m] = true
+			}
+		}
+		for _, err := range validateTeams(o.Login, o.Teams, users, members) {
 			errs = append(errs, fmt.Errorf("%s%w", prefix, err))
 		}
 	}

@@ -301,6 +301,7 @@ type organization struct {
 	// members are the seeded users who belong to it, by login: their role (OrgRoleMember or
 	// OrgRoleAdmin).
 	members map[string]string
+	teams   []*team
 }
 
 func (o *organization) gqlType() string { return "Organization" }
@@ -502,11 +503,13 @@ func (w *world) load(seed Seed) error {
 		o.inst = in
 		w.installs = append(w.installs, in)
 		w.loadOrg(o, so)
+		w.loadTeams(o, so.Teams)
 	}
 	return nil
 }
 
-// defaultPermissions are the App's permissions unless the seed names them: what ralph-gate needs.
+// defaultPermissions are the App's permissions unless the seed names them: what ralph-gate needs
+// (members: read only for the board pages and for policy admins named by team: a seed adds it).
 func defaultPermissions() map[string]string {
 	return map[string]string{"organization_projects": "write", "issues": "write", "pull_requests": "read", "metadata": "read",
 		"contents": "read", "checks": "write"}
