@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,9 +63,12 @@ type App struct {
 	mcp      http.Handler // the MCP façade at /mcp, behind bearer auth
 	ui       http.Handler // the board health pages at /ui/ (ui.enabled; ui.go)
 	// orgs are the organizations' own policies, when config.yml lists no projects
-	// (orgpolicy.go); nil otherwise. policyMu takes one policy file in at a time.
-	orgs     *orgPolicies
-	policyMu sync.Mutex
+	// (orgpolicy.go); nil otherwise. policyLocks take each organization's policy changes one
+	// at a time (by lower-case owner); strangers are the organizations not served that were
+	// logged (config.yml's organizations).
+	orgs        *orgPolicies
+	policyLocks sync.Map
+	strangers   sync.Map
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -193,7 +197,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if !opts.NoPeriodic {
 		jobOpts.Periodic = a.maint.periodic()
 	}
-	proc := observed{next: processor{service: a.service, boards: a.boards}, metrics: mx}
+	proc := observed{next: processor{service: a.service, boards: a.boards, policy: a.processPolicyPush}, metrics: mx}
 	if a.queue, err = prepareQueue(ctx, st, proc, jobOpts); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("prepare queue: %w", err)
@@ -353,7 +357,7 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "store cannot write", http.StatusServiceUnavailable)
 		return
 	}
-	fmt.Fprintln(w, "ready")
+	fmt.Fprintln(w, a.readyText()) // what is enforced; nothing is still 200 (readyText)
 }
 
 // Serve runs the queue and the HTTP server on ln until ctx ends, then shuts down gracefully:
@@ -485,10 +489,16 @@ func batchWalkers(maxConns, workers int) (int, bool) {
 	return max(n, 0), n > 0
 }
 
-// processor finds the installation's board and runs enforcement.
+// processor finds the installation's board and runs enforcement; policy takes in a push of
+// an organization's policy file.
 type processor struct {
 	service *enforce.Service
 	boards  *boards
+	policy  func(ctx context.Context, push json.RawMessage) error
+}
+
+func (p processor) ProcessPolicyPush(ctx context.Context, push json.RawMessage) error {
+	return p.policy(ctx, push)
 }
 
 func (p processor) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/jobs"
@@ -101,10 +102,16 @@ func (m *maintenance) stop() {
 // did. Errors of one project do not stop the others; the first is returned (a RateLimitError
 // snoozes the periodic job).
 func (a *App) ReconcileNow(ctx context.Context) ([]enforce.ReconcileReport, error) {
+	return a.reconcileProjects(ctx, a.projects())
+}
+
+// reconcileProjects reconciles projects one after another; the first error is returned once
+// every one was tried.
+func (a *App) reconcileProjects(ctx context.Context, projects []config.Project) ([]enforce.ReconcileReport, error) {
 	var reports []enforce.ReconcileReport
 	var first error
 	opts := enforce.ReconcileOptions{BudgetShare: a.cfg.Reconcile.BudgetShare, Settle: a.cfg.Reconcile.Settle}
-	for _, p := range a.projects() {
+	for _, p := range projects {
 		b, err := a.boards.get(ctx, 0, p.Owner)
 		if err == nil {
 			var rep enforce.ReconcileReport

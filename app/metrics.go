@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -71,6 +72,14 @@ func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce
 	}
 	p.metrics.Decided(string(res.Verdict), time.Since(start))
 	return res, nil
+}
+
+func (p observed) ProcessPolicyPush(ctx context.Context, push json.RawMessage) error {
+	if err := p.next.ProcessPolicyPush(ctx, push); err != nil {
+		p.metrics.ProcessingFailed()
+		return err
+	}
+	return nil
 }
 
 func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {

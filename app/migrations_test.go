@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -88,6 +89,8 @@ func (idle) ProcessChange(context.Context, enforce.Change) (enforce.Result, erro
 func (idle) ProcessLifecycle(context.Context, enforce.Lifecycle) (enforce.Result, error) {
 	return enforce.Result{}, nil
 }
+
+func (idle) ProcessPolicyPush(context.Context, json.RawMessage) error { return nil }
 
 // startReplica does what New does with the database: open the store (its migrations) and
 // prepare the queue (River's).

@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/google/go-github/v89/github"
 	"github.com/rs/zerolog"
@@ -15,7 +15,6 @@ import (
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/handlers"
 	"github.com/ralph-gate/ralph-gate/payload"
-	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // PolicyCheckName is the check run a push of an organization's policy file gets.
@@ -55,9 +54,9 @@ type policyFile struct {
 	text                   []byte
 	found                  bool
 	size                   int // when larger than a configuration file may be (not read)
-	// head is the branch's head when it is not sha (a push delivered late, or again): the
-	// file is checked and reported, never put in force over the newer commit's.
-	head string
+	// pusher is who pushed the commit ("" for the file found at the first read), pusherType
+	// GitHub's type of that account (User, Bot).
+	pusher, pusherType string
 	// client is the installation's client the file was read with: the branch's head and the
 	// check run go through it too (one token for the whole push).
 	client *github.Client
@@ -92,26 +91,65 @@ func (a *App) readAllOrgPolicies(ctx context.Context) error {
 	}
 }
 
-// Installed reads an organization's policy at its repository's default branch
-// (handlers.PolicySource).
+// serves reports whether this deployment serves an organization (config.yml's organizations),
+// logging once an organization it does not serve.
+func (a *App) serves(ctx context.Context, owner string) bool {
+	if a.cfg.Serves(owner) {
+		return true
+	}
+	if _, logged := a.strangers.LoadOrStore(strings.ToLower(owner), true); !logged {
+		zerolog.Ctx(ctx).Warn().Str("org", owner).
+			Msg("an organization this deployment does not serve (config.yml's organizations) installed the App or sent an event: ignored, its policy is not read")
+	}
+	return false
+}
+
+// orgLock is the lock that takes one organization's policy changes one at a time.
+func (a *App) orgLock(owner string) *sync.Mutex {
+	mu, _ := a.policyLocks.LoadOrStore(strings.ToLower(owner), &sync.Mutex{})
+	return mu.(*sync.Mutex)
+}
+
+// Installed reads an organization's policy (handlers.PolicySource): the policy the store keeps
+// is put in force again; an organization with none takes the file at its repository's default
+// branch as its first policy (the person who installs the App vouches for it). Every later
+// change comes by a push (Pushed).
 func (a *App) Installed(ctx context.Context, ev payload.InstallationEvent) error {
-	if !a.cfg.OrgPolicies() {
+	if !a.cfg.OrgPolicies() || !a.serves(ctx, ev.Account) {
 		return nil
 	}
-	a.policyMu.Lock()
-	defer a.policyMu.Unlock()
-	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Account, "")
+	res, err := a.installed(ctx, ev)
 	if err != nil {
 		return err
 	}
-	_, err = a.takePolicy(ctx, f)
-	return err
+	a.reconcileNew(ctx, res)
+	return nil
+}
+
+func (a *App) installed(ctx context.Context, ev payload.InstallationEvent) (taken, error) {
+	mu := a.orgLock(ev.Account)
+	mu.Lock()
+	defer mu.Unlock()
+	kept, _, err := a.store.GetOrgPolicy(ctx, ev.Account)
+	if err != nil {
+		return taken{}, err
+	}
+	if kept.SHA != "" {
+		a.takeKept(ctx, kept)
+		return taken{}, nil
+	}
+	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Account, "")
+	if err != nil {
+		return taken{}, err
+	}
+	f.pusher = ev.Sender
+	return a.takeFirst(ctx, f)
 }
 
 // Uninstalled forgets an organization's policy (handlers.PolicySource): its projects are
 // no longer enforced, and what its queue holds finds them so.
 func (a *App) Uninstalled(ctx context.Context, ev payload.InstallationEvent) error {
-	if !a.cfg.OrgPolicies() {
+	if !a.cfg.OrgPolicies() || !a.serves(ctx, ev.Account) {
 		return nil
 	}
 	a.orgs.forget(ev.Account)
@@ -123,10 +161,11 @@ func (a *App) Uninstalled(ctx context.Context, ev payload.InstallationEvent) err
 	return nil
 }
 
-// Pushed validates the policy file of a push that changed it on the policy repository's
-// default branch, reports the outcome as a check run on the commit, and puts a valid file in
-// force (handlers.PolicySource).
-func (a *App) Pushed(ctx context.Context, ev payload.PushEvent) error {
+// Pushed takes in a push that may change an organization's policy file (handlers.PolicySource):
+// one to the policy repository's default branch that touched the file, or may have (a
+// force-push, a new branch, a push listing 20 commits), is queued as a job of the policy
+// queue, and the webhook answered at once.
+func (a *App) Pushed(ctx context.Context, deliveryID string, ev payload.PushEvent) error {
 	logger := zerolog.Ctx(ctx)
 	pc := a.cfg.Policy
 	switch {
@@ -139,74 +178,35 @@ func (a *App) Pushed(ctx context.Context, ev payload.PushEvent) error {
 		logger.Debug().Msg("push ignored: not to the default branch")
 		return nil
 	case !slices.Contains(ev.Files, pc.Path) && !ev.Forced && !ev.Created && ev.Commits > 0 && ev.Commits < maxListedCommits:
+		// A later push that does not touch the file cannot hide one that did: that one's own
+		// job puts its file in force (takePush orders the commits, not the arrivals).
 		logger.Debug().Msg("push ignored: the policy file did not change")
 		return nil
+	case !a.serves(ctx, ev.Owner):
+		return nil
 	}
-	a.policyMu.Lock() // one policy taken at a time: a late push never lands over a newer one
-	defer a.policyMu.Unlock()
-	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Owner, ev.After)
+	data, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the push: %w", err)
 	}
-	if f.head, err = a.branchHead(ctx, f, ev.Branch()); err != nil {
-		return err
-	}
-	if f.head == f.sha {
-		f.head = ""
-	}
-	problems, err := a.takePolicy(ctx, f)
-	if err != nil {
-		return err
-	}
-	a.reportPolicyCheck(ctx, f, problems)
-	return nil
+	return a.queue.EnqueuePolicyPush(ctx, deliveryID, data)
 }
 
-// takePolicy validates a file and puts it in force, or records it refused (the policy in
-// force stays); it returns the file's problems.
-func (a *App) takePolicy(ctx context.Context, f policyFile) (config.Problems, error) {
-	logger := zerolog.Ctx(ctx).With().Str("org", f.owner).Str("commit", f.sha).Logger()
-	now := time.Now().UTC().Truncate(time.Microsecond) // (as the store keeps it: replicas compare)
-	kept, _, err := a.store.GetOrgPolicy(ctx, f.owner)
+// processPolicyPush is the policy queue's job: the push, as Pushed encoded it.
+func (a *App) processPolicyPush(ctx context.Context, data json.RawMessage) error {
+	var ev payload.PushEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("a queued policy push cannot be decoded: dropped")
+		return nil // retrying cannot help
+	}
+	logger := zerolog.Ctx(ctx).With().Str(handlers.LogKeyOrg, ev.Owner).Str(handlers.LogKeyActor, ev.Sender).Str("commit", ev.After).Logger()
+	ctx = logger.WithContext(ctx)
+	res, err := a.takePush(ctx, ev)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if f.sha != "" && f.sha == kept.SHA && f.found {
-		// Read again (a restart, an install event): in force since it was first put.
-		a.takeKept(ctx, kept)
-		return nil, nil
-	}
-	var problems config.Problems
-	switch {
-	case !f.found:
-		problems = config.Problems{{Path: "(file)", Message: fmt.Sprintf("%s/%s has no %s: the organization's last valid policy stays in force (with none, none of its projects is enforced)", f.owner, f.repo, f.path)}}
-	case f.size > 0:
-		problems = config.Problems{{Path: "(file)", Message: fmt.Sprintf("the file is %d bytes, larger than a configuration file may be (%d)", f.size, config.MaxFileBytes)}}
-	}
-	var op orgPolicy
-	if len(problems) == 0 {
-		op, problems = a.orgs.compile(f.owner, f.installation, f.sha, f.text, now)
-	}
-	if f.head != "" {
-		logger.Info().Str("head", f.head).Int("problems", len(problems)).
-			Msg("the organization's policy file at an older commit than the branch's head was checked, not put in force")
-		return problems, nil
-	}
-	if len(problems) > 0 {
-		if err := a.store.RefuseOrgPolicy(ctx, f.owner, f.installation, f.sha, capText(problemLines(problems), maxRefusedText), now); err != nil {
-			return problems, err
-		}
-		logger.Warn().Int("problems", len(problems)).Str("problems_text", problemLines(problems)).
-			Msg("the organization's policy file was refused: its last valid policy stays in force")
-		return problems, nil
-	}
-	if err := a.store.PutOrgPolicy(ctx, store.OrgPolicy{Owner: f.owner, InstallationID: f.installation, SHA: f.sha, Text: string(f.text), LoadedAt: now}); err != nil {
-		return nil, err
-	}
-	a.orgs.put(op)
-	a.notifyReplicas(ctx, f.owner)
-	logger.Info().Int("projects", len(op.cfg.Projects)).Msg("the organization's policy is in force")
-	return nil, nil
+	a.reconcileNew(ctx, res)
+	return nil
 }
 
 // readPolicyFile reads an organization's policy file at a commit ("": the head of its
@@ -253,69 +253,8 @@ func (a *App) readPolicyFile(ctx context.Context, installation int64, owner, sha
 	return f, nil
 }
 
-// branchHead is the commit at the head of a branch of the policy repository.
-func (a *App) branchHead(ctx context.Context, f policyFile, branch string) (string, error) {
-	sha, _, err := f.client.Repositories.GetCommitSHA1(ctx, f.owner, f.repo, branch, "")
-	if err != nil {
-		return "", fmt.Errorf("read the head of %s/%s: %w", f.owner, f.repo, err)
-	}
-	return sha, nil
-}
-
 func notFound(resp *github.Response) bool {
 	return resp != nil && resp.StatusCode == http.StatusNotFound
-}
-
-// reportPolicyCheck creates the push's check run: valid, or every problem by key path and
-// line. A check run that cannot be created is logged: the outcome stands either way (doctor
-// names a missing Checks permission).
-func (a *App) reportPolicyCheck(ctx context.Context, f policyFile, problems config.Problems) {
-	logger := zerolog.Ctx(ctx)
-	out := policyCheckOutput(f, problems)
-	conclusion := "success"
-	if len(problems) > 0 {
-		conclusion = "failure"
-	}
-	now := github.Timestamp{Time: time.Now()}
-	_, _, err := f.client.Checks.CreateCheckRun(ctx, f.owner, f.repo, github.CreateCheckRunOptions{
-		Name: PolicyCheckName, HeadSHA: f.sha, Status: github.Ptr("completed"), Conclusion: github.Ptr(conclusion),
-		CompletedAt: &now, Output: out,
-	})
-	if err != nil {
-		var ge *github.ErrorResponse
-		if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden {
-			logger.Warn().Err(err).Msg("policy check run not created: the installation lacks the Checks permission (write); the policy's outcome stands")
-			return
-		}
-		logger.Warn().Err(err).Msg("policy check run not created; the policy's outcome stands")
-	}
-}
-
-// policyCheckOutput is the check run's text: what is in force, or every problem.
-func policyCheckOutput(f policyFile, problems config.Problems) *github.CheckRunOutput {
-	if len(problems) == 0 && f.head != "" {
-		return &github.CheckRunOutput{Title: github.Ptr("The policy is valid; a newer commit's is in force"),
-			Summary: github.Ptr(fmt.Sprintf("%s at %s is valid. It is not put in force: %s, a newer commit, is the branch's head, and the policy in force is read from it.", f.path, short(f.sha), short(f.head)))}
-	}
-	if len(problems) == 0 {
-		return &github.CheckRunOutput{Title: github.Ptr("The policy is valid and in force"),
-			Summary: github.Ptr(fmt.Sprintf("%s at %s is in force for %s's projects.", f.path, short(f.sha), f.owner))}
-	}
-	out := &github.CheckRunOutput{
-		Title: github.Ptr(fmt.Sprintf("%d problem(s): the previous policy stays in force", len(problems))),
-		Summary: github.Ptr(fmt.Sprintf("%s at %s was refused: the organization's last valid policy stays in force until a valid file is pushed. "+
-			"`ralph-gate validate` gives the same problems for the same sections.", f.path, short(f.sha))),
-		Text: github.Ptr(capText(problemLines(problems), maxCheckText)),
-	}
-	for _, pr := range problems {
-		if len(out.Annotations) == maxAnnotations {
-			break
-		}
-		line := max(pr.Line, 1)
-		out.Annotations = append(out.Annotations, &github.CheckRunAnnotation{Path: github.Ptr(f.path), StartLine: github.Ptr(line), EndLine: github.Ptr(line),
-			AnnotationLevel: github.Ptr("failure"), Title: github.Ptr(pr.Path), Message: github.Ptr(pr.Path + ": " + pr.Message)})
-	}
-	return out
 }
 
 // short is a commit's short form.

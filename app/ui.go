@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,29 +24,18 @@ const UIRoute = "/ui/"
 
 // uiHandler builds /ui/: the pages (package web) over the health report and the audit log,
 // behind the sign-in (package webauth), which admits only members of the organizations that
-// own the enforced projects.
+// own the enforced projects. A viewer who belongs to some of them sees those organizations'
+// projects, the decisions on them and their agents' use of the façade, and nothing else.
 func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 	cfg := a.cfg
 	var gh githubapp.Config
 	gh.WebURL, gh.V3APIURL, gh.V4APIURL = cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL
 	gh.OAuth.ClientID, gh.OAuth.ClientSecret = cfg.GitHub.OAuth.ClientID, cfg.GitHub.OAuth.ClientSecret
-	var orgs []string
-	for _, p := range cfg.Projects {
-		if !slices.ContainsFunc(orgs, func(o string) bool { return strings.EqualFold(o, p.Owner) }) {
-			orgs = append(orgs, p.Owner)
-		}
-	}
 	opts := webauth.Options{GitHub: gh, PublicURL: cfg.PublicBase(), SessionKey: []byte(cfg.UI.SessionKey),
-		Orgs: orgs, Members: webauth.NewInstallationMembers(a.github), Now: now, Revocations: a.store}
+		Orgs: a.servedOrgs(), Members: webauth.NewInstallationMembers(a.github), Now: now, Revocations: a.store}
 	if a.orgs != nil {
-		// The pages show every organization's projects: a viewer belongs to every one of them.
-		opts.OrgsNow = func() []string {
-			var out []string
-			for _, op := range a.orgs.all() {
-				out = append(out, op.owner)
-			}
-			return out
-		}
+		// The organizations whose policy is in force, as they are at each view (installs).
+		opts.OrgsNow = a.servedOrgs
 	}
 	auth, err := webauth.New(opts)
 	if err != nil {
@@ -55,11 +43,19 @@ func (a *App) uiHandler(now func() time.Time) (http.Handler, error) {
 	}
 	base := strings.TrimSuffix(UIRoute, "/")
 	pages, err := web.New(web.Options{Reports: health.NewCache(HealthReader(cfg, a.store), pageReportMaxAge), Decisions: a.store, Machine: a.machine, BasePath: base,
-		WebURL: cfg.GitHub.WebURL, Viewer: webauth.Viewer, CSRFToken: webauth.CSRFToken, CSRFField: webauth.CSRFField, Now: now})
+		WebURL: cfg.GitHub.WebURL, Viewer: webauth.Viewer, CSRFToken: webauth.CSRFToken, CSRFField: webauth.CSRFField, Now: now,
+		Scope: viewerScope, Facade: a.facadeOf})
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
 	return auth.Wrap(http.StripPrefix(base, pages)), nil
+}
+
+// viewerScope is what the signed-in viewer may see: the organizations they belong to
+// (webauth.Scope).
+func viewerScope(r *http.Request) web.Scope {
+	orgs, all := webauth.Scope(r)
+	return web.Scope{All: all, Orgs: orgs}
 }
 
 // decisionLink is where violation comments link for a decision: its page under

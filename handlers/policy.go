@@ -25,10 +25,10 @@ const (
 
 // PolicySource reads organizations' policies (the app's registry of them).
 type PolicySource interface {
-	// Pushed validates the policy file at the commit pushed, when the push touched it on the
-	// policy repository's default branch, reports the outcome as a check run on that commit
-	// and puts a valid file in force.
-	Pushed(ctx context.Context, ev payload.PushEvent) error
+	// Pushed takes in a push that may change the policy file (on the policy repository's
+	// default branch): it is queued, and its file checked, reported as a check run on its
+	// commit and put in force when valid, newer and pushed by someone who may change it.
+	Pushed(ctx context.Context, deliveryID string, ev payload.PushEvent) error
 	// Installed reads an organization's policy: the App was installed on it, or can now see
 	// more of it.
 	Installed(ctx context.Context, ev payload.InstallationEvent) error
@@ -36,7 +36,7 @@ type PolicySource interface {
 	Uninstalled(ctx context.Context, ev payload.InstallationEvent) error
 }
 
-// Push takes in pushes: one that changes an organization's policy file is validated at once.
+// Push takes in pushes: one that changes an organization's policy file is queued.
 type Push struct{ Policies PolicySource }
 
 // Handles implements githubapp.EventHandler.
@@ -51,7 +51,7 @@ func (h *Push) Handle(ctx context.Context, _, deliveryID string, data []byte) er
 	}
 	logger := zerolog.Ctx(ctx).With().Str(LogKeyDelivery, deliveryID).Str(LogKeyOrg, ev.Owner).Str(LogKeyActor, ev.Sender).
 		Str("repo", ev.Repo).Str("commit", ev.After).Logger()
-	return h.Policies.Pushed(logger.WithContext(ctx), ev)
+	return h.Policies.Pushed(logger.WithContext(ctx), deliveryID, ev)
 }
 
 // Installation takes in installation and installation_repositories events: an organization

@@ -7,6 +7,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,10 +48,31 @@ type LifecycleArgs struct {
 // Kind implements river.JobArgs.
 func (LifecycleArgs) Kind() string { return KindLifecycle }
 
+// KindPolicyPush is the job kind of a push that may change an organization's policy file.
+const KindPolicyPush = "policy_push"
+
+// QueuePolicy is the queue of policy pushes: its own workers, so that validating one
+// organization's file never holds a worker the changes of the boards need.
+const QueuePolicy = "policy"
+
+// policyWorkers is how many policy pushes are taken in at once (each organization's one at a
+// time: the processor serializes them).
+const policyWorkers = 2
+
+// PolicyPushArgs is one push, unique by delivery; Push is the processor's own encoding of it.
+type PolicyPushArgs struct {
+	DeliveryID string          `json:"delivery_id" river:"unique"`
+	Push       json.RawMessage `json:"push"`
+}
+
+// Kind implements river.JobArgs.
+func (PolicyPushArgs) Kind() string { return KindPolicyPush }
+
 // Processor does the work of one change. A Wait outcome is retried after Result.RetryAfter.
 type Processor interface {
 	ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error)
 	ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error)
+	ProcessPolicyPush(ctx context.Context, push json.RawMessage) error
 }
 
 // RetryAfterError lets a processor say exactly when to try again (e.g. GitHub's retry-after).
@@ -98,6 +120,8 @@ func (o *Options) defaults() {
 type Queue interface {
 	EnqueueChange(ctx context.Context, ch enforce.Change) error
 	EnqueueLifecycle(ctx context.Context, ev enforce.Lifecycle) error
+	// EnqueuePolicyPush inserts a push to be taken in on the policy queue.
+	EnqueuePolicyPush(ctx context.Context, deliveryID string, push json.RawMessage) error
 	Start(ctx context.Context) error
 	// Stop stops fetching and waits for running jobs to finish (graceful shutdown).
 	Stop(ctx context.Context) error
@@ -130,8 +154,12 @@ func New[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], p Process
 	if err := river.AddWorkerSafely(workers, &lifecycleWorker{p: p}); err != nil {
 		return nil, fmt.Errorf("register worker: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &policyPushWorker{p: p}); err != nil {
+		return nil, fmt.Errorf("register worker: %w", err)
+	}
 	cfg := &river.Config{
-		Queues:                      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}},
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers},
+			QueuePolicy: {MaxWorkers: policyWorkers}},
 		Workers:                     workers,
 		MaxAttempts:                 opts.MaxAttempts,
 		FetchPollInterval:           opts.PollInterval,
@@ -171,6 +199,16 @@ func (q *riverQueue[TTx]) EnqueueChange(ctx context.Context, ch enforce.Change) 
 func (q *riverQueue[TTx]) EnqueueLifecycle(ctx context.Context, ev enforce.Lifecycle) error {
 	_, err := q.client.Insert(ctx, LifecycleArgs{DeliveryID: ev.DeliveryID, Event: ev}, &river.InsertOpts{
 		UniqueOpts: river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("insert job: %w", err)
+	}
+	return nil
+}
+
+func (q *riverQueue[TTx]) EnqueuePolicyPush(ctx context.Context, deliveryID string, push json.RawMessage) error {
+	_, err := q.client.Insert(ctx, PolicyPushArgs{DeliveryID: deliveryID, Push: push}, &river.InsertOpts{
+		Queue: QueuePolicy, UniqueOpts: river.UniqueOpts{ByArgs: true},
 	})
 	if err != nil {
 		return fmt.Errorf("insert job: %w", err)
@@ -283,6 +321,17 @@ func (w *lifecycleWorker) Work(ctx context.Context, job *river.Job[LifecycleArgs
 	ctx = logger.WithContext(ctx)
 	res, err := w.p.ProcessLifecycle(ctx, job.Args.Event)
 	return outcome(logger, res, err)
+}
+
+type policyPushWorker struct {
+	river.WorkerDefaults[PolicyPushArgs]
+	p Processor
+}
+
+func (w *policyPushWorker) Work(ctx context.Context, job *river.Job[PolicyPushArgs]) error {
+	logger := zerolog.Ctx(ctx).With().Str("delivery", job.Args.DeliveryID).Int("attempt", job.Attempt).Logger()
+	ctx = logger.WithContext(ctx)
+	return outcome(logger, enforce.Result{}, w.p.ProcessPolicyPush(ctx, job.Args.Push))
 }
 
 // outcome turns a processing result into River's language: snooze for "wait" and for GitHub's

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -31,6 +32,73 @@ func (p *runTimes) ProcessChange(_ context.Context, ch enforce.Change) (enforce.
 
 func (p *runTimes) ProcessLifecycle(context.Context, enforce.Lifecycle) (enforce.Result, error) {
 	return enforce.Result{Verdict: enforce.VerdictIgnored}, nil
+}
+
+func (p *runTimes) ProcessPolicyPush(_ context.Context, push json.RawMessage) error {
+	p.got <- "push " + string(push)
+	return nil
+}
+
+// blocked holds every change's job until released: the workers of the changes are all busy.
+type blocked struct {
+	runTimes
+	release chan struct{}
+}
+
+func (p *blocked) ProcessChange(ctx context.Context, ch enforce.Change) (enforce.Result, error) {
+	p.got <- ch.DeliveryID
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+	}
+	return enforce.Result{Verdict: enforce.VerdictAllowed}, nil
+}
+
+// A policy push is taken in on its own queue: while every worker of the changes is busy, it
+// runs all the same (docs/CONFIGURATION.md "Who may change an organization's policy").
+func TestPolicyPushesHaveWorkersOfTheirOwn(t *testing.T) {
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "q.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	p := &blocked{runTimes: runTimes{got: make(chan string, 8)}, release: make(chan struct{})}
+	q, err := New(ctx, riversqlite.New(db), p, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(p.release); _ = q.Stop(context.Background()) })
+	deadline := time.After(30 * time.Second) // a hang, not a speed
+	if err := q.EnqueueChange(ctx, enforce.Change{DeliveryID: "busy", ItemID: "I1"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-p.got:
+		if got != "busy" {
+			t.Fatalf("ran %q first", got)
+		}
+	case <-deadline:
+		t.Fatal("the change did not start")
+	}
+	if err := q.EnqueueChange(ctx, enforce.Change{DeliveryID: "waiting", ItemID: "I2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.EnqueuePolicyPush(ctx, "push-1", json.RawMessage(`{"after":"abc"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-p.got:
+		if got != `push {"after":"abc"}` {
+			t.Fatalf("ran %q while the only change worker is busy, want the policy push", got)
+		}
+	case <-deadline:
+		t.Fatal("the policy push waited behind the busy change worker")
+	}
 }
 
 // A change queued to run later is inserted available with its time (not scheduled, which

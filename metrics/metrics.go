@@ -10,6 +10,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,7 @@ type Metrics struct {
 	toolDuration   *prometheus.HistogramVec
 	toolRequests   *prometheus.CounterVec
 	automation     *prometheus.CounterVec
+	policyChanges  *prometheus.CounterVec
 	githubRequests *prometheus.CounterVec
 	githubErrors   *prometheus.CounterVec
 	githubLatency  *prometheus.HistogramVec
@@ -109,6 +111,10 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 		Namespace: Namespace, Name: "provisional_reverts_total",
 		Help: "Illegal moves reverted at once, before every earlier change was known, by what the item's true history made of them (confirmed, withdrawn).",
 	}, []string{"outcome"})
+	m.policyChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "policy_changes_total",
+		Help: "Pushes of an organization's policy file, by organization and outcome: in_force, refused_pusher (pushed by someone who may not change the policy), refused_invalid (the file has problems), not_newer (older than the policy in force), unchanged.",
+	}, []string{"org", "outcome"})
 	m.automation = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "automation_moves_total",
 		Help: "Moves ralph-gate made by itself, by cause (cascade, convergence, lifecycle).",
@@ -134,7 +140,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.mcpRefused, m.toolCalls, m.toolDuration, m.toolRequests, m.automation,
+		info, m.webhooks, m.decisions, m.decisionTime, m.processErrors, m.reverts, m.provisional, m.mcpRefused, m.toolCalls, m.toolDuration, m.toolRequests, m.automation, m.policyChanges,
 		m.githubRequests, m.githubErrors, m.githubLatency, m.rateRemaining,
 	)
 	m.reconcile = newReconcileMetrics(reg)
@@ -203,6 +209,11 @@ func (m *Metrics) ToolRequest(tool string) { m.toolRequests.WithLabelValues(tool
 // MCPRefused records one façade request refused for a limit (mcpserver.Limits): batch, rate
 // or budget.
 func (m *Metrics) MCPRefused(reason string) { m.mcpRefused.WithLabelValues(reason).Inc() }
+
+// PolicyChanged counts a push of an organization's policy file by its outcome.
+func (m *Metrics) PolicyChanged(org, outcome string) {
+	m.policyChanges.WithLabelValues(strings.ToLower(org), outcome).Inc()
+}
 
 type queueCollector struct {
 	stats QueueStatsFunc

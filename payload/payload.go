@@ -388,8 +388,10 @@ type PushEvent struct {
 	// Forced and Created: a force-push or a new branch, whose commits list is not every change
 	// (GitHub lists the commits new to the repository, at most 20).
 	Forced, Created bool
-	Sender          string
-	InstallationID  int64
+	// Sender is who pushed (the person who merged a pull request, for a merge); SenderType
+	// is GitHub's type of that account: User, or Bot for an App or a bot account.
+	Sender, SenderType string
+	InstallationID     int64
 	// Files are the paths the push's commits added, modified or removed; Commits how many
 	// commits the payload lists (GitHub lists at most 20: a longer push's files are in part).
 	Files   []string
@@ -414,7 +416,7 @@ func Push(data []byte) (PushEvent, error) {
 	repo := ev.GetRepo()
 	out := PushEvent{Owner: repo.GetOwner().GetLogin(), Repo: repo.GetName(), Ref: ev.GetRef(), DefaultBranch: repo.GetDefaultBranch(),
 		After: ev.GetAfter(), Deleted: ev.GetDeleted(), Forced: ev.GetForced(), Created: ev.GetCreated(),
-		Sender: ev.GetSender().GetLogin(), InstallationID: ev.GetInstallation().GetID()}
+		Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(), InstallationID: ev.GetInstallation().GetID()}
 	if out.Owner == "" {
 		out.Owner = repo.GetOwner().GetName() // (a push payload's repository owner may carry name only)
 	}

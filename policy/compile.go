@@ -34,6 +34,10 @@ type validator struct {
 	ps    []Problem
 	index map[string]int // first occurrence of each state name
 	cmds  map[string]int // normalized command name -> first position
+	// next holds each move a state's next list gives (from, to), from the first state of each
+	// name; anywhere holds the targets of the from_anywhere rules (edges).
+	next     map[[2]string]bool
+	anywhere map[string]bool
 	// required are the distinct fields the requirements name so far (checkRequirements).
 	required []string
 }
@@ -80,6 +84,7 @@ func (v *validator) run() {
 			v.index[st.Name] = i
 		}
 	}
+	v.edges()
 	terminal := map[string]bool{}
 	for i, st := range s.States {
 		k, err := ParseKind(st.Kind)
@@ -149,19 +154,33 @@ func (v *validator) run() {
 	v.checkGraph(terminal)
 }
 
-// isEdge reports whether from → to exists under the precedence rules (next, then anywhere).
+// edges indexes the moves the next lists and the from_anywhere rules give, so that whether a
+// move exists costs one look-up, whatever the size of the workflow.
+func (v *validator) edges() {
+	v.next, v.anywhere = map[[2]string]bool{}, map[string]bool{}
+	for i, st := range v.s.States {
+		if j, ok := v.index[st.Name]; !ok || j != i {
+			continue // a name given twice, or none: its first state's next list is the one
+		}
+		for _, to := range st.Next {
+			v.next[[2]string{st.Name, to}] = true
+		}
+	}
+	for _, r := range v.s.FromAnywhere {
+		v.anywhere[r.To] = true
+	}
+}
+
+// isEdge reports whether from → to exists under the precedence rules (next, then anywhere);
+// from is a state.
 func (v *validator) isEdge(from, to string, terminal map[string]bool) bool {
 	if from == to {
 		return false
 	}
-	st := v.s.States[v.index[from]]
-	if slices.Contains(st.Next, to) {
+	if v.next[[2]string{from, to}] {
 		return true
 	}
-	if terminal[from] {
-		return false
-	}
-	return slices.ContainsFunc(v.s.FromAnywhere, func(r AnywhereRule) bool { return r.To == to })
+	return !terminal[from] && v.anywhere[to]
 }
 
 func (v *validator) indexCommands() {
@@ -256,43 +275,66 @@ func (v *validator) checkGates() {
 	}
 }
 
-// checkGraph runs only on a structurally sound state list: exits and reachability.
+// checkGraph runs only on a structurally sound state list: exits and reachability. Its cost
+// is that of the states, their next lists and the from_anywhere rules together: a state's
+// moves are its next list, then, unless it is terminal, the from_anywhere targets, which are
+// the same for every state and so are followed once.
 func (v *validator) checkGraph(terminal map[string]bool) {
 	if len(v.index) != len(v.s.States) || len(v.index) == 0 {
 		return
 	}
-	succ := func(from string) []string {
-		var out []string
-		for _, to := range v.s.States {
-			if v.isEdge(from, to.Name, terminal) {
-				out = append(out, to.Name)
+	// anywhere are the from_anywhere targets that are states, each once, in the rules' order.
+	var anywhere []string
+	listed := map[string]bool{}
+	for _, r := range v.s.FromAnywhere {
+		if _, ok := v.index[r.To]; ok && !listed[r.To] {
+			anywhere = append(anywhere, r.To)
+			listed[r.To] = true
+		}
+	}
+	// next are the moves of a state's next list to another state.
+	next := func(st StateSpec, visit func(to string)) {
+		for _, to := range st.Next {
+			if _, ok := v.index[to]; ok && to != st.Name {
+				visit(to)
 			}
 		}
-		return out
 	}
 	for i, st := range v.s.States {
-		if !terminal[st.Name] && len(succ(st.Name)) == 0 {
+		if terminal[st.Name] {
+			continue
+		}
+		exits := len(anywhere) > 1 || (len(anywhere) == 1 && anywhere[0] != st.Name)
+		next(st, func(string) { exits = true })
+		if !exits {
 			v.add(fmt.Sprintf("workflow.states[%d].next", i), "non-terminal state %q has no exit", st.Name)
 		}
 	}
 	seen := map[string]bool{}
 	var queue []string
-	for _, n := range v.s.Initial {
-		if _, ok := v.index[n]; ok && !seen[n] {
+	visit := func(n string) {
+		if !seen[n] {
 			seen[n] = true
 			queue = append(queue, n)
+		}
+	}
+	for _, n := range v.s.Initial {
+		if _, ok := v.index[n]; ok {
+			visit(n)
 		}
 	}
 	if len(queue) == 0 {
 		return // already reported: no valid initial state
 	}
+	anywhereFollowed := false
 	for len(queue) > 0 {
-		n := queue[0]
+		st := v.s.States[v.index[queue[0]]]
 		queue = queue[1:]
-		for _, to := range succ(n) {
-			if !seen[to] {
-				seen[to] = true
-				queue = append(queue, to)
+		next(st, visit)
+		if !terminal[st.Name] && !anywhereFollowed {
+			anywhereFollowed = true
+			for _, to := range anywhere {
+				visit(to) // every target but st itself is a move of st; st is seen already
 			}
 		}
 	}

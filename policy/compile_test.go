@@ -92,6 +92,36 @@ func TestCompileProblems(t *testing.T) {
 			[]string{`workflow.states[6].next: non-terminal state "In Progress" has no exit`,
 				`workflow.states[7].name: state "In Review" cannot be reached from any initial state`}},
 		{"terminal without exit is fine", func(s *Spec) { s.States[10].Next = nil }, nil},
+		{"an exit by from_anywhere alone", func(s *Spec) {
+			s.States = append(s.States, StateSpec{Name: "Parked", Kind: "queue"})
+			s.States[0].Next = append(s.States[0].Next, "Parked")
+		}, nil},
+		{"from_anywhere into the state itself is no exit", func(s *Spec) {
+			s.States = append(s.States, StateSpec{Name: "Solo", Kind: "queue"})
+			s.FromAnywhere = []AnywhereRule{{To: "Solo"}}
+		}, []string{`workflow.states[11].next: non-terminal state "Solo" has no exit`}},
+		{"reached by from_anywhere alone", func(s *Spec) {
+			s.States = append(s.States, StateSpec{Name: "Escalated", Kind: "human_gate", Next: []string{sBacklog}})
+			s.FromAnywhere = append(s.FromAnywhere, AnywhereRule{To: "Escalated"}, AnywhereRule{To: "Escalated"})
+		}, nil},
+		{"a terminal state does not move by from_anywhere", func(s *Spec) {
+			s.Initial = []string{sDone}
+			s.States[9].Next = nil
+		}, []string{
+			`workflow.states[0].name: state "Backlog" cannot be reached from any initial state`,
+			`workflow.states[1].name: state "Research Needed" cannot be reached from any initial state`,
+			`workflow.states[2].name: state "Research in Progress" cannot be reached from any initial state`,
+			`workflow.states[3].name: state "Ready for Plan" cannot be reached from any initial state`,
+			`workflow.states[4].name: state "Plan in Progress" cannot be reached from any initial state`,
+			`workflow.states[5].name: state "Plan in Review" cannot be reached from any initial state`,
+			`workflow.states[6].name: state "In Progress" cannot be reached from any initial state`,
+			`workflow.states[7].name: state "In Review" cannot be reached from any initial state`,
+			`workflow.states[8].name: state "Human Needed" cannot be reached from any initial state`,
+			`workflow.states[10].name: state "Canceled" cannot be reached from any initial state`,
+		}},
+		{"humans_only by from_anywhere", func(s *Spec) {
+			s.HumansOnly = []TransitionRef{{From: sBacklog, To: sHN}, {From: sDone, To: sHN}}
+		}, []string{`workflow.humans_only[1]: Done → Human Needed is not a transition of the workflow`}},
 		{"unreachable", func(s *Spec) {
 			s.States = append(s.States, StateSpec{Name: "Archived", Kind: "terminal"})
 		}, []string{`workflow.states[11].name: state "Archived" cannot be reached from any initial state`}},

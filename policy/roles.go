@@ -71,6 +71,8 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 		ps = append(ps, Problem{Path: p, Message: fmt.Sprintf(format, args...)})
 	}
 	seen := map[string]string{} // lower-cased pattern -> role
+	suggest := suggester{m: m, nearest: map[string]string{}}
+	var commands string // the workflow's commands, listed when a role names another
 	for _, name := range r.names {
 		spec, base := specs[name], "actors.roles."+name
 		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
@@ -94,12 +96,15 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 		}
 		for i, s := range spec.Owns {
 			if !m.IsState(s) {
-				add(fmt.Sprintf("%s.owns[%d]", base, i), "unknown state %q%s", s, suggestState(m, s))
+				add(fmt.Sprintf("%s.owns[%d]", base, i), "unknown state %q%s", s, suggest.state(s))
 			}
 		}
 		for i, c := range spec.Commands {
 			if _, ok := m.cmdIndex[normCommand(c)]; !ok {
-				add(fmt.Sprintf("%s.commands[%d]", base, i), "unknown command %q (commands: %s)", c, strings.Join(m.Commands(), ", "))
+				if commands == "" {
+					commands = strings.Join(m.Commands(), ", ")
+				}
+				add(fmt.Sprintf("%s.commands[%d]", base, i), "unknown command %q (commands: %s)", c, commands)
 			}
 		}
 		if spec.Serialize != "" && spec.Serialize != SerializeRepository {
@@ -112,8 +117,10 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 	}
 	for _, name := range r.names {
 		r.commands[name] = r.deriveCommands(m, name)
+		owned := map[string]bool{}
 		for _, s := range r.specs[name].Owns {
-			if !slices.Contains(r.owners[s], name) {
+			if !owned[s] { // a state the role lists twice
+				owned[s] = true
 				r.owners[s] = append(r.owners[s], name)
 			}
 		}
@@ -163,6 +170,10 @@ func (r *Roles) deriveCommands(m *Machine, name string) []string {
 		}
 		return out
 	}
+	owns := map[string]bool{}
+	for _, s := range spec.Owns {
+		owns[s] = true
+	}
 	out := []string{}
 	for _, c := range m.commands {
 		if len(c.inputs) == 0 {
@@ -170,7 +181,7 @@ func (r *Roles) deriveCommands(m *Machine, name string) []string {
 		}
 		all := true
 		for _, in := range c.inputs {
-			all = all && slices.Contains(spec.Owns, in)
+			all = all && owns[in]
 		}
 		if all {
 			out = append(out, c.name)
@@ -307,11 +318,37 @@ func (r *Roles) ownedBy(state string) string {
 	return "the " + joinAnd(owners) + " roles own it"
 }
 
+// maxSuggestions bounds the misspelt states one compilation looks up a suggestion for:
+// looking one up costs the length of every state, and a file may misspell thousands.
+const maxSuggestions = 100
+
+// suggester suggests the states nearest to misspelt ones, each name looked up once, the first
+// maxSuggestions names only.
+type suggester struct {
+	m       *Machine
+	nearest map[string]string // a name → its suggestion
+}
+
+// state is ` (did you mean "X"?)` for the state nearest to a misspelt one, or "".
+func (g *suggester) state(s string) string {
+	if near, ok := g.nearest[s]; ok || len(g.nearest) == maxSuggestions {
+		return near
+	}
+	near := suggestState(g.m, s)
+	g.nearest[s] = near
+	return near
+}
+
 // suggestState is ` (did you mean "X"?)` for the state nearest to a misspelt one, or "".
 func suggestState(m *Machine, s string) string {
+	lower := strings.ToLower(s)
 	best, bestD := "", len(s)/2+2
 	for _, c := range m.states {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+		lc := strings.ToLower(c)
+		if abs(len(lower)-len(lc)) >= bestD {
+			continue // the distance is at least the difference of the lengths
+		}
+		if d := editDistance(lower, lc); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -321,14 +358,20 @@ func suggestState(m *Machine, s string) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
 // editDistance is the Levenshtein distance between a and b, in bytes.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
@@ -337,7 +380,7 @@ func editDistance(a, b string) int {
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	return prev[len(b)]
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -288,5 +289,25 @@ func TestSerializedRole(t *testing.T) {
 	}
 	if !m.SerializedFrom("integrator", "In Review") || m.SerializedFrom("integrator", "In Progress") || m.SerializedFrom("builder", "In Progress") {
 		t.Error("SerializedFrom")
+	}
+}
+
+// A compilation looks up the nearest state for the first 100 misspelt names a role owns,
+// each once: a file misspelling thousands costs the states' length a hundred times.
+func TestCompileRolesSuggestsForTheFirstNames(t *testing.T) {
+	var owns []string
+	for i := range maxSuggestions + 5 {
+		owns = append(owns, fmt.Sprintf("Backlog%d", i))
+	}
+	owns = append(owns, "Backlog0")
+	_, ps := CompileRoles(DefaultMachine(), map[string]RoleSpec{"analyst": {Agents: []string{"analyst-*"}, Owns: owns}})
+	if len(ps) != len(owns) {
+		t.Fatalf("%d problems, want %d", len(ps), len(owns))
+	}
+	for i, p := range ps {
+		suggested := strings.HasSuffix(p.Message, `(did you mean "Backlog"?)`)
+		if want := i < maxSuggestions || i == len(ps)-1; suggested != want {
+			t.Errorf("%s: suggested %v, want %v", p, suggested, want)
+		}
 	}
 }

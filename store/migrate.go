@@ -342,6 +342,28 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 18,
+		name:    "who changed each organization's policy",
+		stmts: []string{
+			// Who pushed the policy in force.
+			`ALTER TABLE org_policies ADD COLUMN pusher TEXT NOT NULL DEFAULT ''`,
+			// Every policy change taken in or refused: its commit, who pushed it, the outcome
+			// (in_force, refused, not_newer, unchanged), why, and what it changed or would
+			// have changed (ralph-gate audit --policy).
+			`CREATE TABLE policy_changes (
+				id      {{pk}},
+				owner   TEXT NOT NULL,
+				sha     TEXT NOT NULL DEFAULT '',
+				pusher  TEXT NOT NULL DEFAULT '',
+				at      {{ts}} NOT NULL,
+				outcome TEXT NOT NULL,
+				reason  TEXT NOT NULL DEFAULT '',
+				summary TEXT NOT NULL DEFAULT ''
+			)`,
+			`CREATE INDEX policy_changes_owner_at ON policy_changes (owner, at)`,
+		},
+	},
 }
 
 func (s *Store) ddl(stmt string) string {

@@ -21,6 +21,9 @@ type OrgPolicy struct {
 	SHA      string
 	Text     string
 	LoadedAt time.Time
+	// Pusher is who pushed it ("" when it was the file found at the first read: the App's
+	// installation or the deployment's first start).
+	Pusher string
 	// RefusedSHA is the newest commit whose file was refused ("" none since the policy in
 	// force), when and why (the problems, one per line).
 	RefusedSHA string
@@ -28,11 +31,11 @@ type OrgPolicy struct {
 	RefusedWhy string
 }
 
-const orgPolicyColumns = `owner, installation_id, sha, text, loaded_at, refused_sha, refused_at, refused_why`
+const orgPolicyColumns = `owner, installation_id, sha, text, loaded_at, refused_sha, refused_at, refused_why, pusher`
 
 func scanOrgPolicy(row interface{ Scan(...any) error }) (OrgPolicy, error) {
 	var p OrgPolicy
-	err := row.Scan(&p.Owner, &p.InstallationID, &p.SHA, &p.Text, timeCol{&p.LoadedAt}, &p.RefusedSHA, timeCol{&p.RefusedAt}, &p.RefusedWhy)
+	err := row.Scan(&p.Owner, &p.InstallationID, &p.SHA, &p.Text, timeCol{&p.LoadedAt}, &p.RefusedSHA, timeCol{&p.RefusedAt}, &p.RefusedWhy, &p.Pusher)
 	return p, err
 }
 
@@ -42,19 +45,41 @@ func (s *Store) PutOrgPolicy(ctx context.Context, p OrgPolicy) error {
 	if p.Owner == "" {
 		return errors.New("store: put org policy: the owner is required")
 	}
-	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '')
+	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '', ?)
 		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, sha = excluded.sha, text = excluded.text,
-			loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = ''`,
-		strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt))
+			loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = '', pusher = excluded.pusher`,
+		strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt), p.Pusher)
 	if err != nil {
 		return fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
 	}
 	return nil
 }
 
+// ReplaceOrgPolicy makes p the organization's policy in force only while prevSHA is (""
+// none): false, and nothing written, when another policy was put in force meanwhile (by
+// another replica).
+func (s *Store) ReplaceOrgPolicy(ctx context.Context, p OrgPolicy, prevSHA string) (bool, error) {
+	if p.Owner == "" {
+		return false, errors.New("store: replace org policy: the owner is required")
+	}
+	res, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '', ?)
+		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, sha = excluded.sha, text = excluded.text,
+			loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = '', pusher = excluded.pusher
+		WHERE org_policies.sha = ?`,
+		strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt), p.Pusher, prevSHA)
+	if err != nil {
+		return false, fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
+	}
+	return n > 0, nil
+}
+
 // RefuseOrgPolicy records a push whose file was refused: the policy in force stays.
 func (s *Store) RefuseOrgPolicy(ctx context.Context, owner string, installationID int64, sha, why string, at time.Time) error {
-	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, '', '', NULL, ?, ?, ?)
+	_, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, '', '', NULL, ?, ?, ?, '')
 		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, refused_sha = excluded.refused_sha,
 			refused_at = excluded.refused_at, refused_why = excluded.refused_why`,
 		strings.ToLower(owner), installationID, sha, s.t(at), why)

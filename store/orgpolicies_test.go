@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestOrgPolicies(t *testing.T) {
 		if _, found, err := s.GetOrgPolicy(ctx, "acme"); err != nil || found {
 			t.Fatalf("none yet: %v %v", found, err)
 		}
-		valid := OrgPolicy{Owner: "acme", InstallationID: 7, SHA: "aaa", Text: "projects: [{number: 1}]\n", LoadedAt: at}
+		valid := OrgPolicy{Owner: "acme", InstallationID: 7, SHA: "aaa", Text: "projects: [{number: 1}]\n", LoadedAt: at, Pusher: "alice"}
 		if err := s.PutOrgPolicy(ctx, valid); err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +45,82 @@ func TestOrgPolicies(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(all, wantAll) {
 			t.Fatalf("all: %+v %v, want %+v", all, err, wantAll)
 		}
+		// Replacing is conditional on the policy in force: a replica that compared with an older
+		// one writes nothing.
+		newer := OrgPolicy{Owner: "acme", InstallationID: 7, SHA: "eee", Text: "projects: [{number: 3}]\n", LoadedAt: at.Add(3 * time.Minute), Pusher: "bob"}
+		if ok, err := s.ReplaceOrgPolicy(ctx, newer, "aaa"); err != nil || ok {
+			t.Fatalf("replacing a policy no longer in force: %v %v", ok, err)
+		}
+		if ok, err := s.ReplaceOrgPolicy(ctx, newer, "ddd"); err != nil || !ok {
+			t.Fatalf("replacing the policy in force: %v %v", ok, err)
+		}
+		if ok, err := s.ReplaceOrgPolicy(ctx, OrgPolicy{Owner: "initech", SHA: "fff", Text: "x", LoadedAt: at}, ""); err != nil || !ok {
+			t.Fatalf("the first policy of an organization: %v %v", ok, err)
+		}
+		if got, _, _ := s.GetOrgPolicy(ctx, "acme"); !reflect.DeepEqual(got, newer) {
+			t.Fatalf("after replacing: %+v, want %+v", got, newer)
+		}
 		if err := s.ForgetOrgPolicy(ctx, "globex"); err != nil {
 			t.Fatal(err)
 		}
 		if _, found, err := s.GetOrgPolicy(ctx, "globex"); err != nil || found {
 			t.Fatalf("forgotten: %v %v", found, err)
+		}
+	})
+}
+
+// Every policy change is recorded with its pusher and outcome, and listed oldest first, by
+// organization, since a time, the newest Limit.
+func TestPolicyChanges(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t)
+		at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		changes := []PolicyChange{
+			{Owner: "acme", SHA: "aaa", At: at, Outcome: PolicyInForce, Summary: "first read"},
+			{Owner: "acme", SHA: "bbb", Pusher: "agent-1", At: at.Add(time.Minute), Outcome: PolicyRefused,
+				Reason: "agent-1 may not change acme's policy", Summary: "actors.bypass: + agent-1"},
+			{Owner: "globex", SHA: "ccc", Pusher: "bob", At: at.Add(2 * time.Minute), Outcome: PolicyInForce},
+			{Owner: "ACME", SHA: "ddd", Pusher: "alice", At: at.Add(3 * time.Minute), Outcome: PolicyInForce},
+		}
+		for _, c := range changes {
+			if err := s.RecordPolicyChange(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.RecordPolicyChange(ctx, PolicyChange{Owner: "acme"}); err == nil {
+			t.Error("a change without an outcome was recorded")
+		}
+		shas := func(f PolicyChangeFilter) string {
+			t.Helper()
+			got, err := s.PolicyChanges(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, c := range got {
+				out = append(out, c.SHA)
+			}
+			return strings.Join(out, ",")
+		}
+		for _, tt := range []struct {
+			f    PolicyChangeFilter
+			want string
+		}{
+			{PolicyChangeFilter{}, "aaa,bbb,ccc,ddd"},
+			{PolicyChangeFilter{Owner: "Acme"}, "aaa,bbb,ddd"},
+			{PolicyChangeFilter{Owner: "acme", Since: at.Add(time.Minute)}, "bbb,ddd"},
+			{PolicyChangeFilter{Limit: 2}, "ccc,ddd"},
+		} {
+			if got := shas(tt.f); got != tt.want {
+				t.Errorf("%+v: %s, want %s", tt.f, got, tt.want)
+			}
+		}
+		got, _ := s.PolicyChanges(ctx, PolicyChangeFilter{Owner: "acme", Limit: 1})
+		want := changes[3]
+		want.Owner, want.ID = "acme", got[0].ID
+		if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Errorf("the newest: %+v, want %+v", got, want)
 		}
 	})
 }

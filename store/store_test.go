@@ -342,8 +342,8 @@ func relationExists(t *testing.T, s *Store, name string) bool {
 // observations): a new database never has it, and a database of version 2
 // loses it on Open and keeps everything else.
 func TestMigrationDropsDeliveries(t *testing.T) {
-	if got := SchemaVersion(); got != 17 {
-		t.Errorf("SchemaVersion() = %d, want 17", got)
+	if got := SchemaVersion(); got != 18 {
+		t.Errorf("SchemaVersion() = %d, want 18", got)
 	}
 	forEachDriver(t, func(t *testing.T, tg target) {
 		tests := []struct {

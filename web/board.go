@@ -38,8 +38,12 @@ type boardData struct {
 	HygieneMore   int
 	Stale         int // stale locks
 	Long          int // long waits
-	// Facade is what agents did through the MCP façade: every project's calls together.
+	// Facade is what agents did through the MCP façade: every project's calls together, or
+	// for a viewer who does not see every organization, their organizations' agents' calls.
 	Facade []facadeWindow
+	// Shared: the viewer does not see every organization, so what is every organization's
+	// together (the service's queue) is not shown.
+	Shared bool
 }
 
 // usageTable is one table of the façade section: its rows by tool or by agent.
@@ -84,11 +88,12 @@ func (h *handler) board(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("all=%q: use all=1 to list every item, or leave it out.", v))
 		return
 	}
-	rep, err := h.o.Reports.Report(r.Context(), h.o.Now())
+	rep, sc, err := h.report(r)
 	if err != nil {
 		h.internal(w, r, "reading the board health failed", err)
 		return
 	}
+	// Another organization's board is not found, as one that does not exist (h.report).
 	var p *health.Project
 	for i := range rep.Projects {
 		if strings.EqualFold(rep.Projects[i].Owner, owner) && rep.Projects[i].Number == number {
@@ -97,10 +102,20 @@ func (h *handler) board(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p == nil {
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("%s/%d is not an enforced project.", owner, number))
+		what := "an enforced project"
+		if !sc.All {
+			what = "an enforced project of your organizations" // (another's is not told apart)
+		}
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("%s/%d is not %s.", owner, number, what))
 		return
 	}
-	d := boardData{P: *p, GeneratedAt: rep.GeneratedAt, All: all,
+	if !sc.All {
+		if rep.Facade, err = h.viewerFacade(r, sc, rep.Facade); err != nil {
+			h.internal(w, r, "reading the façade's use failed", err)
+			return
+		}
+	}
+	d := boardData{P: *p, GeneratedAt: rep.GeneratedAt, All: all, Shared: !sc.All,
 		Facade: []facadeWindow{{"Last hour", rep.Facade.Hour}, {"Last day", rep.Facade.Day}}}
 	for i := range rep.Orgs {
 		if strings.EqualFold(rep.Orgs[i].Owner, p.Owner) {

@@ -185,7 +185,20 @@ func (h *handler) decisions(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "decisions", v)
 		return
 	}
-	page, err := h.o.Decisions.ListAudit(r.Context(), q)
+	visible, err := h.visibleDecisions(r)
+	if err != nil {
+		h.internal(w, r, "reading the board health failed", err)
+		return
+	}
+	var (
+		page   store.AuditPage
+		resume *store.AuditCursor // where a viewer's reading of the log stopped (visiblePage)
+	)
+	if visible == nil {
+		page, err = h.o.Decisions.ListAudit(r.Context(), q)
+	} else {
+		page, resume, err = h.visiblePage(r.Context(), q, visible)
+	}
 	if err != nil {
 		h.internal(w, r, "reading the audit log failed", err)
 		return
@@ -210,6 +223,19 @@ func (h *handler) decisions(w http.ResponseWriter, r *http.Request) {
 	}
 	if page.Older && len(page.Entries) > 0 {
 		d.Older = link("before", store.CursorOf(page.Entries[len(page.Entries)-1]).String())
+	}
+	// A viewer's page may hold none of the entries read (visiblePage): its links go on from
+	// the place it was asked for, that place included.
+	if page.Newer && len(page.Entries) == 0 && q.Before != nil {
+		d.Newer = link("after", justBefore(*q.Before).String())
+	}
+	if page.Older && len(page.Entries) == 0 && q.After != nil {
+		d.Older = link("before", store.AuditCursor{At: q.After.At, ID: q.After.ID + 1}.String())
+	}
+	if resume != nil && q.After != nil {
+		d.Newer = link("after", resume.String())
+	} else if resume != nil {
+		d.Older = link("before", resume.String())
 	}
 	if q.Before != nil || q.After != nil {
 		d.Newest = link("", "")
@@ -245,6 +271,16 @@ func (h *handler) decision(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.internal(w, r, "reading the audit log failed", err)
+		return
+	}
+	visible, err := h.visibleDecisions(r)
+	if err != nil {
+		h.internal(w, r, "reading the board health failed", err)
+		return
+	}
+	if visible != nil && !visible(e) {
+		// A decision on another organization's project is not found, as one that does not exist.
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no decision %d in the audit log.", id))
 		return
 	}
 	d := decisionData{E: e, IssueURL: h.issueURL(e.Repo, e.IssueNumber)}
@@ -317,6 +353,11 @@ const DeliveryPath = "/decisions/by-delivery/"
 // byDelivery redirects to the decision on a reported change: its revert when it was refused.
 func (h *handler) byDelivery(w http.ResponseWriter, r *http.Request) {
 	d := r.PathValue("delivery")
+	visible, err := h.visibleDecisions(r)
+	if err != nil {
+		h.internal(w, r, "reading the board health failed", err)
+		return
+	}
 	page, err := h.o.Decisions.ListAudit(r.Context(), store.AuditQuery{DeliveryID: d, Limit: store.MaxAuditPage})
 	if err != nil {
 		h.internal(w, r, "reading the audit log failed", err)
@@ -324,6 +365,9 @@ func (h *handler) byDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	var pick *enforce.AuditEntry
 	for i, e := range page.Entries {
+		if visible != nil && !visible(e) {
+			continue // another organization's: not found
+		}
 		if pick == nil || e.Verdict == enforce.VerdictReverted {
 			pick = &page.Entries[i]
 		}

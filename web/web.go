@@ -11,8 +11,9 @@
 // It then answers "/" (the projects), "/projects/{owner}/{number}" (a board),
 // "/decisions" (the audit log), "/decisions/{id}" (one decision) and "/static/style.css".
 // Signing in is not its business: the layer in front of it says who is signed in
-// (Options.Viewer) and checks the CSRF token of the sign-out form that posts to
-// BasePath+"/logout" (Options.CSRFToken).
+// (Options.Viewer) and which organizations' projects they may see (Options.Scope; scope.go),
+// and checks the CSRF token of the sign-out form that posts to BasePath+"/logout"
+// (Options.CSRFToken).
 package web
 
 import (
@@ -67,6 +68,13 @@ type Options struct {
 	WebURL string
 	// Viewer is the login signed in for a request ("" shows no sign-in line).
 	Viewer func(*http.Request) string
+	// Scope is what the request's viewer may see (nil: everything): a viewer who does not
+	// belong to every organization served sees the projects of those they belong to, the
+	// decisions on them and their agents' use of the façade, and nothing else (scope.go).
+	Scope func(*http.Request) Scope
+	// Facade is the façade's use by the agents that work for some organizations (nil: none is
+	// shown to a viewer who does not see every organization).
+	Facade func(ctx context.Context, now time.Time, orgs []string) (health.Facade, error)
 	// CSRFToken is the token the sign-out form posts, in the field CSRFField ("csrf_token"
 	// when empty).
 	CSRFToken func(*http.Request) string
@@ -84,6 +92,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 
 type handler struct {
 	o       Options
+	scan    scanBounds // how a viewer's decisions are read (scope.go)
 	mux     *http.ServeMux
 	pages   map[string]*template.Template
 	css     []byte
@@ -115,7 +124,7 @@ func New(o Options) (http.Handler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &handler{o: o, mux: http.NewServeMux(), pages: map[string]*template.Template{}}
+	h := &handler{o: o, scan: scanBounds{read: store.MaxAuditPage, budget: maxScanned}, mux: http.NewServeMux(), pages: map[string]*template.Template{}}
 	css, err := fs.ReadFile(assets, "static/style.css")
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -211,9 +220,9 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, what string, 
 	h.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side ("+what+"); the service log has the details.")
 }
 
-// index lists the enforced projects, or goes straight to the only one.
+// index lists the enforced projects the viewer sees, or goes straight to the only one.
 func (h *handler) index(w http.ResponseWriter, r *http.Request) {
-	rep, err := h.o.Reports.Report(r.Context(), h.o.Now())
+	rep, _, err := h.report(r)
 	if err != nil {
 		h.internal(w, r, "reading the board health failed", err)
 		return

@@ -71,8 +71,9 @@ func (m *InstallationMembers) client(ctx context.Context, org string) (*github.C
 	return c, nil
 }
 
-// memberCache remembers recent answers for a short while, for a bounded number of people:
-// every page view would otherwise cost one API call per organization.
+// memberCache remembers recent answers for a short while, for a bounded number of them (one
+// per person and organization): every page view would otherwise cost one API call per
+// organization.
 type memberCache struct {
 	ttl time.Duration
 	max int

@@ -2,9 +2,11 @@
 // OAuth web flow (go-githubapp's oauth2 handler, as policy-bot uses it), a session in a signed
 // cookie, and access only for members of the organizations that own the enforced projects.
 //
-// A signed-out visitor is sent to /ui/login; a signed-in non-member gets 403. Neither reaches
-// the pages. No GitHub token is kept: the user's token serves once, to learn who signed in,
-// and membership is asked with the App's installation token.
+// A signed-out visitor is sent to /ui/login; a signed-in person who belongs to none of those
+// organizations gets 403. Neither reaches the pages. One who belongs to some of them gets in,
+// and the pages learn which (Scope): they show that person those organizations' projects only.
+// No GitHub token is kept: the user's token serves once, to learn who signed in, and
+// membership is asked with the App's installation token.
 package webauth
 
 import (
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -55,7 +58,8 @@ type Options struct {
 	PublicURL string
 	// SessionKey signs the cookies (at least 32 bytes; config checks it).
 	SessionKey []byte
-	// Orgs are the organizations a viewer must belong to (every one of them).
+	// Orgs are the organizations served: a viewer who belongs to at least one of them gets in,
+	// and sees the projects of those they belong to (Scope).
 	Orgs []string
 	// OrgsNow, when set, gives them as they are at each check instead (the organizations whose
 	// own policies are in force: they change with installs); none: nobody gets in.
@@ -141,12 +145,24 @@ const ctxViewer ctxKey = iota
 
 type viewer struct {
 	login, csrf string
+	// orgs are the organizations served that the viewer belongs to; all says they belong to
+	// every one.
+	orgs []string
+	all  bool
 }
 
 // Viewer is the login of the person a page is served to ("" outside Wrap).
 func Viewer(r *http.Request) string {
 	v, _ := r.Context().Value(ctxViewer).(viewer)
 	return v.login
+}
+
+// Scope is what the person a page is served to may see: the organizations served that they
+// belong to, and whether that is every one of them (then also what belongs to no single
+// organization, such as the service's own queue). Outside Wrap: none.
+func Scope(r *http.Request) (orgs []string, all bool) {
+	v, _ := r.Context().Value(ctxViewer).(viewer)
+	return slices.Clone(v.orgs), v.all
 }
 
 // CSRFToken is the token the logout form posts as CSRFField ("" outside Wrap).
@@ -191,14 +207,20 @@ func (a *Auth) guard(pages http.Handler) http.Handler {
 			a.page(w, http.StatusUnauthorized, pageSignedOut)
 			return
 		}
-		member, err := a.member(r.Context(), sess.Login)
+		orgs, all, err := a.memberships(r.Context(), sess.Login)
 		if err != nil {
-			zerolog.Ctx(r.Context()).Warn().Err(err).Str("login", sess.Login).Msg("ui: cannot check organization membership")
-			a.page(w, http.StatusServiceUnavailable, pageUnavailable)
-			return
+			logger := zerolog.Ctx(r.Context())
+			if len(orgs) == 0 {
+				logger.Warn().Err(err).Str("login", sess.Login).Msg("ui: cannot check organization membership")
+				a.page(w, http.StatusServiceUnavailable, pageUnavailable)
+				return
+			}
+			// What is known lets them in to their organizations' pages; the others' are not shown.
+			logger.Warn().Err(err).Str("login", sess.Login).Strs("orgs", orgs).
+				Msg("ui: cannot check membership of every organization: shown the organizations known")
 		}
-		v := viewer{login: sess.Login, csrf: a.cookies.signer.csrfToken(sess)}
-		if !member {
+		v := viewer{login: sess.Login, csrf: a.cookies.signer.csrfToken(sess), orgs: orgs, all: all}
+		if len(orgs) == 0 {
 			a.denied(w, r.WithContext(context.WithValue(r.Context(), ctxViewer, v)))
 			return
 		}
@@ -220,31 +242,33 @@ func (a *Auth) signedIn(r *http.Request) (session, bool, error) {
 	return sess, !revoked, nil
 }
 
-// member reports whether login belongs to every organization, from the cache when it can.
-func (a *Auth) member(ctx context.Context, login string) (bool, error) {
-	orgs, key := a.opts.Orgs, login
+// memberships are the organizations served that login belongs to, and whether that is every
+// one of them. Each answer is remembered per person and organization, so that one more
+// organization served asks about that one only. An organization whose answer cannot be had
+// is left out (not remembered: the next view asks again) and err says why; all is then false.
+func (a *Auth) memberships(ctx context.Context, login string) (orgs []string, all bool, err error) {
+	served := a.opts.Orgs
 	if a.opts.OrgsNow != nil {
-		if orgs = a.opts.OrgsNow(); len(orgs) == 0 {
-			return false, nil // (not cached: an organization may install the App any moment)
-		}
-		// Remembered for these organizations only: one more installed asks again.
-		key = login + "\x00" + strings.ToLower(strings.Join(orgs, ","))
+		served = a.opts.OrgsNow() // none: nobody (an organization may install the App any moment)
 	}
-	if m, ok := a.cache.get(key); ok {
-		return m, nil
-	}
-	for _, org := range orgs {
-		ok, err := a.opts.Members.IsMember(ctx, org, login)
-		if err != nil {
-			return false, err // not cached: the next view asks again
-		}
+	var errs []error
+	for _, org := range served {
+		key := login + "\x00" + org
+		member, ok := a.cache.get(key)
 		if !ok {
-			a.cache.put(key, false)
-			return false, nil
+			m, err := a.opts.Members.IsMember(ctx, org, login)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			a.cache.put(key, m)
+			member = m
+		}
+		if member && !slices.ContainsFunc(orgs, func(o string) bool { return strings.EqualFold(o, org) }) {
+			orgs = append(orgs, org)
 		}
 	}
-	a.cache.put(key, true)
-	return true, nil
+	return orgs, len(served) > 0 && len(orgs) == len(served) && len(errs) == 0, errors.Join(errs...)
 }
 
 // login starts the OAuth flow (or goes straight on when already signed in).

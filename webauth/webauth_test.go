@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -89,6 +90,13 @@ func (m *memRevocations) SessionRevoked(_ context.Context, id string) (bool, err
 // start runs ghsim and an app serving pages behind Auth, both over real HTTP.
 func start(t *testing.T, perms map[string]string) *env {
 	t.Helper()
+	return startServing(t, perms, "", []string{"acme"})
+}
+
+// startServing is start with more of the seed (users, organizations) and the organizations
+// served. The pages answer who is signed in and what they may see (Scope).
+func startServing(t *testing.T, perms map[string]string, moreSeed string, orgs []string) *env {
+	t.Helper()
 	seed, err := ghsim.ParseSeed([]byte(`
 org: acme
 app: {id: 1001, slug: ralph-gate, installation_id: 2002, webhook_secret: webauth-test-secret}
@@ -96,8 +104,9 @@ users:
   - {login: alice, token: alice-token, kind: human}
   - {login: bob, token: bob-token, kind: human, org_role: admin}
   - {login: mallory, token: mallory-token, kind: human, org_role: none}
+  - {login: carol, token: carol-token, kind: human, org_role: none}
 repos: [app]
-`))
+` + moreSeed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +139,14 @@ repos: [app]
 		t.Fatal(err)
 	}
 	e.members = &countingMembers{next: NewInstallationMembers(creator)}
-	e.auth, err = New(Options{GitHub: cfg, PublicURL: srv.URL, SessionKey: sessionKey, Orgs: []string{"acme"},
+	e.auth, err = New(Options{GitHub: cfg, PublicURL: srv.URL, SessionKey: sessionKey, Orgs: orgs,
 		Members: e.members, Now: e.clock.Now, Revocations: e.revoked})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, secretData+" for "+Viewer(r)+" at "+r.URL.RequestURI()+" csrf="+CSRFToken(r))
+		orgs, all := Scope(r)
+		fmt.Fprintf(w, "%s for %s at %s scope=%s all=%v csrf=%s", secretData, Viewer(r), r.URL.RequestURI(), strings.Join(orgs, ","), all, CSRFToken(r))
 	})
 	logger := zerolog.New(e.logs)
 	mux := http.NewServeMux()
@@ -147,7 +157,10 @@ repos: [app]
 	return e
 }
 
-var withMembers = map[string]string{"organization_projects": "write", "issues": "write", "members": "read", "metadata": "read"}
+var (
+	withMembers    = map[string]string{"organization_projects": "write", "issues": "write", "members": "read", "metadata": "read"}
+	withoutMembers = map[string]string{"organization_projects": "write", "issues": "write", "metadata": "read"}
+)
 
 // browser is a cookie-keeping client that follows redirects, like a browser.
 type browser struct {
@@ -450,7 +463,7 @@ func TestNonMemberGets403(t *testing.T) {
 
 // Without the Members permission GitHub refuses to say: nobody gets in, and nothing is cached.
 func TestMembershipUnknownIsRefused(t *testing.T) {
-	e := start(t, nil)
+	e := start(t, withoutMembers)
 	b := e.browser()
 	for i, p := range []page{b.signIn("/ui/", "alice"), b.get("/ui/")} {
 		if p.status != http.StatusServiceUnavailable || strings.Contains(p.body, secretData) {

@@ -26,20 +26,23 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Server      Server      `yaml:"server"`
-	GitHub      GitHub      `yaml:"github"`
-	Store       Store       `yaml:"store"`
-	Projects    []Project   `yaml:"projects"`
-	Policy      Policy      `yaml:"policy"`
-	Enforcement Enforcement `yaml:"enforcement"`
-	Reconcile   Reconcile   `yaml:"reconcile"`
-	Redelivery  Redelivery  `yaml:"redelivery"`
-	Health      Health      `yaml:"health"`
-	Logging     Logging     `yaml:"logging"`
-	Actors      Actors      `yaml:"actors"`
-	MCP         MCP         `yaml:"mcp"`
-	UI          UI          `yaml:"ui"`
-	Workflow    policy.Spec `yaml:"workflow"`
+	Server   Server    `yaml:"server"`
+	GitHub   GitHub    `yaml:"github"`
+	Store    Store     `yaml:"store"`
+	Projects []Project `yaml:"projects"`
+	Policy   Policy    `yaml:"policy"`
+	// Organizations, when set, are the only organizations served (their policy admins say
+	// who may change each one's policy); empty: every organization that installs the App.
+	Organizations []Organization `yaml:"organizations"`
+	Enforcement   Enforcement    `yaml:"enforcement"`
+	Reconcile     Reconcile      `yaml:"reconcile"`
+	Redelivery    Redelivery     `yaml:"redelivery"`
+	Health        Health         `yaml:"health"`
+	Logging       Logging        `yaml:"logging"`
+	Actors        Actors         `yaml:"actors"`
+	MCP           MCP            `yaml:"mcp"`
+	UI            UI             `yaml:"ui"`
+	Workflow      policy.Spec    `yaml:"workflow"`
 }
 
 // Server is where the service listens.
@@ -339,6 +342,7 @@ func (c Config) Validate() Problems {
 	problems = append(problems, c.validateMCP()...)
 	problems = append(problems, c.validateUI()...)
 	problems = append(problems, c.validatePolicy()...)
+	problems = append(problems, c.validateOrganizations()...)
 	problems = append(problems, c.PolicyActors("").Validate()...)
 	seen := map[string]bool{}
 	for i, login := range c.Actors.Bypass {

@@ -109,8 +109,11 @@ type workflowOrigin struct {
 	// section is the file's workflow section (extends removed); nil when it has none.
 	section *yaml.Node
 	// moved maps the file's path of a list item to its path in the merged workflow, when the
-	// two differ (a state given first that merged into the default's seventh).
-	moved map[string]string
+	// two differ (a state given first that merged into the default's seventh); back maps the
+	// other way. longest is the length of the longest path in either (a path's prefixes
+	// longer than it are looked up in neither).
+	moved, back map[string]string
+	longest     int
 	// duplicates are the keys the file gives twice in a mapping merged with the default's:
 	// the merge keeps the first (yaml.v3 would drop the whole mapping, the default's keys too).
 	duplicates Problems
@@ -168,7 +171,7 @@ func defaultSection(key string) (*yaml.Node, error) {
 // effectiveWorkflow returns the workflow to decode: the section merged into the default's
 // (extends: default), the section alone (none), or the default's when there is no section.
 func effectiveWorkflow(section *yaml.Node, extends string) (*yaml.Node, *workflowOrigin, error) {
-	origin := &workflowOrigin{section: section, moved: map[string]string{}}
+	origin := &workflowOrigin{section: section}
 	if section != nil && extends == extendsNone {
 		return section, origin, nil
 	}
@@ -259,7 +262,7 @@ func (o *workflowOrigin) mergeNamed(def, user *yaml.Node, userAt, at string) *ya
 			out.Content = append(out.Content, item)
 		}
 		if from != to {
-			o.moved[from] = to
+			o.move(from, to)
 		}
 	}
 	return out
@@ -322,12 +325,27 @@ func setValue(n *yaml.Node, key string, v *yaml.Node) {
 	n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
 }
 
+// move records that the file's list item at path from is at path to in the merged workflow.
+func (o *workflowOrigin) move(from, to string) {
+	if o.moved == nil {
+		o.moved = map[string]string{}
+	}
+	if o.back == nil {
+		o.back = map[string]string{}
+	}
+	o.moved[from] = to
+	if _, taken := o.back[to]; !taken {
+		o.back[to] = from
+	}
+	o.longest = max(o.longest, len(from), len(to))
+}
+
 // toMerged translates a path of the file into the merged workflow's.
 func (o *workflowOrigin) toMerged(p string) string {
 	if o == nil {
 		return p
 	}
-	if from, to, ok := longestPrefix(p, o.moved); ok {
+	if from, to, ok := longestPrefix(p, o.moved, o.longest); ok {
 		return to + p[len(from):]
 	}
 	return p
@@ -339,27 +357,26 @@ func (o *workflowOrigin) toFile(p string) (string, bool) {
 	if o == nil {
 		return "", false
 	}
-	back := make(map[string]string, len(o.moved))
-	for from, to := range o.moved {
-		back[to] = from
-	}
-	if to, from, ok := longestPrefix(p, back); ok {
+	if to, from, ok := longestPrefix(p, o.back, o.longest); ok {
 		return from + p[len(to):], true
 	}
 	return "", false
 }
 
-// longestPrefix finds the longest key of m that is p or a path above it.
-func longestPrefix(p string, m map[string]string) (key, value string, ok bool) {
-	for k, v := range m {
-		if len(k) <= len(key) || !strings.HasPrefix(p, k) {
+// longestPrefix finds the longest key of m that is p or a path above it; no key of m is
+// longer than longest. It looks up p's own prefixes, not m's keys: its cost is that of
+// longest, whatever the number of keys (one per item the file moved, thousands in a large
+// file, looked up for each of its problems).
+func longestPrefix(p string, m map[string]string, longest int) (key, value string, ok bool) {
+	for i := min(len(p), longest); i > 0; i-- {
+		if i < len(p) && p[i] != '.' && p[i] != '[' {
 			continue
 		}
-		if len(p) == len(k) || p[len(k)] == '.' || p[len(k)] == '[' {
-			key, value, ok = k, v, true
+		if v, found := m[p[:i]]; found {
+			return p[:i], v, true
 		}
 	}
-	return key, value, ok
+	return "", "", false
 }
 
 // pathStep is one step of a key path: .key or [index].
@@ -392,13 +409,25 @@ func (o *workflowOrigin) deepest(p string) (string, int) {
 // that the file gave elsewhere in the merged workflow hides the semantic problems at its
 // merged path too, and a semantic problem inside such an item names the file's path and line.
 func (o *workflowOrigin) unshadowed(decoded, semantic Problems) Problems {
+	return o.placed(o.kept(decoded, semantic))
+}
+
+// kept are the semantic problems no type error hides, at its path in the file or in the
+// merged workflow.
+func (o *workflowOrigin) kept(decoded, semantic Problems) Problems {
 	shadows := slices.Clone(decoded)
 	for _, p := range decoded {
 		if q := o.toMerged(p.Path); q != p.Path {
 			shadows = append(shadows, Problem{Path: q, Message: p.Message})
 		}
 	}
-	out := unshadowed(shadows, semantic)
+	return unshadowed(shadows, semantic)
+}
+
+// placed names the file's path and line in each semantic problem inside an item the file
+// gave elsewhere in the merged workflow.
+func (o *workflowOrigin) placed(semantic Problems) Problems {
+	out := slices.Clone(semantic)
 	for i, p := range out {
 		if filePath, ok := o.toFile(p.Path); ok {
 			at, line := o.deepest(filePath)

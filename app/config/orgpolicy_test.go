@@ -190,6 +190,13 @@ func TestForOrganization(t *testing.T) {
 		{"a bad extends", "projects: [{number: 1}]\nworkflow:\n  extends: nnone\n", []string{
 			`3: workflow.extends: line 3: want default (extend the embedded default workflow) or none (this section is the whole workflow), got "nnone" (did you mean "none"?)`,
 		}, nil},
+		{"a key given twice: the first is kept", "projects: [{number: 1}]\nprojects: [{number: 2}]\nworkflow: {review_mode: auto, review_mode: skip}\n", []string{
+			`2: projects: line 2: mapping key "projects" already defined at line 1`,
+			`3: workflow.review_mode: line 3: mapping key "review_mode" already defined at line 3`,
+		}, nil},
+		{"a long message is cut short", "projects: [{number: 1}]\nworkflow:\n  states:\n    - name: Backlog\n      next: [" + strings.Repeat("x", 1500) + "]\n", []string{
+			`5: workflow.states[0].next[0]: unknown state "` + strings.Repeat("x", maxProblemText-len(`unknown state "`)-len("…")) + "…",
+		}, nil},
 		{"a file over the size limit", "projects: [{number: 1}]\n#" + strings.Repeat("x", MaxFileBytes), []string{
 			"1: (file): is larger than 1048576 bytes: is it the policy file?",
 		}, nil},

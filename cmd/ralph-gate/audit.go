@@ -29,6 +29,8 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	limit := fs.Int("limit", 100, "at most this many (the newest); 0 = all")
 	verdict := fs.String("verdict", "", "only decisions of this verdict: "+verdictList()+" (would_revert: the refused moves a project in warn or evaluate mode let stand)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
+	policyChanges := fs.Bool("policy", false, "list the changes of the organizations' policy files instead: each push taken in, who pushed it, its outcome (in_force, refused, not_newer, unchanged) and what it changed")
+	org := fs.String("org", "", "with --policy: only this organization's")
 	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
 	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
 	if code, ok := parseFlags(fs, args, s); !ok {
@@ -79,6 +81,12 @@ func runAudit(ctx context.Context, args []string, s streams) int {
 	if errors.As(behind, &sb) {
 		fail(s, "audit", exitOK, fmt.Sprintf("warning: the store's schema is at version %d, older than this ralph-gate's %d", sb.Applied, sb.Known),
 			"the service writing it runs an older version or has not started since an upgrade; decisions are read as they are")
+	}
+	if *policyChanges {
+		return printPolicyChanges(ctx, s, st, store.PolicyChangeFilter{Owner: *org, Since: filter.Since, Limit: *limit}, *asJSON)
+	}
+	if *org != "" {
+		return fail(s, "audit", exitUsage, "--org selects the policy changes of an organization", "give it with --policy")
 	}
 	entries, err := st.QueryAudit(ctx, filter)
 	// In the order ralph-gate recorded its decisions: an automated move is dated at the move
@@ -231,4 +239,58 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// policyChangeLine is a policy change as `audit --policy --json` prints it.
+type policyChangeLine struct {
+	At      time.Time `json:"at"`
+	Org     string    `json:"org"`
+	Commit  string    `json:"commit"`
+	Pusher  string    `json:"pusher"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason,omitempty"`
+	Changes []string  `json:"changes,omitempty"`
+}
+
+// printPolicyChanges lists the organizations' policy changes, oldest first.
+func printPolicyChanges(ctx context.Context, s streams, st *store.Store, f store.PolicyChangeFilter, asJSON bool) int {
+	changes, err := st.PolicyChanges(ctx, f)
+	if err != nil {
+		return fail(s, "audit", exitError, "cannot read the policy changes: "+storeProblem(err), "check that the store is reachable, and that the service writing it runs this version (schema 18 or later)")
+	}
+	if asJSON {
+		enc := json.NewEncoder(s.out)
+		for _, c := range changes {
+			line := policyChangeLine{At: c.At, Org: c.Owner, Commit: c.SHA, Pusher: c.Pusher, Outcome: c.Outcome, Reason: c.Reason}
+			if c.Summary != "" {
+				line.Changes = strings.Split(c.Summary, "\n")
+			}
+			if err := enc.Encode(line); err != nil {
+				return fail(s, "audit", exitError, "cannot write the output: "+err.Error(), "")
+			}
+		}
+		return exitOK
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(s.out, "no policy changes recorded")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tORG\tCOMMIT\tPUSHER\tOUTCOME\tCHANGES\tREASON")
+	for _, c := range changes {
+		commit := c.SHA
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		pusher := c.Pusher
+		if pusher == "" {
+			pusher = "(first read)"
+		}
+		changes := strings.Join(strings.Split(c.Summary, "\n"), "; ")
+		reason, _, _ := strings.Cut(c.Reason, "\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.At.Format(time.RFC3339), terminalText(c.Owner), commit, terminalText(pusher),
+			c.Outcome, terminalText(orNone(changes)), terminalText(orNone(reason)))
+	}
+	tw.Flush()
+	return exitOK
 }

@@ -71,6 +71,13 @@ func requiredPermissions(cfg config.Config) map[string]string {
 	if cfg.OrgPolicies() {
 		maps.Copy(want, PolicyPermissions)
 	}
+	for _, o := range cfg.Organizations {
+		for _, a := range o.Admins() {
+			if a.TeamSlug != "" {
+				maps.Copy(want, UIPermissions) // a team's membership is read on each push of the policy
+			}
+		}
+	}
 	return want
 }
 
@@ -401,7 +408,7 @@ func (d *doctor) permissions(who string, required, have map[string]string, where
 			}
 			why := ""
 			if _, ui := UIPermissions[name]; ui {
-				why = " for the board health pages' sign-in (ui.enabled)"
+				why = " for the board health pages' sign-in (ui.enabled) and the teams named as policy admins (organizations[].policy_admins)"
 			}
 			d.fail(who, fmt.Sprintf("permission %s is %q, ralph-gate needs %s%s", name, levelOrNone(got), want, why), fix)
 		}

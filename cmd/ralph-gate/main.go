@@ -89,10 +89,14 @@ Usage:
   ralph-gate audit [--item N] [--since T] [--verdict V] [--limit N] [--json]
                    [--config FILE | --driver sqlite|postgres --dsn DSN]
                                            print recorded decisions (reads an existing store, never creates one)
+  ralph-gate audit --policy [--org LOGIN] [--since T] [--limit N] [--json] [--config FILE | --dsn DSN]
+                                           print the organizations' policy changes: each push, its pusher and outcome
   ralph-gate report [--project OWNER/N | --facade] [--json] [--config FILE | --driver sqlite|postgres --dsn DSN]
                                            print each enforced project's health (reads an existing store, never creates one)
   ralph-gate validate [--config FILE] [--for serve|mcp|file] [--json] [--show-workflow]
-                                           check a configuration, reporting every problem
+                      [--org-policy FILE [--org LOGIN]]
+                                           check a configuration, or an organization's policy file
+                                           against it, reporting every problem
   ralph-gate register --org ORG [--webhook-url URL] [--out FILE | --k8s-secret NAME] [--github-url URL]
                                            create the GitHub App from app.yml and save its credentials
   ralph-gate doctor [--config FILE] [--json]
@@ -101,6 +105,9 @@ Usage:
   ralph-gate policy resolve --command C (--intent I | --state S) [--config FILE]
   ralph-gate policy pipeline [--config FILE]   (reads the issues as JSON on stdin)
   ralph-gate policy graph [--format mermaid|dot] [--config FILE]
+  ralph-gate policy backtest --org LOGIN --file FILE [--days 7] [--json]
+                    [--config FILE | --driver sqlite|postgres --dsn DSN]
+                                           replay an organization's recorded moves under a proposed policy file
   ralph-gate completion bash|zsh|fish      print a shell completion script (see the README to load it)
   ralph-gate version                       print the version
 
@@ -120,8 +127,8 @@ type command struct {
 
 func commands() []command {
 	policySub := func(sub string) func(context.Context, []string, streams) int {
-		return func(_ context.Context, args []string, s streams) int {
-			return runPolicy(append([]string{sub}, args...), s)
+		return func(ctx context.Context, args []string, s streams) int {
+			return runPolicy(ctx, append([]string{sub}, args...), s)
 		}
 	}
 	return []command{
@@ -138,6 +145,7 @@ func commands() []command {
 		{"policy resolve", policySub("resolve")},
 		{"policy pipeline", policySub("pipeline")},
 		{"policy graph", policySub("graph")},
+		{"policy backtest", policySub("backtest")},
 		{"completion", runCompletion},
 		{"version", runVersion},
 	}
@@ -156,7 +164,7 @@ func run(ctx context.Context, args []string, s streams) int {
 	switch args[0] {
 	case "policy":
 		// policy's own dispatch answers a missing or unknown subcommand and policy --help.
-		return runPolicy(args[1:], s)
+		return runPolicy(ctx, args[1:], s)
 	case "--version":
 		return runVersion(ctx, nil, s)
 	case "help", "-h", "--help":

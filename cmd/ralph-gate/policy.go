@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
+	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/policy"
+	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // maxPipelineInput bounds what `policy pipeline` reads from stdin.
@@ -20,13 +25,15 @@ const maxPipelineInput = 8 << 20
 // {"error": "… Recovery: …"} on stdout (exit 1); and bad input — a missing or conflicting
 // flag, a name the workflow does not know, a malformed request — as one line on stderr,
 // "ralph-gate policy <sub>: what. why. Recovery: …", whose Recovery names the subcommand's
-// own flags (exit 2).
+// own flags (exit 2). backtest, which reads a store, prints its result for a person (JSON with
+// --json); a proposed file with problems prints them as validate does, and a store that cannot
+// be read fails as audit does (exit 1).
 
-func runPolicy(args []string, s streams) int {
-	subs := []string{"check", "resolve", "pipeline", "graph"}
+func runPolicy(ctx context.Context, args []string, s streams) int {
+	subs := []string{"check", "resolve", "pipeline", "graph", "backtest"}
 	if len(args) == 0 {
 		return badInput(s, "policy", &policy.Refusal{Tried: "No subcommand was given", Why: "policy has the subcommands " + strings.Join(subs, ", "),
-			Recovery: "run ralph-gate policy check, resolve, pipeline or graph (ralph-gate policy --help shows each)", Options: subs})
+			Recovery: "run ralph-gate policy check, resolve, pipeline, graph or backtest (ralph-gate policy --help shows each)", Options: subs})
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
@@ -40,9 +47,11 @@ func runPolicy(args []string, s streams) int {
 		return policyPipeline(args[1:], s)
 	case "graph":
 		return policyGraph(args[1:], s)
+	case "backtest":
+		return policyBacktest(ctx, args[1:], s)
 	default:
 		return badInput(s, "policy", &policy.Refusal{Tried: fmt.Sprintf("Unknown subcommand %q", args[0]), Why: "policy has the subcommands " + strings.Join(subs, ", "),
-			Recovery: "run ralph-gate policy check, resolve, pipeline or graph (ralph-gate policy --help shows each)", Options: subs})
+			Recovery: "run ralph-gate policy check, resolve, pipeline, graph or backtest (ralph-gate policy --help shows each)", Options: subs})
 	}
 }
 
@@ -274,6 +283,129 @@ func policyGraph(args []string, s streams) int {
 		fmt.Fprint(s.out, m.Mermaid())
 	}
 	return exitOK
+}
+
+// maxBacktestDays bounds --days: the audit log of a busy organization over months is more than
+// one backtest replays (app.MaxBacktestMoves).
+const maxBacktestDays = 90
+
+// policyBacktest replays an organization's moves recorded in the last days under a proposed
+// policy file and says what it would decide differently from what was decided (app.Backtest):
+// the policy in force is the one the store keeps for the organization. A file with problems
+// prints them, by key path and line, as validate does, and exits 1.
+func policyBacktest(ctx context.Context, args []string, s streams) int {
+	const name = "policy backtest"
+	fs := newFlags(name, s)
+	org := fs.String("org", "", "the organization whose policy file is proposed (its login)")
+	file := fs.String("file", "", "the proposed policy file, as the organization's repository would hold it (ralph-gate.yml)")
+	cfgFile := fs.String("config", "", "the deployment's configuration, which the organizations' files extend and which names the store (default: the embedded config.yml; RALPH_GATE_STORE_DSN counts as for serve)")
+	days := fs.Int("days", app.DefaultBacktestDays, fmt.Sprintf("replay the moves recorded in this many days, up to now (1 to %d)", maxBacktestDays))
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
+	dsn := fs.String("dsn", "", "store DSN, overriding the config: an existing SQLite file or a postgres:// URL")
+	if code, ok := parseFlags(fs, args, s); !ok {
+		return code
+	}
+	switch {
+	case strings.TrimSpace(*org) == "":
+		return badInput(s, name, &policy.Refusal{Tried: "--org is missing", Why: "policy backtest replays one organization's recorded moves",
+			Recovery: "give the organization's login, e.g. --org acme", Options: []string{}})
+	case *file == "":
+		return badInput(s, name, &policy.Refusal{Tried: "--file is missing", Why: "policy backtest replays the moves under a proposed policy file",
+			Recovery: "give the proposed file, e.g. --file .github/ralph-gate.yml", Options: []string{}})
+	case *days < 1 || *days > maxBacktestDays:
+		return badInput(s, name, &policy.Refusal{Tried: fmt.Sprintf("--days %d was given", *days), Why: fmt.Sprintf("policy backtest replays 1 to %d days", maxBacktestDays),
+			Recovery: fmt.Sprintf("retry with --days %d, or fewer days", app.DefaultBacktestDays), Options: []string{}})
+	}
+	cfg, err := config.LoadFor(*cfgFile, config.ForFile, os.LookupEnv)
+	if err != nil {
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			printProblems(s, name, err, *cfgFile) // every problem by its key path
+			return exitError
+		}
+		return fail(s, name, exitError, "cannot read the configuration: "+err.Error(), "check --config, or leave it out to use the embedded config.yml with --dsn")
+	}
+	data, err := readPolicyFile(*file)
+	if err != nil {
+		return fail(s, name, exitError, "cannot read the proposed policy: "+err.Error(), "check --file")
+	}
+	proposed, problems := cfg.ForOrganization(*org, data)
+	if len(problems) > 0 {
+		return printFileProblems(s, *file, *org, problems, *asJSON)
+	}
+	setStore(&cfg, *driver, *dsn)
+	st, err := store.OpenReadOnly(ctx, cfg.Store.Driver, cfg.Store.DSN)
+	if err != nil {
+		return fail(s, name, exitError, storeProblem(err), storeHint(err, cfg.Store.Driver, cfg.Store.DSN, *dsn != ""))
+	}
+	defer st.Close()
+	var behind *store.SchemaBehindError
+	if errors.As(st.CheckSchema(ctx), &behind) {
+		fail(s, name, exitOK, fmt.Sprintf("warning: the store's schema is at version %d, older than this ralph-gate's %d", behind.Applied, behind.Known),
+			"the service writing it runs an older version or has not started since an upgrade; decisions are read as they are")
+	}
+	// The policy in force: the organization's last valid file, as the store keeps it (none:
+	// no project of it is enforced).
+	var current config.Config
+	kept, found, err := st.GetOrgPolicy(ctx, *org)
+	if err != nil {
+		return fail(s, name, exitError, "cannot read the policy in force: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
+	}
+	if found && kept.SHA != "" {
+		var ps config.Problems
+		if current, ps = cfg.ForOrganization(*org, []byte(kept.Text)); len(ps) > 0 {
+			return fail(s, name, exitError, fmt.Sprintf("the policy in force (commit %s) does not pass this configuration: %s", shortSHA(kept.SHA), fileProblem(ps[0])),
+				"give --config the deployment's config.yml, which the organizations' files extend")
+		}
+	}
+	until := time.Now()
+	res, err := app.Backtest(ctx, st, *org, current, proposed, "", until.Add(-time.Duration(*days)*24*time.Hour), until)
+	if err != nil {
+		return fail(s, name, exitError, "cannot replay the moves: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
+	}
+	if *asJSON {
+		return writeJSON(s, res, true, exitOK)
+	}
+	fmt.Fprint(s.out, res.Text())
+	return exitOK
+}
+
+// readPolicyFile reads a proposed policy file, at most one byte more than a policy file may
+// hold (config.Config.ForOrganization refuses a larger one as a problem of the file).
+func readPolicyFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, config.MaxFileBytes+1))
+}
+
+// printFileProblems prints every problem of a proposed policy file, by key path and line, and
+// exits as validate does (1); with --json, as validate --json's report.
+func printFileProblems(s streams, file, org string, problems config.Problems, asJSON bool) int {
+	if asJSON {
+		return writeJSON(s, struct {
+			File     string           `json:"file"`
+			Org      string           `json:"org"`
+			Valid    bool             `json:"valid"`
+			Problems []config.Problem `json:"problems"`
+		}{file, org, false, problems}, true, exitError)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(s.out, fileProblem(p))
+	}
+	fmt.Fprintf(s.out, "%d problem(s) in %s, checked as %s's policy file: nothing was replayed\n", len(problems), file, terminalText(org))
+	return exitError
+}
+
+// fileProblem is a problem of an organization's file with its line: "projects[0].mode (line 3): …".
+func fileProblem(p config.Problem) string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s (line %d): %s", p.Path, p.Line, p.Message)
+	}
+	return p.String()
 }
 
 // writeJSON prints v; multi-field results are indented for people, one-field results stay

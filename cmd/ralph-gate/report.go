@@ -8,22 +8,26 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ralph-gate/ralph-gate/app"
 	"github.com/ralph-gate/ralph-gate/app/config"
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/health"
 	"github.com/ralph-gate/ralph-gate/store"
 )
 
 // runReport prints the health of the enforced projects from the store alone (no GitHub call):
-// the same report the board_health MCP tool answers.
+// the same report the board_health MCP tool answers. When config.yml lists no projects, the
+// enforced projects are those of each organization whose own policy is in force, as the store
+// keeps it (reportOrgs).
 func runReport(ctx context.Context, args []string, s streams) int {
 	fs := newFlags("report", s)
-	file := fs.String("config", "", "configuration file naming the projects, the store and the health thresholds (default: the embedded config.yml, which names no project; RALPH_GATE_STORE_DSN counts as for serve)")
-	project := fs.String("project", "", "only this project, as owner/number (default: every configured project)")
+	file := fs.String("config", "", "configuration file naming the projects, the store and the health thresholds (default: the embedded config.yml, which names no project: the projects are those of the organizations' policies in force; RALPH_GATE_STORE_DSN counts as for serve)")
+	project := fs.String("project", "", "only this project, as owner/number (default: every enforced project)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (the board_health tool's answer)")
 	facade := fs.Bool("facade", false, "print what agents did through the MCP façade over the last hour and day, per tool and per agent, instead of the projects' health (with --json: the answer's facade part)")
 	driver := fs.String("driver", "", "store driver, overriding the config: sqlite or postgres (default with --dsn: postgres for a postgres:// URL, else sqlite)")
@@ -43,29 +47,32 @@ func runReport(ctx context.Context, args []string, s streams) int {
 	if *facade && *project != "" {
 		return fail(s, "report", exitUsage, "--facade covers every agent's calls, not one project's", "leave --project out, or --facade")
 	}
-	if len(cfg.Projects) == 0 && !*facade {
-		return fail(s, "report", exitError, "the configuration names no project to report on", "give --config with the file the service runs with (its projects list)")
-	}
-	setStore(&cfg, *driver, *dsn)
+	var only *enforce.ProjectRef
 	if *project != "" {
-		p, err := health.ParseProject(*project)
 		var names []string
-		keep := cfg.Projects[:0:0]
 		for _, q := range cfg.Projects {
 			names = append(names, fmt.Sprintf("%s/%d", q.Owner, q.Number))
-			if err == nil && strings.EqualFold(q.Owner, p.Owner) && q.Number == p.Number {
-				keep = append(keep, q)
-			}
 		}
-		if len(keep) == 0 {
-			what := fmt.Sprintf("--project %s is not one of the configured projects", *project)
-			if err != nil {
-				what = "--project: " + err.Error()
-			}
-			return fail(s, "report", exitUsage, what, "give one of "+strings.Join(names, ", ")+", or leave --project out for all")
+		hint := "give one of " + strings.Join(names, ", ") + ", or leave --project out for all"
+		if cfg.OrgPolicies() {
+			hint = "give one as owner/number, or leave --project out for all" // (the store knows which)
 		}
-		cfg.Projects = keep
+		p, err := health.ParseProject(*project)
+		if err != nil {
+			return fail(s, "report", exitUsage, "--project: "+err.Error(), hint)
+		}
+		only = &p
+		if !cfg.OrgPolicies() {
+			keep := slices.DeleteFunc(slices.Clone(cfg.Projects), func(q config.Project) bool {
+				return !strings.EqualFold(q.Owner, p.Owner) || q.Number != p.Number
+			})
+			if len(keep) == 0 {
+				return fail(s, "report", exitUsage, fmt.Sprintf("--project %s is not one of the configured projects", *project), hint)
+			}
+			cfg.Projects = keep
+		}
 	}
+	setStore(&cfg, *driver, *dsn)
 	st, err := store.OpenReadOnly(ctx, cfg.Store.Driver, cfg.Store.DSN)
 	if err != nil {
 		return fail(s, "report", exitError, storeProblem(err), storeHint(err, cfg.Store.Driver, cfg.Store.DSN, *dsn != ""))
@@ -76,9 +83,27 @@ func runReport(ctx context.Context, args []string, s streams) int {
 		return fail(s, "report", exitError, fmt.Sprintf("the store's schema is at version %d, older than this ralph-gate's %d: it has no snapshot of the boards yet", behind.Applied, behind.Known),
 			"upgrade the service first (it migrates the store when it starts), or run the report of the version it runs")
 	}
-	rep, err := app.HealthReader(cfg, st).Report(ctx, time.Now())
+	reader := app.HealthReader(cfg, st)
+	var org *health.Org // the organization of --project, in org mode
+	if cfg.OrgPolicies() && !*facade {
+		orgs, err := reportOrgs(ctx, cfg, st)
+		if err != nil {
+			return fail(s, "report", exitError, "cannot read the organizations' policies: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
+		}
+		if code, ok := orgs.check(s, only, *project); !ok {
+			return code
+		}
+		if only != nil {
+			o := orgs.of(*only)
+			reader, org = app.HealthReader(o.cfg, st), &o.org
+		}
+	}
+	rep, err := reader.Report(ctx, time.Now())
 	if err != nil {
 		return fail(s, "report", exitError, "cannot compute the report: "+storeProblem(err), "check that the store is reachable and is the one the service writes")
+	}
+	if org != nil {
+		rep.Orgs = []health.Org{*org}
 	}
 	var out any = rep
 	if *facade {
@@ -149,10 +174,12 @@ func setStore(cfg *config.Config, driver, dsn string) {
 	}
 }
 
-// printReport writes a report for a person: per project its states against their limits,
+// printReport writes a report for a person: which policy is in force for each organization
+// whose policy comes from its own repository, then per project its states against their limits,
 // locks, waits for a person, what to look at, and what the service reports of itself.
 func printReport(w io.Writer, rep health.Report) {
 	now := rep.GeneratedAt
+	printOrgs(w, rep.Orgs)
 	for i, p := range rep.Projects {
 		if i > 0 {
 			fmt.Fprintln(w)

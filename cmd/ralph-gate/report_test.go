@@ -147,7 +147,7 @@ func TestReport(t *testing.T) {
 		{name: "not a project", args: []string{"--config", cfgFile, "--project", "acme"}, code: exitUsage,
 			contains: []string{`ralph-gate report: --project: "acme" is not a project: want owner/number`}},
 		{name: "no project configured", args: []string{"--dsn", dsn}, code: exitError,
-			contains: []string{"ralph-gate report: the configuration names no project to report on; give --config"}},
+			contains: []string{"ralph-gate report: the configuration names no project, and no organization's policy is in force yet: nothing is enforced to report on; give --config"}},
 		{name: "no store there", args: []string{"--config", cfgFile, "--dsn", filepath.Join(t.TempDir(), "missing.db")}, code: exitError,
 			contains: []string{"no ralph-gate store", "the file does not exist"}},
 		{name: "a positional argument", args: []string{"acme/1"}, code: exitUsage, contains: []string{`unexpected argument "acme/1"`}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,5 +180,105 @@ func TestValidateShowWorkflow(t *testing.T) {
 			spec.States[6].Kind != "lock" || !slices.Equal(spec.States[6].Next, []string{"In Review", "Human Needed", "Ready for Plan"}) {
 			t.Errorf("effective_workflow: %v %+v\n%s", err, spec, rep.EffectiveWorkflow)
 		}
+	}
+}
+
+// validate --org-policy checks an organization's policy file as the App checks a push of it
+// (config.Config.ForOrganization against the deployment's configuration): every problem by
+// key path with its line in the file, a valid file accepted, and owner left out as the
+// organization's file may.
+func TestValidateOrgPolicy(t *testing.T) {
+	clearAppEnv(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	valid := write("valid.yml", "projects:\n  - {owner: acme, number: 1}\n  - {number: 2, mode: evaluate}\nworkflow:\n  review_mode: auto\n")
+	noOwner := write("no-owner.yml", "# acme's policy\nprojects:\n  - number: 1\n")
+	misspelt := write("misspelt.yml", "projects: [{owner: acme, number: 1}]\nworkflow:\n  review_mod: auto\nserver:\n  port: 9090\n")
+	agents := write("agents.yml", "projects: [{owner: acme, number: 1}]\nmcp:\n  agents:\n    - {name: builder-1, commands: [impl]}\n")
+	deployment := write("deployment.yml", "mcp:\n  agents:\n    - {name: builder-1, token_env: RALPH_BUILDER_TOKEN, commands: [impl, pr]}\n")
+	var many strings.Builder
+	many.WriteString("projects: [{owner: acme, number: 1}]\n")
+	for i := range 150 {
+		fmt.Fprintf(&many, "key%d: 1\n", i)
+	}
+	manyProblems := write("many.yml", many.String())
+	embedded := "against the embedded config.yml"
+
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string
+		absent   []string
+		stderr   string
+	}{
+		{"a valid file, the organization its projects' owner", []string{"--org-policy", valid}, exitOK,
+			[]string{valid + " is valid as acme's policy file " + embedded + ": 2 project(s), 11 states, 10 commands, 7 intents"}, nil, ""},
+		{"projects[0].owner left out, the organization given", []string{"--org-policy", noOwner, "--org", "acme"}, exitOK,
+			[]string{noOwner + " is valid as acme's policy file"}, []string{"owner: is required"}, ""},
+		{"a misspelt key and an operator's key, each with its line", []string{"--org-policy", misspelt}, exitError,
+			[]string{`workflow.review_mod (line 3): unknown key (line 3) (did you mean "review_mode"?); known keys: extends, field`,
+				"server.port (line 5): is the operator's: it belongs in the deployment's config.yml",
+				"2 problem(s) in " + misspelt + ", checked as acme's policy file " + embedded}, nil, ""},
+		{"another organization's file", []string{"--org-policy", valid, "--org", "globex"}, exitError,
+			[]string{`projects[0].owner (line 2): "acme" is another organization: globex's policy file lists only globex's own projects`}, nil, ""},
+		{"an agent the embedded config.yml does not list", []string{"--org-policy", agents}, exitError,
+			[]string{`mcp.agents[0].name (line 4): agent "builder-1" is not in the deployment's config.yml`}, nil, ""},
+		{"the same agent, against the deployment's config.yml that lists it", []string{"--org-policy", agents, "--config", deployment}, exitOK,
+			[]string{agents + " is valid as acme's policy file against " + deployment}, nil, ""},
+		{"a long list of problems is cut short", []string{"--org-policy", manyProblems}, exitError,
+			[]string{"key99 (line 101): unknown key", "(file) (line 1): … and 50 more not listed (only the first 100 problems of a policy file are)",
+				"101 problem(s) in " + manyProblems}, []string{"key100 "}, ""},
+		{"a file that cannot be read", []string{"--org-policy", filepath.Join(dir, "absent.yml"), "--org", "acme"}, exitError,
+			[]string{"--org-policy: read the policy file: ", "1 problem(s) in "}, nil, ""},
+		{"no owner and no --org", []string{"--org-policy", noOwner}, exitUsage, nil, nil, "give --org LOGIN, the organization whose file it is"},
+		{"--org without --org-policy", []string{"--org", "acme"}, exitUsage, nil, nil, "--org goes with --org-policy FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"validate"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			for _, want := range tt.contains {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, bad := range tt.absent {
+				if strings.Contains(out, bad) {
+					t.Errorf("stdout has %q:\n%s", bad, out)
+				}
+			}
+			if !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, errOut)
+			}
+		})
+	}
+
+	// --json gives each problem its line, and says which organization's file it checked.
+	code, out, errOut := runCLI(t, "", "validate", "--json", "--org-policy", misspelt)
+	var rep struct {
+		OrgPolicy string `json:"org_policy"`
+		Org       string `json:"org"`
+		Valid     bool   `json:"valid"`
+		Problems  []struct {
+			Path string `json:"path"`
+			Line int    `json:"line"`
+		} `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != exitError || err != nil {
+		t.Fatalf("validate --json --org-policy: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if rep.OrgPolicy != misspelt || rep.Org != "acme" || rep.Valid || len(rep.Problems) != 2 ||
+		rep.Problems[0].Path != "server.port" || rep.Problems[0].Line != 5 || rep.Problems[1].Path != "workflow.review_mod" || rep.Problems[1].Line != 3 {
+		t.Errorf("validate --json --org-policy: %+v", rep)
 	}
 }
