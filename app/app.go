@@ -166,6 +166,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	var policies enforce.Policies
 	if cfg.OrgPolicies() && !opts.StdioMCP {
 		a.orgs = newOrgPolicies(cfg, appLogin)
+		for _, o := range cfg.Organizations {
+			mx.PolicyOrganization(o.Login)
+		}
 		enforced, modes, policies = a.orgs.enforces, a.orgs.mode, a.orgs
 	}
 	a.service = enforce.New(m, cfg.PolicyActors(appLogin), st, opts.Now, enforce.Options{

@@ -75,11 +75,11 @@ func (p observed) ProcessChange(ctx context.Context, ch enforce.Change) (enforce
 }
 
 func (p observed) ProcessPolicyPush(ctx context.Context, push json.RawMessage) error {
-	if err := p.next.ProcessPolicyPush(ctx, push); err != nil {
+	err := p.next.ProcessPolicyPush(ctx, push)
+	if ra := (jobs.RetryAfterError)(nil); err != nil && !errors.As(err, &ra) {
 		p.metrics.ProcessingFailed()
-		return err
 	}
-	return nil
+	return err
 }
 
 func (p observed) ProcessLifecycle(ctx context.Context, ev enforce.Lifecycle) (enforce.Result, error) {

@@ -61,14 +61,24 @@ func (p *orgPolicies) compile(owner string, installation int64, sha string, text
 		actors: cfg.PolicyActors(p.appLogin)}, nil
 }
 
-// put puts an organization's policy in force, from its loadedAt on.
+// put puts an organization's policy in force, from its loadedAt on. The policies are kept in
+// the order they were put in force, whatever order they come in (a replica's refresh may bring
+// an older one after a newer): the newest is the one in force now.
 func (p *orgPolicies) put(op orgPolicy) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := strings.ToLower(op.owner)
-	list := append(p.by[key], op)
+	list := p.by[key]
+	i := len(list)
+	for i > 0 && list[i-1].loadedAt.After(op.loadedAt) {
+		i--
+	}
+	if i > 0 && list[i-1].loadedAt.Equal(op.loadedAt) && list[i-1].sha == op.sha {
+		return // known already
+	}
+	list = slices.Insert(slices.Clone(list), i, op)
 	if len(list) > keptPolicies {
-		list = slices.Clone(list[len(list)-keptPolicies:])
+		list = list[len(list)-keptPolicies:]
 	}
 	p.by[key] = list
 }

@@ -24,7 +24,7 @@ func (a *App) reportPolicyCheck(ctx context.Context, d policyDecision) {
 	f := d.file
 	out := policyCheckOutput(d)
 	conclusion := "success"
-	if d.outcome == store.PolicyRefused {
+	if d.outcome == store.PolicyRefused || len(d.problems) > 0 {
 		conclusion = "failure"
 	}
 	now := github.Timestamp{Time: time.Now()}
@@ -64,12 +64,16 @@ func policyCheckOutput(d policyDecision) *github.CheckRunOutput {
 		summary = fmt.Sprintf("%s is the policy in force.", at)
 	case store.PolicyNotNewer:
 		title = "The policy is valid; a newer commit's is in force"
-		summary = fmt.Sprintf("%s is valid. It is not put in force: the policy in force comes from %s, a newer commit of the branch.", at, short(d.newerSHA))
+		if len(d.problems) > 0 {
+			title = fmt.Sprintf("%d problem(s); a newer commit's policy is in force", len(d.problems))
+		}
+		summary = fmt.Sprintf("%s is older than the policy in force, which comes from %s, a newer commit of the branch: it is not put in force.", at, short(d.newerSHA))
 	default:
 		switch {
 		case d.refusedWhy != "":
 			title = "Not put in force: only " + d.whoMay + " may change the policy"
-			summary = fmt.Sprintf("%s%s was refused: %s. Only %s may change %s's policy: ask one of them to push this change, or to merge a pull request that makes it. The policy in force stays.",
+			summary = fmt.Sprintf("%s%s was refused: %s. Only %s may change %s's policy: ask one of them to push this change, or to merge a pull request that makes it. The policy in force stays. "+
+				"The commit stays on the branch: revert it, or the next change a policy admin pushes puts it in force with theirs (that push's check run lists every change against the policy in force).",
 				at, by, inlineText(d.refusedWhy), d.whoMay, f.owner)
 		default:
 			title = fmt.Sprintf("%d problem(s): the previous policy stays in force", len(d.problems))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-github/v89/github"
 	"github.com/rs/zerolog"
@@ -111,13 +112,15 @@ func (a *App) orgLock(owner string) *sync.Mutex {
 }
 
 // Installed reads an organization's policy (handlers.PolicySource): the policy the store keeps
-// is put in force again; an organization with none takes the file at its repository's default
-// branch as its first policy (the person who installs the App vouches for it). Every later
-// change comes by a push (Pushed).
+// is put in force again. Only an organization of which nothing was ever recorded, and whose
+// policy admins config.yml does not name, takes the file at its default branch's head as its
+// first policy (the person who installs the App vouches for it); every other change comes by
+// a push (Pushed).
 func (a *App) Installed(ctx context.Context, ev payload.InstallationEvent) error {
 	if !a.cfg.OrgPolicies() || !a.serves(ctx, ev.Account) {
 		return nil
 	}
+	a.metrics.PolicyOrganization(ev.Account)
 	res, err := a.installed(ctx, ev)
 	if err != nil {
 		return err
@@ -127,6 +130,7 @@ func (a *App) Installed(ctx context.Context, ev payload.InstallationEvent) error
 }
 
 func (a *App) installed(ctx context.Context, ev payload.InstallationEvent) (taken, error) {
+	logger := zerolog.Ctx(ctx).With().Str("org", ev.Account).Logger()
 	mu := a.orgLock(ev.Account)
 	mu.Lock()
 	defer mu.Unlock()
@@ -138,6 +142,14 @@ func (a *App) installed(ctx context.Context, ev payload.InstallationEvent) (take
 		a.takeKept(ctx, kept)
 		return taken{}, nil
 	}
+	recorded, err := a.store.HasPolicyRecord(ctx, ev.Account)
+	if err != nil {
+		return taken{}, err
+	}
+	if org, ok := a.cfg.OrganizationNamed(ev.Account); recorded || (ok && len(org.PolicyAdmins) > 0) {
+		logger.Info().Msg("the organization has no policy in force: the next push to its policy repository by someone who may change the policy puts the file in force")
+		return taken{}, nil
+	}
 	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Account, "")
 	if err != nil {
 		return taken{}, err
@@ -146,13 +158,22 @@ func (a *App) installed(ctx context.Context, ev payload.InstallationEvent) (take
 	return a.takeFirst(ctx, f)
 }
 
-// Uninstalled forgets an organization's policy (handlers.PolicySource): its projects are
-// no longer enforced, and what its queue holds finds them so.
+// Uninstalled forgets an organization's policy (handlers.PolicySource): its projects are no
+// longer enforced, and what its queue holds finds them so. A suspended installation keeps its
+// policy in the store (put in force again when it is unsuspended); a deleted one is forgotten
+// there too, but its record of changes stays: installed again, it takes no file by itself.
 func (a *App) Uninstalled(ctx context.Context, ev payload.InstallationEvent) error {
 	if !a.cfg.OrgPolicies() || !a.serves(ctx, ev.Account) {
 		return nil
 	}
+	mu := a.orgLock(ev.Account)
+	mu.Lock()
+	defer mu.Unlock()
 	a.orgs.forget(ev.Account)
+	if ev.Action == "suspend" {
+		zerolog.Ctx(ctx).Info().Str("org", ev.Account).Msg("the App was suspended: the organization's projects are not enforced until it is unsuspended")
+		return nil
+	}
 	if err := a.store.ForgetOrgPolicy(ctx, ev.Account); err != nil {
 		return err
 	}
@@ -177,12 +198,13 @@ func (a *App) Pushed(ctx context.Context, deliveryID string, ev payload.PushEven
 	case ev.Branch() == "" || (ev.DefaultBranch != "" && ev.Branch() != ev.DefaultBranch):
 		logger.Debug().Msg("push ignored: not to the default branch")
 		return nil
-	case !slices.Contains(ev.Files, pc.Path) && !ev.Forced && !ev.Created && ev.Commits > 0 && ev.Commits < maxListedCommits:
-		// A later push that does not touch the file cannot hide one that did: that one's own
-		// job puts its file in force (takePush orders the commits, not the arrivals).
-		logger.Debug().Msg("push ignored: the policy file did not change")
-		return nil
 	case !a.serves(ctx, ev.Owner):
+		return nil
+	case !slices.Contains(ev.Files, pc.Path) && !ev.Forced && !ev.Created && ev.Commits > 0 && ev.Commits < maxListedCommits && a.hasPolicy(ev.Owner):
+		// A later push that does not touch the file cannot hide one that did: that one's own
+		// job puts its file in force (takePush orders the commits, not the arrivals). With no
+		// policy in force every push is read: its pusher vouches for the file as it is.
+		logger.Debug().Msg("push ignored: the policy file did not change")
 		return nil
 	}
 	data, err := json.Marshal(ev)
@@ -201,12 +223,35 @@ func (a *App) processPolicyPush(ctx context.Context, data json.RawMessage) error
 	}
 	logger := zerolog.Ctx(ctx).With().Str(handlers.LogKeyOrg, ev.Owner).Str(handlers.LogKeyActor, ev.Sender).Str("commit", ev.After).Logger()
 	ctx = logger.WithContext(ctx)
+	// One organization's pushes one at a time; a push that finds another of its organization
+	// under way waits for it off the worker, so that the policy queue's workers go to the
+	// other organizations meanwhile.
+	mu := a.orgLock(ev.Owner)
+	if !mu.TryLock() {
+		return orgBusy{}
+	}
 	res, err := a.takePush(ctx, ev)
+	mu.Unlock()
 	if err != nil {
 		return err
 	}
 	a.reconcileNew(ctx, res)
 	return nil
+}
+
+// orgBusy is a push whose organization has another under way: it is taken in again shortly
+// (jobs.RetryAfterError), without counting as a failure.
+type orgBusy struct{}
+
+func (orgBusy) Error() string { return "another push of the organization is being taken in" }
+
+// RetryAfterDuration implements jobs.RetryAfterError.
+func (orgBusy) RetryAfterDuration() time.Duration { return 200 * time.Millisecond }
+
+// hasPolicy reports whether an organization has a policy in force.
+func (a *App) hasPolicy(owner string) bool {
+	_, ok := a.orgs.get(owner)
+	return ok
 }
 
 // readPolicyFile reads an organization's policy file at a commit ("": the head of its

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -101,29 +100,27 @@ func (a *App) check(f policyFile, at time.Time) (orgPolicy, config.Problems) {
 }
 
 // takeFirst takes in an organization's first policy: the file at the head of its default
-// branch when the App is installed, or the deployment first reads it. No push is checked:
-// the person who installs the App vouches for the file there.
+// branch, read when nothing of the organization was ever recorded and no policy admins are
+// named (installed). No push is checked: the person who installs the App vouches for the file
+// there.
 func (a *App) takeFirst(ctx context.Context, f policyFile) (taken, error) {
 	logger := zerolog.Ctx(ctx).With().Str("org", f.owner).Str("commit", f.sha).Logger()
 	if !f.found {
 		logger.Info().Str("repo", f.repo).Str("path", f.path).Msg("the organization has no policy file yet: none of its projects is enforced until one is pushed")
 		return taken{}, nil
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond) // (as the store keeps it: replicas compare)
-	op, problems := a.check(f, now)
+	op, problems := a.check(f, time.Now())
 	d := policyDecision{file: f, problems: problems, outcome: store.PolicyRefused}
 	if len(problems) == 0 {
 		d.outcome, d.changes = store.PolicyInForce, changeSummary(orgPolicy{}, false, op)
 	}
-	return a.conclude(ctx, d, op, "", "the first policy: the file at the default branch's head when the organization was first read")
+	return a.conclude(ctx, d, op, store.OrgPolicy{}, "the first policy: the file at the default branch's head when the organization was first read")
 }
 
-// takePush takes in a push of the policy file: put in force, or refused, or older than the
-// policy in force, or unchanged; recorded, counted and reported as a check run on its commit.
+// takePush takes in a push of the policy file: older than the policy in force, the policy in
+// force again, put in force, or refused; recorded, counted and reported as a check run on its
+// commit. Pushes are ordered first (by their commits), then judged.
 func (a *App) takePush(ctx context.Context, ev payload.PushEvent) (taken, error) {
-	mu := a.orgLock(ev.Owner)
-	mu.Lock()
-	defer mu.Unlock()
 	f, err := a.readPolicyFile(ctx, ev.InstallationID, ev.Owner, ev.After)
 	if err != nil {
 		return taken{}, err
@@ -134,37 +131,30 @@ func (a *App) takePush(ctx context.Context, ev payload.PushEvent) (taken, error)
 		return taken{}, err
 	}
 	cur, hasCur := a.orgs.get(f.owner)
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	op, problems := a.check(f, now)
-	d := policyDecision{file: f, problems: problems}
-	if len(problems) == 0 {
-		d.changes = changeSummary(cur, hasCur, op)
-	}
-	if len(problems) == 0 && kept.SHA != "" && string(f.text) == kept.Text {
-		d.outcome = store.PolicyUnchanged
-	} else {
+	op, problems := a.check(f, time.Now())
+	d := policyDecision{file: f, problems: problems, whoMay: a.whoMayChange(f.owner)}
+	newer, err := a.newerThan(ctx, f, kept.SHA, ev.Branch())
+	switch {
+	case err != nil:
+		return taken{}, err
+	case !newer:
+		d.outcome, d.newerSHA = store.PolicyNotNewer, kept.SHA
+	case len(problems) == 0 && kept.SHA != "" && string(f.text) == kept.Text:
+		d.outcome = store.PolicyUnchanged // (its commit is the newest of the policy in force)
+	default:
 		if d.refusedWhy, err = a.mayChangePolicy(ctx, f, cur, hasCur); err != nil {
 			return taken{}, err
 		}
-		d.whoMay = a.whoMayChange(f.owner)
-		switch {
-		case d.refusedWhy != "" || len(problems) > 0:
+		d.outcome = store.PolicyInForce
+		if d.refusedWhy != "" || len(problems) > 0 {
 			d.outcome = store.PolicyRefused
-		default:
-			newer, err := a.newerThan(ctx, f, kept.SHA)
-			if err != nil {
-				return taken{}, err
-			}
-			d.outcome = store.PolicyInForce
-			if !newer {
-				d.outcome, d.newerSHA = store.PolicyNotNewer, kept.SHA
-			}
 		}
-		if len(problems) == 0 && d.outcome != store.PolicyNotNewer {
-			d.backtest = a.backtestChange(ctx, f.owner, cur, hasCur, op)
+		if len(problems) == 0 {
+			d.changes = changeSummary(cur, hasCur, op)
+			d.backtest = a.backtestChange(ctx, f.owner, cur, hasCur, op, ev.Private)
 		}
 	}
-	res, err := a.conclude(ctx, d, op, kept.SHA, "")
+	res, err := a.conclude(ctx, d, op, kept, "")
 	if err != nil {
 		return res, err
 	}
@@ -172,27 +162,42 @@ func (a *App) takePush(ctx context.Context, ev payload.PushEvent) (taken, error)
 	return res, nil
 }
 
-// conclude records a decision, puts its policy in force when it is one (only while prevSHA is
-// the policy in force: another replica's newer one is never replaced), and counts it.
-func (a *App) conclude(ctx context.Context, d policyDecision, op orgPolicy, prevSHA, note string) (taken, error) {
+// conclude records a decision in one transaction with what it does to the policy in force
+// (only while kept is still the policy in force: another replica's newer one is never
+// replaced), then holds the policy in force in memory and counts the decision. A policy put in
+// force holds from now: the time is taken last, after every read.
+func (a *App) conclude(ctx context.Context, d policyDecision, op orgPolicy, kept store.OrgPolicy, note string) (taken, error) {
 	f := d.file
 	logger := zerolog.Ctx(ctx).With().Str("org", f.owner).Str("commit", f.sha).Str("pusher", f.pusher).Logger()
-	now := op.loadedAt
-	if now.IsZero() {
-		now = time.Now().UTC().Truncate(time.Microsecond)
+	now := time.Now().UTC().Truncate(time.Microsecond) // (as the store keeps it: replicas compare)
+	reason := d.reason()
+	if note != "" {
+		reason = strings.TrimSpace(note + "\n" + reason)
+	}
+	change := store.PolicyChange{Owner: f.owner, SHA: f.sha, Pusher: f.pusher, At: now, Outcome: d.outcome, Reason: reason,
+		Summary: capText(strings.Join(d.changes, "\n"), maxRefusedText)}
+	var put *store.OrgPolicy
+	switch d.outcome {
+	case store.PolicyInForce:
+		op.loadedAt = now
+		put = &store.OrgPolicy{Owner: f.owner, InstallationID: f.installation, SHA: f.sha, Text: string(f.text), LoadedAt: now, Pusher: f.pusher}
+	case store.PolicyUnchanged:
+		// The same policy, from a newer commit: an older push taken in later compares with it.
+		op.loadedAt = kept.LoadedAt
+		put = &kept
+		put.SHA, put.InstallationID = f.sha, f.installation
+	}
+	concluded, err := a.store.ConcludePolicyChange(ctx, change, put, kept.SHA, f.installation)
+	if err != nil {
+		return taken{}, err
+	}
+	if !concluded {
+		return taken{}, fmt.Errorf("the policy of %s changed while %s was checked: taken in again", f.owner, short(f.sha))
 	}
 	var res taken
 	switch d.outcome {
 	case store.PolicyInForce:
 		prev, hadPrev := a.orgs.get(f.owner)
-		ok, err := a.store.ReplaceOrgPolicy(ctx, store.OrgPolicy{Owner: f.owner, InstallationID: f.installation, SHA: f.sha,
-			Text: string(f.text), LoadedAt: now, Pusher: f.pusher}, prevSHA)
-		if err != nil {
-			return res, err
-		}
-		if !ok {
-			return res, fmt.Errorf("the policy of %s changed while %s was checked: taken in again", f.owner, short(f.sha))
-		}
 		a.orgs.put(op)
 		a.notifyReplicas(ctx, f.owner)
 		for _, p := range op.cfg.Projects {
@@ -201,22 +206,15 @@ func (a *App) conclude(ctx context.Context, d policyDecision, op orgPolicy, prev
 			}
 		}
 		logger.Info().Int("projects", len(op.cfg.Projects)).Strs("changes", capLines(d.changes, 20)).Msg("the organization's policy is in force")
+	case store.PolicyUnchanged:
+		a.orgs.put(op)
+		a.notifyReplicas(ctx, f.owner)
+		logger.Info().Msg("the organization's policy file is the policy in force, from a newer commit")
 	case store.PolicyRefused:
-		if err := a.store.RefuseOrgPolicy(ctx, f.owner, f.installation, f.sha, d.reason(), now); err != nil {
-			return res, err
-		}
 		logger.Warn().Int("problems", len(d.problems)).Str("refused", capText(d.reason(), 2000)).Strs("would_change", capLines(d.changes, 20)).
 			Msg("a change of the organization's policy was refused: the policy in force stays")
 	default:
 		logger.Info().Str("outcome", d.outcome).Msg("the organization's policy file was checked, not put in force")
-	}
-	reason := d.reason()
-	if note != "" {
-		reason = strings.TrimSpace(note + "\n" + reason)
-	}
-	if err := a.store.RecordPolicyChange(ctx, store.PolicyChange{Owner: f.owner, SHA: f.sha, Pusher: f.pusher, At: now,
-		Outcome: d.outcome, Reason: reason, Summary: capText(strings.Join(d.changes, "\n"), maxRefusedText)}); err != nil {
-		return res, err
 	}
 	a.metrics.PolicyChanged(f.owner, d.metricOutcome())
 	return res, nil
@@ -248,17 +246,23 @@ func (a *App) mayChangePolicy(ctx context.Context, f policyFile, cur orgPolicy, 
 				return "", nil
 			}
 		}
+		var unread []string
 		for _, admin := range org.Admins() {
 			if admin.TeamSlug == "" {
 				continue
 			}
-			member, err := teamMember(ctx, f.client, admin, who)
-			if err != nil {
+			member, why, err := teamMember(ctx, f.client, admin, who)
+			switch {
+			case err != nil:
 				return "", err
-			}
-			if member {
+			case member:
 				return "", nil
+			case why != "":
+				unread = append(unread, why)
 			}
+		}
+		if len(unread) > 0 {
+			return fmt.Sprintf("%s is not a policy admin of %s by login, and %s", who, f.owner, strings.Join(unread, "; ")), nil
 		}
 		return fmt.Sprintf("%s is not a policy admin of %s", who, f.owner), nil
 	}
@@ -284,45 +288,65 @@ func (a *App) whoMayChange(owner string) string {
 }
 
 // teamMember reports whether a login is an active member of a team of the organization
-// (GitHub's "Get team membership for a user": the installation needs members: read).
-func teamMember(ctx context.Context, client *github.Client, team config.PolicyAdmin, login string) (bool, error) {
+// (GitHub's "Get team membership for a user": the installation needs Members: read). A
+// membership GitHub will not tell (403, or another refusal that asking again cannot change) is
+// why the login is not taken for a member: the push is refused, saying so. Only what may pass
+// (a server error, a rate limit, the network) is an error, and the push is taken in again.
+func teamMember(ctx context.Context, client *github.Client, team config.PolicyAdmin, login string) (bool, string, error) {
 	m, resp, err := client.Teams.GetTeamMembershipBySlug(ctx, team.TeamOrg, team.TeamSlug, login)
-	if notFound(resp) {
-		return false, nil
+	switch {
+	case notFound(resp):
+		return false, "", nil
+	case err == nil:
+		return m.GetState() == "active", "", nil
+	case resp != nil && resp.StatusCode == http.StatusForbidden && !isRateLimited(err):
+		return false, fmt.Sprintf("whether they are on %s could not be read: the installation lacks the Members permission (read)", team), nil
+	case resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && !isRateLimited(err):
+		return false, fmt.Sprintf("whether they are on %s could not be read (GitHub answered %d)", team, resp.StatusCode), nil
 	}
-	if err != nil {
-		var ge *github.ErrorResponse
-		if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden {
-			return false, fmt.Errorf("read the members of %s: the installation lacks the Members permission (read): %w", team, err)
-		}
-		return false, fmt.Errorf("read the members of %s: %w", team, err)
-	}
-	return m.GetState() == "active", nil
+	return false, "", fmt.Errorf("read the members of %s: %w", team, err)
 }
 
 // newerThan reports whether a push's commit is newer than the policy in force's (sha; ""
-// none): GitHub compares the two. A commit the policy in force's is behind (a later commit
-// on the branch) or identical to is not; one that has diverged from it (a force-push rewrote
-// the branch) or that GitHub no longer knows is.
-func (a *App) newerThan(ctx context.Context, f policyFile, sha string) (bool, error) {
+// none), as GitHub compares them: a commit ahead of it is; one behind it or the same is not.
+// One that has diverged from it (a force-push rewrote the branch), or compared with a commit
+// GitHub no longer has, is newer only when the branch still holds it (the branch's head is it
+// or ahead of it): a late push of a commit the force-push dropped never comes back in force.
+func (a *App) newerThan(ctx context.Context, f policyFile, sha, branch string) (bool, error) {
 	if sha == "" {
 		return true, nil
 	}
 	if sha == f.sha {
 		return false, nil
 	}
-	cmp, resp, err := f.client.Repositories.CompareCommits(ctx, f.owner, f.repo, sha, f.sha, &github.ListOptions{PerPage: 1})
-	if notFound(resp) {
-		return true, nil
-	}
+	status, err := compareCommits(ctx, f, sha, f.sha)
 	if err != nil {
-		return false, fmt.Errorf("compare %s with the policy in force's %s: %w", short(f.sha), short(sha), err)
+		return false, err
 	}
-	switch cmp.GetStatus() {
+	switch status {
+	case "ahead":
+		return true, nil
 	case "behind", "identical":
 		return false, nil
 	}
-	return true, nil
+	onBranch, err := compareCommits(ctx, f, f.sha, branch)
+	if err != nil {
+		return false, err
+	}
+	return onBranch == "ahead" || onBranch == "identical", nil
+}
+
+// compareCommits is GitHub's status of head against base: ahead, behind, identical, diverged,
+// or "" when GitHub has no such commit.
+func compareCommits(ctx context.Context, f policyFile, base, head string) (string, error) {
+	cmp, resp, err := f.client.Repositories.CompareCommits(ctx, f.owner, f.repo, base, head, &github.ListOptions{PerPage: 1})
+	if notFound(resp) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("compare %s with %s: %w", short(head), short(base), err)
+	}
+	return cmp.GetStatus(), nil
 }
 
 // changeSummary lists what a policy changes against the one in force (none: every project

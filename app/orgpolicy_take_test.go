@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v89/github"
+	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/ralph-gate/ralph-gate/app/config"
 	"github.com/ralph-gate/ralph-gate/ghsim"
@@ -75,6 +76,20 @@ func TestMayChangePolicy(t *testing.T) {
 		{"no admins: a bot", noAdmins, "dependabot[bot]", "Bot", nil, "is a bot"},
 		{"no admins: this App", noAdmins, "ralph-gate[bot]", "User", nil, "is a bot"},
 	}
+	// The installation, which lacks the Members permission: a team's membership cannot be read,
+	// and the push is refused saying so (not retried for ever, not lost).
+	cc := githubapp.NewClientCreator(srv.URL+"/api/v3/", srv.URL+"/api/graphql", 1, sim.PrivateKeyPEM())
+	installation, err := cc.NewInstallationClient(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a member of a named team, the membership unreadable", func(t *testing.T) {
+		a := &App{cfg: admins, orgs: newOrgPolicies(admins, "ralph-gate[bot]"), appLogin: "ralph-gate[bot]"}
+		got, err := a.mayChangePolicy(context.Background(), policyFile{owner: "acme", client: installation, pusher: "owner", pusherType: "User"}, orgPolicy{}, false)
+		if err != nil || !strings.Contains(got, "lacks the Members permission (read)") {
+			t.Errorf("mayChangePolicy = %q, %v; want a refusal naming the permission", got, err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &App{cfg: tt.cfg, orgs: newOrgPolicies(tt.cfg, "ralph-gate[bot]"), appLogin: "ralph-gate[bot]"}

@@ -210,6 +210,14 @@ func (m *Metrics) ToolRequest(tool string) { m.toolRequests.WithLabelValues(tool
 // or budget.
 func (m *Metrics) MCPRefused(reason string) { m.mcpRefused.WithLabelValues(reason).Inc() }
 
+// PolicyOrganization makes an organization's policy change series exist at 0, so that the
+// first change of each outcome is an increase (an alert on increase() sees it).
+func (m *Metrics) PolicyOrganization(org string) {
+	for _, outcome := range []string{"in_force", "refused_pusher", "refused_invalid", "not_newer", "unchanged"} {
+		m.policyChanges.WithLabelValues(strings.ToLower(org), outcome).Add(0)
+	}
+}
+
 // PolicyChanged counts a push of an organization's policy file by its outcome.
 func (m *Metrics) PolicyChanged(org, outcome string) {
 	m.policyChanges.WithLabelValues(strings.ToLower(org), outcome).Inc()

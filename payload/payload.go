@@ -392,6 +392,8 @@ type PushEvent struct {
 	// is GitHub's type of that account: User, or Bot for an App or a bot account.
 	Sender, SenderType string
 	InstallationID     int64
+	// Private: the repository is private (a check run on a public one is public).
+	Private bool
 	// Files are the paths the push's commits added, modified or removed; Commits how many
 	// commits the payload lists (GitHub lists at most 20: a longer push's files are in part).
 	Files   []string
@@ -416,7 +418,8 @@ func Push(data []byte) (PushEvent, error) {
 	repo := ev.GetRepo()
 	out := PushEvent{Owner: repo.GetOwner().GetLogin(), Repo: repo.GetName(), Ref: ev.GetRef(), DefaultBranch: repo.GetDefaultBranch(),
 		After: ev.GetAfter(), Deleted: ev.GetDeleted(), Forced: ev.GetForced(), Created: ev.GetCreated(),
-		Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(), InstallationID: ev.GetInstallation().GetID()}
+		Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(), InstallationID: ev.GetInstallation().GetID(),
+		Private: repo.GetPrivate()}
 	if out.Owner == "" {
 		out.Owner = repo.GetOwner().GetName() // (a push payload's repository owner may carry name only)
 	}

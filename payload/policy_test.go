@@ -14,7 +14,7 @@ func TestPush(t *testing.T) {
 	}
 	got, err := Push(data)
 	want := PushEvent{Owner: "acme", Repo: ".github", Ref: "refs/heads/main", DefaultBranch: "main",
-		After: "2222222222222222222222222222222222222222", Sender: "alice", SenderType: "User", InstallationID: 7, Files: []string{"ralph-gate.yml", "old.yml"}, Commits: 1}
+		After: "2222222222222222222222222222222222222222", Sender: "alice", SenderType: "User", InstallationID: 7, Private: true, Files: []string{"ralph-gate.yml", "old.yml"}, Commits: 1}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Push = %+v, %v; want %+v", got, err, want)
 	}

@@ -28,6 +28,18 @@ func (e *env) pushAs(login, message string, files map[string]string) string {
 	return res.SHA
 }
 
+// firstPolicy puts acme's first policy in force by a push of alice's, a policy admin's (with
+// policy admins named the file at the head is never taken in by itself), and returns it.
+func (e *env) firstPolicy(text string) store.OrgPolicy {
+	e.t.Helper()
+	e.sb.Sim.WaitIdle(context.Background())
+	if got := e.sb.App.PolicyCommit("acme"); got != "" {
+		e.t.Fatalf("with policy admins named, the file at the head (%s) was taken in by itself", got)
+	}
+	sha := e.pushAs("alice", "ralph-gate: the policy", map[string]string{"ralph-gate.yml": text + "# in force\n"})
+	return e.policyUntil("alice's first policy", func(p store.OrgPolicy) bool { return p.SHA == sha })
+}
+
 // policyChange waits for the recorded outcome of a commit's policy push (a bound on a hang,
 // not a speed: the push is taken in by a job).
 func (e *env) policyChange(sha string) store.PolicyChange {
@@ -60,8 +72,9 @@ func TestOnlyPolicyAdminsChangeThePolicy(t *testing.T) {
 		e := startOrgs(t, driver, orgPolicySeed(policyEnforce), func(c *config.Config) {
 			c.Organizations = []config.Organization{{Login: "acme", PolicyAdmins: []string{"alice"}}}
 		})
-		first := e.policyUntil("read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
+		first := e.firstPolicy(policyEnforce)
 		ctx := context.Background()
+		time.Sleep(time.Until(enforce.InForceFrom(first.LoadedAt)))
 		if _, err := e.sb.App.ReconcileNow(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -147,9 +160,11 @@ func TestStrangerOrganizationIsNotServed(t *testing.T) {
 	}
 }
 
-// An organization with no policy file yet: nothing is enforced and nothing refused; the first
-// push of a file puts it in force, and the project it brings into force is reconciled at
-// once (board_health knows its items without waiting for the periodic pass).
+// An organization with no policy file yet: nothing is enforced. An agent's first file is
+// refused, and stays out of force across a restart (the file at the head is never taken in by
+// itself once anything of the organization was recorded, nor ever with policy admins named);
+// a policy admin's push puts the file in force, and the project it brings into force is
+// reconciled at once (board_health knows its items without waiting for the periodic pass).
 func TestFirstPolicyPushReconcilesItsProjects(t *testing.T) {
 	t.Parallel()
 	seed := strings.Replace(string(DemoSeed()), "repos: [app]", "repos:\n  - app\n  - {name: .github, files: {README.md: \"# .github\\n\"}}", 1)
@@ -161,9 +176,20 @@ func TestFirstPolicyPushReconcilesItsProjects(t *testing.T) {
 	if _, found, err := e.sb.App.Store().GetOrgPolicy(ctx, "acme"); err != nil || found {
 		t.Fatalf("with no file there is a policy record: %v %v", found, err)
 	}
+	bypass := e.pushAs("agent-1", "chore: add config", map[string]string{"ralph-gate.yml": policyEnforce + "actors:\n  agents: [\"agent-*\"]\n  bypass: [agent-1]\n"})
+	if ch := e.policyChange(bypass); ch.Outcome != store.PolicyRefused || ch.Pusher != "agent-1" {
+		t.Errorf("the agent's first file is recorded as %+v", ch)
+	}
+	if err := e.sb.RestartApp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sb.Sim.WaitIdle(ctx)
+	if got := e.sb.App.PolicyCommit("acme"); got != "" {
+		t.Fatalf("after a restart the agent's file %s is in force", got)
+	}
 	sha := e.pushAs("alice", "ralph-gate: enforce the board", map[string]string{"ralph-gate.yml": policyEnforce})
 	if ch := e.policyChange(sha); ch.Outcome != store.PolicyInForce || !strings.Contains(ch.Summary, "+ project acme/1 enforced (enforce)") {
-		t.Errorf("the first push is recorded as %+v", ch)
+		t.Errorf("the policy admin's push is recorded as %+v", ch)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		rep, err := app.HealthReader(e.sb.Config, e.sb.App.Store()).Report(ctx, time.Now())
@@ -177,6 +203,33 @@ func TestFirstPolicyPushReconcilesItsProjects(t *testing.T) {
 			t.Fatalf("the project brought into force was not reconciled: %+v", rep.Projects)
 		}
 	}
+}
+
+// Two changes pushed one right after the other are put in force in the order of their
+// commits, whichever job runs first: a change and its quick revert leave the revert in force
+// (the first one's job, taken in second, finds it older).
+func TestPolicyChangesInTheOrderOfTheirCommits(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, driver string) {
+		e := startOrgs(t, driver, orgPolicySeed(policyEnforce), func(c *config.Config) {
+			c.Organizations = []config.Organization{{Login: "acme", PolicyAdmins: []string{"alice"}}}
+		})
+		e.firstPolicy(policyEnforce)
+		for range 3 {
+			a := e.pushAs("alice", "rollout: evaluate", map[string]string{"ralph-gate.yml": policyEvaluate})
+			b := e.pushAs("alice", "revert: enforce", map[string]string{"ralph-gate.yml": policyEnforce})
+			first, second := e.policyChange(a), e.policyChange(b)
+			p := e.policyUntil("both taken in", func(store.OrgPolicy) bool { return true })
+			if p.SHA != b || e.sb.App.PolicyCommit("acme") != b {
+				t.Fatalf("after %s (%s) and %s (%s): %s in force in the store, %s in memory; want the newer %s",
+					a, first.Outcome, b, second.Outcome, p.SHA, e.sb.App.PolicyCommit("acme"), b)
+			}
+			rep, err := app.HealthReader(e.sb.Config, e.sb.App.Store()).Report(context.Background(), time.Now())
+			if err != nil || len(rep.Projects) != 1 || rep.Projects[0].Mode != "enforce" {
+				t.Fatalf("the health report: %v %+v, want project 1 in enforce", err, rep.Projects)
+			}
+		}
+	})
 }
 
 // bigPolicy is a policy file of about size bytes that names thousands of states that do not

@@ -56,23 +56,74 @@ func (s *Store) PutOrgPolicy(ctx context.Context, p OrgPolicy) error {
 }
 
 // ReplaceOrgPolicy makes p the organization's policy in force only while prevSHA is (""
-// none): false, and nothing written, when another policy was put in force meanwhile (by
-// another replica).
+// none: no policy in force, whether or not a refusal is recorded): false, and nothing written,
+// when another policy was put in force meanwhile (another replica), or the organization was
+// forgotten meanwhile (uninstalled) while prevSHA was in force.
 func (s *Store) ReplaceOrgPolicy(ctx context.Context, p OrgPolicy, prevSHA string) (bool, error) {
 	if p.Owner == "" {
 		return false, errors.New("store: replace org policy: the owner is required")
 	}
-	res, err := s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '', ?)
-		ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, sha = excluded.sha, text = excluded.text,
-			loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = '', pusher = excluded.pusher
-		WHERE org_policies.sha = ?`,
-		strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt), p.Pusher, prevSHA)
+	var res sql.Result
+	var err error
+	if prevSHA != "" {
+		res, err = s.exec(ctx, `UPDATE org_policies SET installation_id = ?, sha = ?, text = ?, loaded_at = ?, refused_sha = '', refused_at = NULL,
+			refused_why = '', pusher = ? WHERE owner = ? AND sha = ?`,
+			p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt), p.Pusher, strings.ToLower(p.Owner), prevSHA)
+	} else {
+		res, err = s.exec(ctx, `INSERT INTO org_policies (`+orgPolicyColumns+`) VALUES (?, ?, ?, ?, ?, '', NULL, '', ?)
+			ON CONFLICT (owner) DO UPDATE SET installation_id = excluded.installation_id, sha = excluded.sha, text = excluded.text,
+				loaded_at = excluded.loaded_at, refused_sha = '', refused_at = NULL, refused_why = '', pusher = excluded.pusher
+			WHERE org_policies.sha = ''`,
+			strings.ToLower(p.Owner), p.InstallationID, p.SHA, p.Text, s.t(p.LoadedAt), p.Pusher)
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("store: put the policy of %s: %w", p.Owner, err)
+	}
+	return n > 0, nil
+}
+
+// ConcludePolicyChange records a push of an organization's policy file and, in the same
+// transaction, what it does to the policy: put (when not nil) in force while prevSHA is in
+// force (ReplaceOrgPolicy; false and nothing written otherwise), or, for a refused change,
+// the refusal beside the policy in force (RefuseOrgPolicy).
+func (s *Store) ConcludePolicyChange(ctx context.Context, c PolicyChange, put *OrgPolicy, prevSHA string, installationID int64) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("store: conclude a policy change of %s: begin: %w", c.Owner, err)
+	}
+	in := s.inTx(tx)
+	ok := true
+	switch {
+	case put != nil:
+		ok, err = in.ReplaceOrgPolicy(ctx, *put, prevSHA)
+	case c.Outcome == PolicyRefused:
+		err = in.RefuseOrgPolicy(ctx, c.Owner, installationID, c.SHA, c.Reason, c.At)
+	}
+	if err == nil && ok {
+		err = in.RecordPolicyChange(ctx, c)
+	}
+	if err != nil || !ok {
+		_ = tx.Rollback()
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("store: conclude a policy change of %s: %w", c.Owner, err)
+	}
+	return true, nil
+}
+
+// HasPolicyRecord reports whether anything of an organization's policy was ever recorded: a
+// policy in force, a refusal, or a change (an organization read for the first time has none).
+func (s *Store) HasPolicyRecord(ctx context.Context, owner string) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM org_policies WHERE owner = ?) + (SELECT COUNT(*) FROM policy_changes WHERE owner = ?)`,
+		strings.ToLower(owner), strings.ToLower(owner)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("store: the policy record of %s: %w", owner, err)
 	}
 	return n > 0, nil
 }

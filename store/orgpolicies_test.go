@@ -60,6 +60,11 @@ func TestOrgPolicies(t *testing.T) {
 		if got, _, _ := s.GetOrgPolicy(ctx, "acme"); !reflect.DeepEqual(got, newer) {
 			t.Fatalf("after replacing: %+v, want %+v", got, newer)
 		}
+		// An organization forgotten meanwhile (uninstalled) is not brought back by a replica
+		// that compared with its policy.
+		if ok, err := s.ReplaceOrgPolicy(ctx, OrgPolicy{Owner: "gone", SHA: "g2", Text: "x", LoadedAt: at}, "g1"); err != nil || ok {
+			t.Fatalf("replacing the policy of an organization with none: %v %v", ok, err)
+		}
 		if err := s.ForgetOrgPolicy(ctx, "globex"); err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +120,29 @@ func TestPolicyChanges(t *testing.T) {
 			if got := shas(tt.f); got != tt.want {
 				t.Errorf("%+v: %s, want %s", tt.f, got, tt.want)
 			}
+		}
+		// A change is concluded in one transaction with what it does to the policy in force.
+		in := OrgPolicy{Owner: "hooli", SHA: "h1", Text: "projects: [{number: 1}]\n", LoadedAt: at, Pusher: "gavin"}
+		if has, err := s.HasPolicyRecord(ctx, "hooli"); err != nil || has {
+			t.Fatalf("a new organization has a record: %v %v", has, err)
+		}
+		if ok, err := s.ConcludePolicyChange(ctx, PolicyChange{Owner: "hooli", SHA: "h1", Pusher: "gavin", At: at, Outcome: PolicyInForce}, &in, "", 9); err != nil || !ok {
+			t.Fatalf("concluding a change put in force: %v %v", ok, err)
+		}
+		if ok, err := s.ConcludePolicyChange(ctx, PolicyChange{Owner: "hooli", SHA: "h2", Pusher: "bot", At: at, Outcome: PolicyInForce}, &in, "stale", 9); err != nil || ok {
+			t.Fatalf("concluding over a policy no longer in force: %v %v", ok, err)
+		}
+		if ok, err := s.ConcludePolicyChange(ctx, PolicyChange{Owner: "hooli", SHA: "h3", Pusher: "agent-1", At: at, Outcome: PolicyRefused, Reason: "not an admin"}, nil, "", 9); err != nil || !ok {
+			t.Fatalf("concluding a refused change: %v %v", ok, err)
+		}
+		if p, _, _ := s.GetOrgPolicy(ctx, "hooli"); p.SHA != "h1" || p.RefusedSHA != "h3" || p.RefusedWhy != "not an admin" {
+			t.Errorf("after the changes: %+v", p)
+		}
+		if hs, _ := s.PolicyChanges(ctx, PolicyChangeFilter{Owner: "hooli"}); len(hs) != 2 || hs[0].SHA != "h1" || hs[1].SHA != "h3" {
+			t.Errorf("the changes recorded: %+v (the one not concluded must not be)", hs)
+		}
+		if has, err := s.HasPolicyRecord(ctx, "HOOLI"); err != nil || !has {
+			t.Fatalf("an organization with changes has no record: %v %v", has, err)
 		}
 		got, _ := s.PolicyChanges(ctx, PolicyChangeFilter{Owner: "acme", Limit: 1})
 		want := changes[3]

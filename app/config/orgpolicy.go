@@ -796,37 +796,47 @@ the thousand, as many states as references, deep nesting, long keys, unknown or 
 aliases), from 32 KB to 600 KB, get at most 101 problems for work in proportion to their size;
 ` + "`BenchmarkForOrganization`" + ` measures them.
 
-` + `**When it is read, and what is in force.** An organization's first policy is the file at the
-head of its repository's default branch when ` + "`" + `serve` + "`" + ` first reads it (at start, or when the App is
-installed there): the person who installs the App vouches for it. After that only a ` + "`" + `push` + "`" + ` to
-the default branch that changes the file changes the policy; a restart or an installation event
-puts the kept policy in force again, never the file at the head by itself. A push's webhook is
-answered at once and the file checked by a job of its own queue (its own workers: checking one
-organization's file never holds a worker the boards' changes need, nor another organization's
-push). Each push gets a check run on its commit, named ` + "`" + `ralph-gate policy` + "`" + `, and is recorded with
+` + `**When it is read, and what is in force.** Only a ` + "`" + `push` + "`" + ` to the default branch changes an
+organization's policy; a restart or an installation event puts the kept policy in force again,
+never the file at the head by itself. There is one exception, for an organization ralph-gate
+has never recorded anything of and whose ` + "`" + `policy_admins` + "`" + ` are not named: its first policy is the
+file at the head when ` + "`" + `serve` + "`" + ` first reads it (at start, or when the App is installed there),
+and the person who installs the App vouches for it. With policy admins named, the first policy
+comes from a policy admin's push. While an organization has no policy in force, every push to
+the default branch is read (its pusher vouches for the file as it is); once one is, only a push
+that changes the file is. A push's webhook is answered at once and the file checked by a job of
+its own queue: its own workers, so checking one organization's file never holds a worker the
+boards' changes need, and one organization's pushes are taken in one at a time, a push that
+finds another of its organization under way waiting off the worker. Each push gets a check run on its commit, named ` + "`" + `ralph-gate policy` + "`" + `, and is recorded with
 its pusher (` + "`" + `ralph-gate audit --policy` + "`" + `):
 
 | the push | check run | the policy in force |
 |---|---|---|
-| valid, newer than the policy in force's commit, pushed by someone who may change the policy (below) | ` + "`" + `success` + "`" + `: what it changes, and what it would have decided differently (below) | is the pushed file, from the next second on |
+| valid, newer than the policy in force's commit, pushed by someone who may change the policy (below) | ` + "`" + `success` + "`" + `: what it changes, and what it would have decided differently (below; on a public repository, the counts alone) | is the pushed file, from the next second on |
 | pushed by someone who may not change the policy | ` + "`" + `failure` + "`" + `: who may change it and how, what it would have changed | stays |
 | with problems | ` + "`" + `failure` + "`" + `: every problem, an annotation on each problem's line | stays |
-| valid, but older than the policy in force's commit (a late delivery) | ` + "`" + `success` + "`" + `: a newer commit's policy is in force | stays |
-| the file in force again | ` + "`" + `success` + "`" + `: unchanged | stays |
+| older than the policy in force's commit (a late delivery) | ` + "`" + `success` + "`" + ` (` + "`" + `failure` + "`" + ` listing the problems of an invalid file): a newer commit's policy is in force | stays |
+| newer, the file the policy in force | ` + "`" + `success` + "`" + `: unchanged | stays; the newer commit is now its commit |
 
 Pushes are ordered by their commits (GitHub compares the push's commit with the policy in
-force's), not by when their webhooks arrive: a late push never replaces a newer policy, and a
-push that does not touch the file (a README right after a policy change) hides none that did. A
-force-push that rewrote the branch counts as newer; a force-push, a new branch, or a push of
-more commits than its webhook lists is read whatever it lists. A change made before a policy was
+force's) before anything else, not by when their webhooks arrive: a late push never replaces a
+newer policy, a change and its quick revert leave the revert in force, and a push that does not
+touch the file (a README right after a policy change) hides none that did. A commit that has
+diverged from the policy in force's (a force-push rewrote the branch) is newer only while the
+branch still holds it. A force-push, a new branch, or a push of more commits than its webhook
+lists is read whatever it lists. A pusher vouches for the whole file at their commit: a refused
+change left on the branch goes in force with the next change a policy admin pushes unless it is
+reverted (the refused check run says so, and the admin's check run lists every change against
+the policy in force). A change made before a policy was
 put in force is judged by the policy before it, however late its report (docs/ENFORCEMENT.md
 "Policy per organization"). The last valid file is kept in the store with its commit and
 pusher, so a restart enforces it before GitHub is read again. Replicas on one PostgreSQL store
 share it: the replica a push reaches reads the file and puts it in force only while the store
 still holds the policy it compared with, and the others put the same policy in force, from the
 same time, when the store notifies them. The projects a policy brings into force are reconciled
-at once. An organization with no valid file has none of its projects enforced; an uninstalled
-organization is forgotten. ` + "`" + `ralph-gate doctor` + "`" + ` checks that every installation grants Contents:
+at once. An organization with no valid file has none of its projects enforced; a suspended
+installation's projects are not enforced until it is unsuspended; an uninstalled organization's
+policy is forgotten (its record of changes stays). ` + "`" + `ralph-gate doctor` + "`" + ` checks that every installation grants Contents:
 read (the file) and Checks: write (the check run), and says which commit's policy is in force
 for each organization, whether a newer push was refused, or that there is no policy file yet.
 
@@ -845,8 +855,9 @@ organizations:
 
 - A push changes the policy only when its pusher (for a merged pull request, the person who
   merged it) is one of the organization's ` + "`" + `policy_admins` + "`" + ` (a team's active members; reading them
-  needs the Members permission, read), or, when none are named, a person who is neither an agent
-  nor a bot by the policy in force. A bot never changes it.
+  needs the Members permission, read: without it the push is refused, saying so), or, when none
+  are named, a person who is neither an agent nor a bot by the policy in force. A bot never
+  changes it.
 - Anyone else's push gets a failing check run that says who may change the policy and how (a
   policy admin pushes the change, or merges a pull request that makes it) and what the change
   would have changed; it is recorded as refused with its pusher and counted in
@@ -863,8 +874,10 @@ organizations:
 ` + "`" + `sandbox.TestOnlyPolicyAdminsChangeThePolicy` + "`" + ` (an agent's bypass refused and its next illegal move
 reverted; a policy admin's change followed at once by an agent's README push in force within
 seconds, its check run saying what it would decide differently) prove it, with
-` + "`" + `sandbox.TestStrangerOrganizationIsNotServed` + "`" + `, ` + "`" + `sandbox.TestOrgPolicyLatePushNeverReplacesANewer` + "`" + `
-and ` + "`" + `sandbox.TestFirstPolicyPushReconcilesItsProjects` + "`" + `.
+` + "`" + `sandbox.TestStrangerOrganizationIsNotServed` + "`" + `, ` + "`" + `sandbox.TestOrgPolicyLatePushNeverReplacesANewer` + "`" + `,
+` + "`" + `sandbox.TestPolicyChangesInTheOrderOfTheirCommits` + "`" + ` and
+` + "`" + `sandbox.TestFirstPolicyPushReconcilesItsProjects` + "`" + ` (an agent's first file refused, and still out
+of force after a restart).
 
 ### Backtesting a change
 
@@ -883,7 +896,8 @@ the one the store keeps for the organization; the command only reads the store (
 exits 1, as ` + "`" + `ralph-gate validate` + "`" + ` does. The output groups the differences by recorded and
 proposed verdict and rule, and by actor, lists the newest, and names the projects that would
 start or stop being enforced or change mode (` + "`" + `--json` + "`" + ` for scripts); at most the newest 50,000
-moves are replayed, and it says so when more were recorded. ` + "`" + `app.TestBacktest` + "`" + ` proves each part
+moves are replayed, and it says so when more were recorded. A check run on a public repository
+is public: there it gives the counts alone, without issues or actors. ` + "`" + `app.TestBacktest` + "`" + ` proves each part
 (a bypass added for an agent, a project removed, a mode changed to evaluate, an unchanged policy,
 gate and requirement refusals kept as recorded), ` + "`" + `app.TestBacktestMarkdownEscapes` + "`" + ` that logins,
 states and titles are shown as written and as nothing else, ` + "`" + `store.TestBacktestOrgAudit` + "`" + ` the
