@@ -132,32 +132,34 @@ func TestStrangerOrganizationIsNotServed(t *testing.T) {
 	if !strings.Contains(seed, `bypass: [agent-2]\nmcp:\n  agents:\n    - {name: agent-1}`) {
 		t.Fatal("the stranger's file does not name acme's agent")
 	}
-	e := startOrgs(t, "sqlite", []byte(seed), func(c *config.Config) {
-		c.Organizations = []config.Organization{{Login: "acme"}}
-		c.MCP.Agents = []config.MCPAgent{{Name: "agent-1", Token: agent1Token}}
-	})
-	e.policyUntil("acme's policy read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
-	text := "projects:\n  - number: 1\nmcp:\n  agents:\n    - {name: agent-1}\n"
-	if _, err := e.sb.Sim.Push(ghsim.Push{Org: "beta", Repo: ".github", Files: map[string]*string{"ralph-gate.yml": &text}, By: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	e.sb.Sim.WaitIdle(context.Background())
-	e.settle()
-	if _, found, err := e.sb.App.Store().GetOrgPolicy(context.Background(), "beta"); err != nil || found {
-		t.Errorf("the stranger's policy is kept: %v %v", found, err)
-	}
-	for _, r := range e.sb.Sim.Requests().Entries {
-		if strings.Contains(r.Path, "/repos/beta/") {
-			t.Errorf("the stranger's repository was read: %s %s", r.Method, r.Path)
+	each(t, func(t *testing.T, driver string) {
+		e := startOrgs(t, driver, []byte(seed), func(c *config.Config) {
+			c.Organizations = []config.Organization{{Login: "acme"}}
+			c.MCP.Agents = []config.MCPAgent{{Name: "agent-1", Token: agent1Token}}
+		})
+		e.policyUntil("acme's policy read at start", func(p store.OrgPolicy) bool { return p.SHA != "" })
+		text := "projects:\n  - number: 1\nmcp:\n  agents:\n    - {name: agent-1}\n"
+		if _, err := e.sb.Sim.Push(ghsim.Push{Org: "beta", Repo: ".github", Files: map[string]*string{"ralph-gate.yml": &text}, By: "alice"}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, cr := range e.sb.Sim.State().CheckRuns {
-		t.Errorf("a check run was created: %+v", cr)
-	}
-	acme := e.agentClient(agent1Token)
-	if got, refused := call[map[string]any](t, acme, "get_workflow_state", map[string]any{"owner": "acme", "repo": "app", "number": 3}); refused != "" {
-		t.Errorf("acme's agent-1 is refused on acme's board: %s (%v)", refused, got)
-	}
+		e.sb.Sim.WaitIdle(context.Background())
+		e.settle()
+		if _, found, err := e.sb.App.Store().GetOrgPolicy(context.Background(), "beta"); err != nil || found {
+			t.Errorf("the stranger's policy is kept: %v %v", found, err)
+		}
+		for _, r := range e.sb.Sim.Requests().Entries {
+			if strings.Contains(r.Path, "/repos/beta/") {
+				t.Errorf("the stranger's repository was read: %s %s", r.Method, r.Path)
+			}
+		}
+		for _, cr := range e.sb.Sim.State().CheckRuns {
+			t.Errorf("a check run was created: %+v", cr)
+		}
+		acme := e.agentClient(agent1Token)
+		if got, refused := call[map[string]any](t, acme, "get_workflow_state", map[string]any{"owner": "acme", "repo": "app", "number": 3}); refused != "" {
+			t.Errorf("acme's agent-1 is refused on acme's board: %s (%v)", refused, got)
+		}
+	})
 }
 
 // An organization with no policy file yet: nothing is enforced. An agent's first file is
