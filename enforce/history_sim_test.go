@@ -1149,9 +1149,11 @@ func (w *simWorld) appWrite(id, state string) {
 		ContentType: ContentIssue, FromKnown: true, From: before, To: state, Actor: "ralph-gate[bot]", At: w.now.Truncate(time.Second)}}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
-	if w.provisionalWrite(id, before, state) {
-		// Written at once, in the second of the move it sets back: the moves of its second,
-		// in any order GitHub cannot tell apart, chain through it.
+	if !w.handing {
+		// Every write of ours is a step of the true history: the moves of its second, in any
+		// order GitHub cannot tell apart, may chain through it (a revert at once, a raced
+		// write, a cascade's write alike). A handoff's write is the handoff's own move, which
+		// the history holds already.
 		w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: oracle.Move{From: before, To: state, At: w.now.Truncate(time.Second),
 			Wrote: true, Delivery: d.id}})
 	}
