@@ -126,9 +126,11 @@ type gqlRequest struct {
 	Variables map[string]any `json:"variables,omitempty"`
 }
 
-// Do runs one document and decodes its data into out. Queries and idempotent mutations are
-// retried on 5xx and transport errors; a document that creates content (a comment) is sent at
-// most once, because a 5xx does not say whether GitHub created it.
+// Do runs one document and decodes its data into out. Queries and idempotent mutations (a
+// comment's edit) are retried on 5xx and transport errors; a document that creates content (a
+// comment) is sent at most once, because a 5xx does not say whether GitHub created it, and so
+// is a write of a card's value or an issue's state, which must be read again before it is sent
+// again (idempotent).
 //
 // GitHub answers with data and errors together when part of a document failed (a node the
 // installation may not see, one that no longer exists, one alias of a batch): Do then decodes
@@ -402,11 +404,19 @@ func isMutation(query string) bool {
 	return strings.HasPrefix(q, "mutation")
 }
 
-// idempotent reports whether sending the document twice has the effect of sending it once.
-// Only content-creating mutations are not: a retried addComment after an ambiguous 5xx could
-// post the comment twice.
+// idempotent reports whether Do may send the document again after a 5xx. A content-creating
+// mutation may not: a retried addComment after an ambiguous 5xx could post the comment twice.
+// Nor may a write of a value others change too (a field's value, an issue's state): sent
+// again without reading again, it would land over a move made since the first was read. The
+// caller sends it again after reading again (a guarded write: Board.writeGuarded) or leaves it
+// to its walk, which reads the item anew.
 func idempotent(query string) bool {
-	return !strings.Contains(query, "addComment(")
+	for _, once := range []string{"addComment(", "updateProjectV2ItemFieldValue(", "clearProjectV2ItemFieldValue(", "closeIssue(", "reopenIssue("} {
+		if strings.Contains(query, once) {
+			return false
+		}
+	}
+	return true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

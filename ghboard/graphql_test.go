@@ -12,8 +12,8 @@ import (
 
 func noSleep(context.Context, time.Duration) error { return nil }
 
-// Transient failures are retried a bounded number of times; a content-creating mutation is
-// sent once; a rate limit is returned at once and no request goes out before it has passed.
+// Transient failures are retried a bounded number of times; a content-creating mutation, and a
+// write of a card's value or an issue's state, is sent once; a rate limit is returned at once and no request goes out before it has passed.
 func TestClientRetriesAndWaits(t *testing.T) {
 	var calls atomic.Int32
 	status := atomic.Int32{}
@@ -44,9 +44,16 @@ func TestClientRetriesAndWaits(t *testing.T) {
 	if !errors.As(err, &se) || calls.Load() != defaultAttempts {
 		t.Fatalf("5xx: %v after %d calls; want a ServerError after %d", err, calls.Load(), defaultAttempts)
 	}
+	for name, doc := range map[string]string{"addComment": mutationAddComment, "a card's value": mutationSetState,
+		"a cleared value": mutationClearState, "a close": mutationCloseIssue} {
+		calls.Store(0)
+		if err := c.Do(ctx, doc, nil, nil); !errors.As(err, &se) || calls.Load() != 1 {
+			t.Fatalf("%s: %v after %d calls; want one call (sent again only after reading again)", name, err, calls.Load())
+		}
+	}
 	calls.Store(0)
-	if err := c.Do(ctx, mutationAddComment, nil, nil); !errors.As(err, &se) || calls.Load() != 1 {
-		t.Fatalf("addComment: %v after %d calls; want one call", err, calls.Load())
+	if err := c.Do(ctx, mutationUpdateComment, nil, nil); !errors.As(err, &se) || calls.Load() != defaultAttempts {
+		t.Fatalf("a comment's edit: %v after %d calls; want %d", err, calls.Load(), defaultAttempts)
 	}
 
 	now := time.Unix(1_700_000_000, 0)

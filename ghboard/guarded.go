@@ -2,6 +2,7 @@ package ghboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -105,13 +106,28 @@ func (b *Board) GuardedTurns() (turns, carried int64) {
 
 // writeGuarded reads the batch's items in one request and writes, in one more, those whose
 // guard lets them (enforce.StateWrite.Guard: the card still shows the refused value, and the
-// write's own check holds); each write learns its own outcome.
+// write's own check holds); each write learns its own outcome. A write GitHub failed with a
+// server error is tried again, up to the client's attempts, reading its card again first: a
+// move made since the first read is never written over (the mutation itself is sent once, Do).
 func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
 	defer func() {
 		for _, w := range batch {
 			close(w.done)
 		}
 	}()
+	pending := batch
+	for attempt := 1; len(pending) > 0; attempt++ {
+		failed := b.writeGuardedOnce(ctx, pending)
+		if len(failed) == 0 || attempt >= b.gql.attempts || b.gql.sleep(ctx, b.gql.jitter(attempt)) != nil {
+			return
+		}
+		pending = failed
+	}
+}
+
+// writeGuardedOnce is one read and one write of the batch; it returns the writes GitHub failed
+// with a server error (each keeps its error, should it not be tried again).
+func (b *Board) writeGuardedOnce(ctx context.Context, batch []*guardedWrite) []*guardedWrite {
 	ids := make([]string, len(batch))
 	for i, w := range batch {
 		ids[i] = w.w.Item.ID
@@ -129,24 +145,33 @@ func (b *Board) writeGuarded(ctx context.Context, batch []*guardedWrite) {
 		}
 	}
 	if len(writes) == 0 {
-		return
+		return nil
 	}
+	var failed []*guardedWrite
+	var se *ServerError
 	if len(writes) == 1 {
 		writing[0].err = b.SetState(ctx, writes[0].Item, writes[0].State)
-		return
+		if errors.As(writing[0].err, &se) {
+			failed = append(failed, writing[0])
+		}
+		return failed
 	}
 	res := &WritesError{}
 	b.writeBatch(ctx, writes, res)
-	failed := map[string]FailedWrite{}
+	byItem := map[string]FailedWrite{}
 	for _, f := range res.Failed {
-		failed[f.Write.Item.ID] = f
+		byItem[f.Write.Item.ID] = f
 	}
 	for _, w := range writing {
-		f, ok := failed[w.w.Item.ID]
+		f, ok := byItem[w.w.Item.ID]
 		if !ok {
 			continue
 		}
 		one := &WritesError{Failed: []FailedWrite{f}, Err: res.Err}
 		w.err = fmt.Errorf("revert %s to %q: %w", w.w.Item.ID, w.w.State, one)
+		if errors.As(res.Err, &se) {
+			failed = append(failed, w)
+		}
 	}
+	return failed
 }
