@@ -80,16 +80,25 @@ func (r *agentRates) take(agent string, now time.Time) (time.Duration, bool) {
 	return 0, true
 }
 
-// limitCalls is a receiving middleware that refuses an agent's tool call beyond its rate,
-// before anything else is done for it (a bad call counts too).
+// limitCalls is a receiving middleware that holds every message of an agent to its rates,
+// before anything else is done for it (a bad call counts too): a tool call to the agent's
+// calls a minute (answered as a refused tool call, saying when to retry), any other method
+// (tools/list, initialize, ping…) to otherMethodsPerCall times as many (answered as a JSON-RPC
+// error saying when to retry). No method goes unbounded.
 func (s *server) limitCalls() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			agent := s.callerOf(req)
 			call, ok := req.(*mcp.CallToolRequest)
 			if !ok || call.Params == nil {
+				if wait, ok := s.others.take(agent, s.now()); !ok {
+					s.opts.Limits.refused("rate")
+					return nil, retryAfter(fmt.Sprintf("%s: %s has sent more than %d messages a minute besides its tool calls", method, agent, s.others.perMin),
+						fmt.Sprintf("each agent may send %d messages a minute besides its %d tool calls, in bursts of up to %d (config mcp.limits, %d× the tool calls)",
+							s.others.perMin, s.opts.Limits.CallsPerMinute, s.others.burst, otherMethodsPerCall), wait).Because(policy.RuleRate)
+				}
 				return next(ctx, method, req)
 			}
-			agent := s.callerOf(req)
 			if wait, ok := s.rates.take(agent, s.now()); !ok {
 				s.opts.Limits.refused("rate")
 				res := &mcp.CallToolResult{}
@@ -100,6 +109,15 @@ func (s *server) limitCalls() mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// otherMethodsPerCall is how many messages that are not tool calls (a session's initialize,
+// tools/list, pings) an agent may send for each tool call its rate allows.
+const otherMethodsPerCall = 4
+
+// newOtherRates is each agent's bucket of messages that are not tool calls.
+func newOtherRates(l Limits) *agentRates {
+	return &agentRates{perMin: l.CallsPerMinute * otherMethodsPerCall, burst: max(l.Burst, 1) * otherMethodsPerCall, byName: map[string]*rate.Limiter{}}
 }
 
 // board is the installation's board on owner, unless the façade may not spend GitHub's budget
@@ -135,8 +153,10 @@ func (s *server) now() time.Time {
 	return time.Now()
 }
 
-// limitBatches refuses a POST carrying more JSON-RPC messages than max (a batch): each may be
-// a tool call, and hundreds in one request would spend the installation's budget at once.
+// limitBatches refuses, before anything runs, a POST whose body is not exactly one JSON value
+// (trailing data, or not JSON at all: 400), and one carrying more JSON-RPC messages than max (a
+// batch). Its messages are counted as the SDK will parse them: the one value, or each element
+// of the one array. Each may be a tool call, and each costs GitHub requests.
 func limitBatches(next http.Handler, l Limits) http.Handler {
 	most := max(l.MaxBatch, 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +174,13 @@ func limitBatches(next http.Handler, l Limits) http.Handler {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		if n := batchLen(body); n > most {
+		n, err := messageCount(body)
+		if err != nil {
+			l.refused("malformed")
+			http.Error(w, "the body must be one JSON-RPC message or one batch (a JSON array of them), and nothing else: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if n > most {
 			l.refused("batch")
 			http.Error(w, fmt.Sprintf("a JSON-RPC batch may carry at most %d messages, this one carries %d: send the calls one per request", most, n),
 				http.StatusBadRequest)
@@ -165,17 +191,26 @@ func limitBatches(next http.Handler, l Limits) http.Handler {
 	})
 }
 
-// batchLen is how many messages a body carries: a JSON array's elements, else one.
-func batchLen(body []byte) int {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '[' {
-		return 1
+// messageCount is how many JSON-RPC messages a body carries: the elements of its one JSON
+// array, else one. A body that is not exactly one JSON value (empty, malformed, or followed by
+// anything but white space) is an error: what the SDK would make of it is not ours to guess.
+func messageCount(body []byte) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return 0, fmt.Errorf("not JSON (%v)", err)
+	}
+	if rest := body[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
+		return 0, fmt.Errorf("%d bytes of trailing data after the first JSON value", len(bytes.TrimSpace(rest)))
+	}
+	if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '[' {
+		return 1, nil
 	}
 	var msgs []json.RawMessage
-	if json.Unmarshal(body, &msgs) != nil {
-		return 1 // malformed: the SDK says so
+	if err := json.Unmarshal(v, &msgs); err != nil {
+		return 0, fmt.Errorf("not a JSON array (%v)", err)
 	}
-	return len(msgs)
+	return len(msgs), nil
 }
 
 // maxBody bounds a request's body.

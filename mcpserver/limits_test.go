@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,5 +167,111 @@ func TestBatchLimit(t *testing.T) {
 	}
 	if code, body := post(2); code != http.StatusOK || strings.Count(body, `"structuredContent"`) != 2 {
 		t.Fatalf("a batch of 2: %d %s", code, body)
+	}
+}
+
+// A body is counted as the SDK will parse it: exactly one JSON value (one message, or one
+// array of them). Trailing data, or a body that is not JSON, is refused whole with 400 before
+// anything runs: 30 tool calls or 5,000 tools/list followed by a byte no longer pass for one
+// message. The memory such a request makes the façade allocate is bounded by the body it may
+// send (1 MiB), whatever it asks for.
+func TestBodyIsOneJSONValue(t *testing.T) {
+	f := newFixture(t, issue(1, "Research Needed"))
+	var refused refusals
+	cb := &countedBoard{board: f.board}
+	f.opts.Board = func(context.Context, string) (enforce.Board, error) { return cb, nil }
+	l := Limits{MaxBatch: 10, CallsPerMinute: 60, Burst: 20, Refused: refused.add}
+	srv := httptest.NewServer(Handler(New(f.opts), []Credential{{Name: "agent-1", Hash: sha256.Sum256([]byte("a-long-enough-token"))}}, l))
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer a-long-enough-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	messages := func(n int, method, params string) string {
+		var msgs []string
+		for i := range n {
+			msgs = append(msgs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i+1, method, params))
+		}
+		return "[" + strings.Join(msgs, ",") + "]"
+	}
+	call := `{"name":"get_workflow_state","arguments":{"number":1}}`
+	tests := []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"30 tool calls and a trailing byte", messages(30, "tools/call", call) + " x", http.StatusBadRequest, "bytes of trailing data after the first JSON value"},
+		{"5,000 tools/list and a trailing byte", messages(5000, "tools/list", "{}") + "x", http.StatusBadRequest, "trailing data"},
+		{"two values", `{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}`, http.StatusBadRequest, "trailing data"},
+		{"not JSON", `{"jsonrpc":`, http.StatusBadRequest, "not JSON"},
+		{"5,000 tools/list", messages(5000, "tools/list", "{}"), http.StatusBadRequest, "at most 10 messages, this one carries 5000"},
+		{"a batch of 2, white space after it", messages(2, "tools/call", call) + " \n", http.StatusOK, `"structuredContent"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			calls := cb.calls.Load()
+			code, body := post(tt.body)
+			runtime.ReadMemStats(&after)
+			if code != tt.code || !strings.Contains(body, tt.want) {
+				t.Fatalf("%d %.300q, want %d with %q", code, body, tt.code, tt.want)
+			}
+			if tt.code != http.StatusOK && cb.calls.Load() != calls {
+				t.Errorf("a refused request called GitHub %d times", cb.calls.Load()-calls)
+			}
+			// What the request made the process allocate (server and client together): a
+			// refused one, a few times its body at most.
+			if allocated := after.TotalAlloc - before.TotalAlloc; tt.code != http.StatusOK && allocated > 16<<20 {
+				t.Errorf("the refused request allocated %d MiB", allocated>>20)
+			}
+		})
+	}
+	if refused.get("malformed") != 4 || refused.get("batch") != 1 {
+		t.Errorf("%d malformed and %d batch refusals counted, want 4 and 1", refused.get("malformed"), refused.get("batch"))
+	}
+}
+
+// Every method is held to a rate: besides its tool calls, an agent may send a few times as many
+// other messages (tools/list, initialize, pings); beyond, each is answered with a JSON-RPC error
+// saying when to retry, and counted.
+func TestEveryMethodHasARate(t *testing.T) {
+	f := newFixture(t, issue(1, "Research Needed"))
+	var refused refusals
+	l := Limits{MaxBatch: 10, CallsPerMinute: 6, Burst: 2, Refused: refused.add}
+	f.opts.Limits = l
+	srv := httptest.NewServer(Handler(New(f.opts), []Credential{{Name: "agent-1", Hash: sha256.Sum256([]byte("a-long-enough-token"))}}, l))
+	defer srv.Close()
+	burst := 2 * otherMethodsPerCall
+	var last string
+	for i := range burst + 1 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{}}`, i+1)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer a-long-enough-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = string(out)
+		if i < burst && !strings.Contains(last, `"tools"`) {
+			t.Fatalf("tools/list %d of a burst of %d: %s", i+1, burst, last)
+		}
+	}
+	if !strings.Contains(last, `"error"`) || !strings.Contains(last, "retry after") || refused.get("rate") != 1 {
+		t.Errorf("tools/list past the burst: %s (%d rate refusals counted)", last, refused.get("rate"))
 	}
 }

@@ -91,13 +91,14 @@ func (s *server) as(agent string) *server {
 }
 
 type server struct {
-	opts  Options
-	rates *agentRates
+	opts   Options
+	rates  *agentRates // tool calls
+	others *agentRates // every other message (limits.go)
 }
 
 // New builds the MCP server with every tool and the workflow resource.
 func New(opts Options) *mcp.Server {
-	s := &server{opts: opts, rates: newAgentRates(opts.Limits)}
+	s := &server{opts: opts, rates: newAgentRates(opts.Limits), others: newOtherRates(opts.Limits)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ralph-gate", Title: "ralph-gate workflow", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "ralph-gate enforces the agent workflow on a GitHub Projects board. Change an issue's Workflow State only with handoff_ticket; " +
 			"find work with pick_actionable_issue (claim: true locks it for you); ask detect_pipeline_position and check_convergence instead of interpreting state tables. " +

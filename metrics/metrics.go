@@ -92,7 +92,7 @@ func New(version string, queue QueueStatsFunc) *Metrics {
 	})
 	m.mcpRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "mcp_refused_total",
-		Help: "Façade requests refused for a limit: batch (too many messages in one POST), rate (an agent's calls a minute), budget (the GitHub reserve kept for enforcement).",
+		Help: "Façade requests refused for a limit: batch (too many messages in one POST), malformed (a body that is not exactly one JSON value), rate (an agent's messages a minute), budget (the GitHub reserve kept for enforcement).",
 	}, []string{"reason"})
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "mcp_tool_calls_total",
