@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -352,6 +353,10 @@ func dispatchError(w http.ResponseWriter, r *http.Request, err error) {
 	logger := zerolog.Ctx(r.Context())
 	var ve githubapp.ValidationError
 	switch {
+	case errors.Is(err, errHeld):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintln(w, err)
 	case errors.As(err, &ve), errors.Is(err, handlers.ErrMalformed):
 		logger.Warn().Err(err).Msg("refused a malformed webhook")
 		http.Error(w, "malformed webhook", http.StatusBadRequest)

@@ -47,6 +47,7 @@ func TestWebhookIntake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	chunked := append(bytes.Clone(payload), '\n') // another body: the first's again would be held as a replay
 	big := bytes.Repeat([]byte("x"), 70<<10)
 	tests := []struct {
 		name    string
@@ -76,7 +77,8 @@ func TestWebhookIntake(t *testing.T) {
 			http.Header{"X-Hub-Signature": {signWith(sha1.New, "sha1=", secret, payload)}}},
 		{"truncated signature", "projects_v2_item", payload, sign(secret, payload)[:40], "POST", http.StatusUnauthorized, false, nil},
 		{"oversized and unsigned: refused for the signature, unread", "projects_v2_item", big, "", "POST", http.StatusUnauthorized, false, nil},
-		{"valid, sent chunked", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusOK, true, nil},
+		{"valid, sent chunked", "projects_v2_item", chunked, sign(secret, chunked), "POST", http.StatusOK, true, nil},
+		{"the first one's signed body again under another id: held as a replay", "projects_v2_item", payload, sign(secret, payload), "POST", http.StatusAccepted, false, nil},
 		{"oversized, sent chunked", "projects_v2_item", big, sign(secret, big), "POST", http.StatusRequestEntityTooLarge, true, nil},
 	}
 	for _, tt := range tests {

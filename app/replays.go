@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,10 @@ import (
 // body — is told from a replay by GitHub's delivery log, which the next sweep reads
 // (redeliver.Options.Suspects): a held delivery the log lists is taken in, one it does not list
 // within a minute is dropped as a replay. docs/SECURITY.md "Replays".
+
+// errHeld is a delivery held as a suspected replay: answered 202 (dispatchError), handled only
+// once GitHub's delivery log lists it.
+var errHeld = errors.New("held: this signed body came before under another delivery id; taken in only if GitHub's delivery log lists this one")
 
 // replayGuard holds a delivery whose body came before under another id (docs above).
 type replayGuard struct {
@@ -55,7 +60,7 @@ func (g replayGuard) Handle(ctx context.Context, eventType, deliveryID string, d
 	if g.held != nil {
 		g.held(ctx)
 	}
-	return nil
+	return errHeld
 }
 
 // heldDeliveries is the store's held deliveries as the sweeper reads them.

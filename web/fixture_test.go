@@ -28,7 +28,7 @@ type fixedReports struct{ rep health.Report }
 func (f fixedReports) Report(context.Context, time.Time) (health.Report, error) { return f.rep, nil }
 
 // hostileTitle must appear escaped wherever it is shown.
-const hostileTitle = `<script>alert("x")</script> & friends`
+const hostileTitle = "<script>alert(\"x\")</script> & friends\u202e\u2066"
 
 // boardReport is one project: a stale lock, two items waiting for a person, an item with
 // no state whose title is hostile, an unblocked item, a state over its WIP limit.
