@@ -69,6 +69,9 @@ type App struct {
 	orgs        *orgPolicies
 	policyLocks sync.Map
 	strangers   sync.Map
+	// projectNumbers is each project node id's number, as payloads and item reads tell it:
+	// shared by the intake and enforcement (handlers.ProjectsV2Item.Projects).
+	projectNumbers *handlers.ProjectNumbers
 }
 
 // Options are what the caller supplies besides the configuration.
@@ -150,7 +153,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("store.dsn: the Postgres pool (pool_max_conns=%d) is too small for %d workers: set pool_max_conns to at least %d or lower enforcement.workers",
 			n, cfg.Enforcement.Workers, 2*cfg.Enforcement.Workers+8)
 	}
-	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx, hookWrap: opts.WebhookMiddleware}
+	a = &App{cfg: cfg, machine: m, store: st, github: creator, appLogin: appLogin, metrics: mx, hookWrap: opts.WebhookMiddleware,
+		projectNumbers: &handlers.ProjectNumbers{}}
 	boardOpts := []ghboard.Option{ghboard.WithLogger(riverLogger(ctx))}
 	if opts.GitHubWriteGap > 0 {
 		boardOpts = append(boardOpts, ghboard.WithMinWriteGap(opts.GitHubWriteGap))
@@ -189,6 +193,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Enforced:       enforced,
 		Mode:           modes,
 		Policies:       policies,
+		LearnProject:   a.projectNumbers.Learn,
 		Observer:       automationCounter{metrics: mx},
 		DecisionLink:   decisionLink(cfg),
 	})
@@ -289,7 +294,7 @@ func (a *App) eventHandlers() []githubapp.EventHandler {
 		scope.ByOwner = a.orgs.scope
 	}
 	return []githubapp.EventHandler{
-		&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
+		&handlers.ProjectsV2Item{Scope: scope, Queue: a.queue, History: a.service.Enforcer, Projects: a.projectNumbers},
 		&handlers.Issues{Scope: scope, Queue: a.queue, History: a.service.Enforcer},
 		&handlers.PullRequest{Scope: scope, Queue: a.queue},
 		&handlers.Push{Policies: a},

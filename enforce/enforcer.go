@@ -364,6 +364,9 @@ func (e *Enforcer) readBoard(ctx context.Context, w *walk, itemID string) error 
 		}
 	}
 	e.seen.put(it)
+	if e.opts.LearnProject != nil {
+		e.opts.LearnProject(it.ProjectID, it.ProjectNumber)
+	}
 	w.it, w.read = it, true
 	w.rec.IssueNumber, w.rec.Repo, w.rec.ProjectID = it.Number, it.Repo, it.ProjectID
 	return nil

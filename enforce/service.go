@@ -52,6 +52,9 @@ type Options struct {
 	// Policies, when set, gives each organization its own workflow and actors (policies.go);
 	// nil: every organization has the machine and actors New was given.
 	Policies Policies
+	// LearnProject, when set, is told the project node id and number of every item read back
+	// from GitHub (the intake then knows a project that is not enforced by its node id).
+	LearnProject func(nodeID string, number int)
 }
 
 // LifecycleStates names the states lifecycle sync moves items to.

@@ -42,11 +42,38 @@ type ProjectsV2Item struct {
 	// delivery GitHub lists as successful is known to enforcement (nil: the job records it).
 	History Recorder
 	Now     func() time.Time
+	// Projects, when set, is the number of each project node id, as payloads name it and as
+	// enforcement learns it reading items back (shared): a delivery whose payload names no
+	// project number, for an item of a project that is not enforced, is dropped here once any
+	// item of that project was read back, so such traffic costs GitHub a read per project,
+	// not one per delivery. Nil: this handler's own, from payloads alone.
+	Projects *ProjectNumbers
 
 	// fields and projects remember what payloads that named them said of node ids: a field
 	// node id's field name, which number a project node id has (zero values ready).
 	fields   learned[string]
-	projects learned[int]
+	projects ProjectNumbers
+}
+
+// ProjectNumbers remembers the number of each project node id (node ids are global and stable;
+// bounded as learned is).
+type ProjectNumbers struct{ l learned[int] }
+
+// Learn remembers a project node id's number.
+func (p *ProjectNumbers) Learn(nodeID string, number int) {
+	if number > 0 {
+		p.l.remember(nodeID, number)
+	}
+}
+
+// Number is a project node id's number, when known.
+func (p *ProjectNumbers) Number(nodeID string) (int, bool) { return p.l.lookup(nodeID) }
+
+func (h *ProjectsV2Item) projectNumbers() *ProjectNumbers {
+	if h.Projects != nil {
+		return h.Projects
+	}
+	return &h.projects
 }
 
 // Recorder records a reported change (enforce.Enforcer.Observe) and says when its job first
@@ -183,8 +210,8 @@ func (h *ProjectsV2Item) route(fc *payload.FieldChange) (route, string) {
 		fc.Field = name // (known by its node id)
 	}
 	if fc.ProjectNumber != 0 {
-		h.projects.remember(fc.ProjectID, fc.ProjectNumber)
-	} else if n, ok := h.projects.lookup(fc.ProjectID); ok {
+		h.projectNumbers().Learn(fc.ProjectID, fc.ProjectNumber)
+	} else if n, ok := h.projectNumbers().Number(fc.ProjectID); ok {
 		fc.ProjectNumber = n
 	}
 	enforced := fc.ProjectNumber == 0 || scope.enforced(fc.Owner, fc.ProjectNumber)
