@@ -66,54 +66,13 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 		r.names = append(r.names, name)
 	}
 	sort.Strings(r.names)
-	var ps []Problem
-	add := func(p, format string, args ...any) {
-		ps = append(ps, Problem{Path: p, Message: fmt.Sprintf(format, args...)})
-	}
-	seen := map[string]string{} // lower-cased pattern -> role
-	suggest := suggester{m: m, nearest: map[string]string{}}
-	var commands string // the workflow's commands, listed when a role names another
+	rc := roleChecker{m: m, seen: map[string]string{}, suggest: suggester{m: m, nearest: map[string]string{}}}
 	for _, name := range r.names {
-		spec, base := specs[name], "actors.roles."+name
-		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
-			add(base, "a role name is one word, such as builder")
-		}
-		if len(spec.Agents) == 0 {
-			add(base+".agents", "lists no agent: give the logins or patterns of the role's agents, such as [\"builder-*\"]")
-		}
-		for i, p := range spec.Agents {
-			switch key := strings.ToLower(strings.TrimSpace(p)); {
-			case key == "":
-				add(fmt.Sprintf("%s.agents[%d]", base, i), "must not be empty")
-			case seen[key] != "":
-				add(fmt.Sprintf("%s.agents[%d]", base, i), "%q is also an agent of the %s role: an agent has one role", p, seen[key])
-			default:
-				if _, err := path.Match(globPattern(key), ""); err != nil {
-					add(fmt.Sprintf("%s.agents[%d]", base, i), "invalid pattern %q: %v", p, err)
-				}
-				seen[key] = name
-			}
-		}
-		for i, s := range spec.Owns {
-			if !m.IsState(s) {
-				add(fmt.Sprintf("%s.owns[%d]", base, i), "unknown state %q%s", s, suggest.state(s))
-			}
-		}
-		for i, c := range spec.Commands {
-			if _, ok := m.cmdIndex[normCommand(c)]; !ok {
-				if commands == "" {
-					commands = strings.Join(m.Commands(), ", ")
-				}
-				add(fmt.Sprintf("%s.commands[%d]", base, i), "unknown command %q (commands: %s)", c, commands)
-			}
-		}
-		if spec.Serialize != "" && spec.Serialize != SerializeRepository {
-			add(base+".serialize", "must be %q or empty, got %q", SerializeRepository, spec.Serialize)
-		}
-		r.specs[name] = spec
+		rc.check(name, specs[name])
+		r.specs[name] = specs[name]
 	}
-	if len(ps) > 0 {
-		return nil, ps
+	if len(rc.ps) > 0 {
+		return nil, rc.ps
 	}
 	for _, name := range r.names {
 		r.commands[name] = r.deriveCommands(m, name)
@@ -126,25 +85,88 @@ func CompileRoles(m *Machine, specs map[string]RoleSpec) (*Roles, []Problem) {
 		}
 	}
 	if mode == ReviewInteractive {
-		if len(r.review) == 0 {
-			return nil, []Problem{{Path: "workflow.review_mode", Message: "interactive needs a review command (workflow.commands) whose inputs are the review states"}}
-		}
-		reviewers := 0
-		for s := range r.review {
-			var keep []string
-			for _, name := range r.owners[s] {
-				if r.reviewing(name) {
-					keep = append(keep, name)
-				}
-			}
-			reviewers += len(keep)
-			r.owners[s] = keep
-		}
-		if reviewers == 0 {
-			return nil, []Problem{{Path: "workflow.review_mode", Message: "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
+		if ps := r.keepReviewers(); len(ps) > 0 {
+			return nil, ps
 		}
 	}
 	return r, nil
+}
+
+// roleChecker checks the roles one after another: an agent belongs to one role (seen: each
+// lower-cased pattern's role so far); problems gathered in ps.
+type roleChecker struct {
+	m        *Machine
+	seen     map[string]string
+	suggest  suggester
+	commands string // the workflow's commands, listed when a role names another
+	ps       []Problem
+}
+
+func (rc *roleChecker) add(p, format string, args ...any) {
+	rc.ps = append(rc.ps, Problem{Path: p, Message: fmt.Sprintf(format, args...)})
+}
+
+// check checks one role's name, agents, owned states, commands and serialization.
+func (rc *roleChecker) check(name string, spec RoleSpec) {
+	base := "actors.roles." + name
+	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t") {
+		rc.add(base, "a role name is one word, such as builder")
+	}
+	if len(spec.Agents) == 0 {
+		rc.add(base+".agents", "lists no agent: give the logins or patterns of the role's agents, such as [\"builder-*\"]")
+	}
+	for i, p := range spec.Agents {
+		switch key := strings.ToLower(strings.TrimSpace(p)); {
+		case key == "":
+			rc.add(fmt.Sprintf("%s.agents[%d]", base, i), "must not be empty")
+		case rc.seen[key] != "":
+			rc.add(fmt.Sprintf("%s.agents[%d]", base, i), "%q is also an agent of the %s role: an agent has one role", p, rc.seen[key])
+		default:
+			if _, err := path.Match(globPattern(key), ""); err != nil {
+				rc.add(fmt.Sprintf("%s.agents[%d]", base, i), "invalid pattern %q: %v", p, err)
+			}
+			rc.seen[key] = name
+		}
+	}
+	for i, s := range spec.Owns {
+		if !rc.m.IsState(s) {
+			rc.add(fmt.Sprintf("%s.owns[%d]", base, i), "unknown state %q%s", s, rc.suggest.state(s))
+		}
+	}
+	for i, c := range spec.Commands {
+		if _, ok := rc.m.cmdIndex[normCommand(c)]; !ok {
+			if rc.commands == "" {
+				rc.commands = strings.Join(rc.m.Commands(), ", ")
+			}
+			rc.add(fmt.Sprintf("%s.commands[%d]", base, i), "unknown command %q (commands: %s)", c, rc.commands)
+		}
+	}
+	if spec.Serialize != "" && spec.Serialize != SerializeRepository {
+		rc.add(base+".serialize", "must be %q or empty, got %q", SerializeRepository, spec.Serialize)
+	}
+}
+
+// keepReviewers leaves, in interactive review mode, only the reviewing roles as owners of the
+// review states; a problem when there is no review command or no reviewing role.
+func (r *Roles) keepReviewers() []Problem {
+	if len(r.review) == 0 {
+		return []Problem{{Path: "workflow.review_mode", Message: "interactive needs a review command (workflow.commands) whose inputs are the review states"}}
+	}
+	reviewers := 0
+	for s := range r.review {
+		var keep []string
+		for _, name := range r.owners[s] {
+			if r.reviewing(name) {
+				keep = append(keep, name)
+			}
+		}
+		reviewers += len(keep)
+		r.owners[s] = keep
+	}
+	if reviewers == 0 {
+		return []Problem{{Path: "workflow.review_mode", Message: "interactive needs a reviewing role under actors.roles (a role, such as validator, that owns only the states the review command works on)"}}
+	}
+	return nil
 }
 
 // reviewing: the role owns only review states (the validator of the ownership map).
