@@ -28,16 +28,10 @@ func (r *repo) commitIndex(c *commit) int { return slices.Index(r.commits, c) }
 // installation needs the contents permission (read). 404 for a repository it may not see, a
 // basehead without "...", or a side that names no commit.
 func (s *Server) compareCommits(w http.ResponseWriter, r *http.Request) {
-	p := principalFrom(r.Context())
 	s.w.mu.RLock()
 	defer s.w.mu.RUnlock()
-	rp := s.repoFrom(r)
+	rp := s.readableRepo(w, r)
 	if rp == nil {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	if p.kind == installationToken && !p.inst.can("contents", "read") {
-		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
 		return
 	}
 	basehead := r.PathValue("basehead")

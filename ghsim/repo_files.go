@@ -182,17 +182,27 @@ func (w *world) contentJSON(r *repo, c *commit, path, ref string, dir, withConte
 // metadata, or a directory's entries (the repository's root for an empty path). An installation
 // needs the contents permission (read); 404 for a repository it may not see, a path that is
 // not there, or a ref that names no commit.
-func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
-	p := principalFrom(r.Context())
-	s.w.mu.RLock()
-	defer s.w.mu.RUnlock()
+// readableRepo is the request's repository when its caller may read its contents (an
+// installation needs contents: read); otherwise nil, the answer written (404, or 403). The
+// caller holds the world's lock.
+func (s *Server) readableRepo(w http.ResponseWriter, r *http.Request) *repo {
 	rp := s.repoFrom(r)
 	if rp == nil {
 		writeError(w, http.StatusNotFound, "Not Found")
-		return
+		return nil
 	}
-	if p.kind == installationToken && !p.inst.can("contents", "read") {
+	if p := principalFrom(r.Context()); p.kind == installationToken && !p.inst.can("contents", "read") {
 		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
+		return nil
+	}
+	return rp
+}
+
+func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
+	s.w.mu.RLock()
+	defer s.w.mu.RUnlock()
+	rp := s.readableRepo(w, r)
+	if rp == nil {
 		return
 	}
 	ref := r.URL.Query().Get("ref")
