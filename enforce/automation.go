@@ -318,20 +318,10 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 	card := known && !r.StateUpdatedAt.IsZero() && r.StateUpdatedAt.Before(cause.Add(time.Second)) && rec.ObservedState != r.State && rec.RevertPending == ""
 	gap := false
 	if known && !issue {
-		pending, err := a.store().PendingObservations(ctx, r.ItemID)
-		if err != nil {
-			return fmt.Errorf("load reports of item %s: %w", r.ItemID, err)
+		reports := 0
+		if reports, gap, err = a.othersReports(ctx, r.ItemID, rec.ObservedState); err != nil {
+			return err
 		}
-		// Reports waiting that none follows the history from: a change before them no report
-		// has told of, made when is unknown (its card shows only the newest change time).
-		reports, follows := 0, false
-		for _, o := range pending {
-			if o.Actor != a.rec.app && o.Lifecycle == "" && o.Field == "" {
-				reports++
-				follows = follows || !o.FromKnown || o.From == rec.ObservedState
-			}
-		}
-		gap = reports > 0 && !follows
 		if !gap && card && reports > 0 {
 			return nil // a report tells of it: the relatives' wait orders it
 		}
@@ -343,6 +333,24 @@ func (a *Automation) unreportedBefore(ctx context.Context, ch *chain, r Relative
 		a.walkSoon(ctx, ch.board, relativeItem(ch.base, r))
 	}
 	return groupUnsettled{member: r.ItemID, number: r.Number}
+}
+
+// othersReports counts the reports of others' card changes waiting for an item; gap: none
+// follows the history from observed (a change before them no report has told of, made when is
+// unknown: its card shows only the newest change time).
+func (a *Automation) othersReports(ctx context.Context, itemID, observed string) (reports int, gap bool, err error) {
+	pending, err := a.store().PendingObservations(ctx, itemID)
+	if err != nil {
+		return 0, false, fmt.Errorf("load reports of item %s: %w", itemID, err)
+	}
+	follows := false
+	for _, o := range pending {
+		if o.Actor != a.rec.app && o.Lifecycle == "" && o.Field == "" {
+			reports++
+			follows = follows || !o.FromKnown || o.From == observed
+		}
+	}
+	return reports, reports > 0 && !follows, nil
 }
 
 // unreportedAtOrBelow is unreportedBefore for a child of a parent the chain converges and, while

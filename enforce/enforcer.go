@@ -234,25 +234,9 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 		return Result{}, err
 	}
 	defer unlock()
-	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil {
+	proof, err := e.loadWalk(ctx, w, itemID)
+	if err != nil {
 		return Result{}, err
-	}
-	w.loaded = w.rec.Version
-	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
-		return Result{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
-	}
-	if w.pre != nil && w.rec.Version != w.preVersion {
-		// Recorded since it was read: the read may predate our own write.
-		w.pre = nil
-	}
-	proof := policy.SweepProof{}
-	switch {
-	case w.proof != nil:
-		proof = *w.proof
-	case e.opts.Redeliveries != nil:
-		if proof, err = e.opts.Redeliveries.SweepProof(ctx); err != nil {
-			return Result{}, fmt.Errorf("read the redelivery sweep's proof: %w", err)
-		}
 	}
 	for step := 0; step < maxStepsPerRun; step++ {
 		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
@@ -266,82 +250,132 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
 		})
-		if !w.read && a.Kind == policy.ActRead {
-			// Every report is judged (our own writes coming back were ignored): a job's walk
-			// whose report was judged before ends here, without reading the board.
-			if done, err := e.settled(ctx, w); err != nil {
-				return Result{}, err
-			} else if done {
-				return e.finish(ctx, w)
-			}
-		}
-		if !w.read && (a.Kind == policy.ActRead || (a.Kind == policy.ActJudge && a.Obs.Field == "") || a.Kind == policy.ActJudgeUnobserved) {
-			// (A field's edit is taken in without looking at the board.)
-			// Judging reads the gates' inputs from the item; the rest compares with the board.
-			// The read comes where a job's walk would read: a read made earlier (JudgeWaiting's,
-			// before the lock) stands for it, once; the sequencer's steps before it did not look
-			// at the board.
-			if e.opts.Policies != nil && w.owner != "" {
-				if _, _, ok := e.opts.Policies.Of(w.owner, e.now()); !ok {
-					// Uninstalled (its queue drains without reading GitHub, which would refuse the
-					// installation's tokens now), or its file was never valid.
-					return e.drop(ctx, w, fmt.Sprintf("%s has no policy in force: nothing of it is enforced", w.owner))
-				}
-			}
-			err := e.readBoard(ctx, w, itemID)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				// Deleted from the project (or its issue deleted): nothing to enforce, ever.
-				// Retrying would only fail again.
-				return e.drop(ctx, w, "the item no longer exists on GitHub")
-			case err != nil:
-				return Result{}, err
-			case !e.enforced(w.it):
-				return e.drop(ctx, w, fmt.Sprintf("the item is on %s/%d, which is not enforced (the payload named another project)", w.it.Owner, w.it.ProjectNumber))
-			}
-			if a.Kind == policy.ActRead || a.Obs.Event {
-				continue // asked again with the board known (lifecycle events of one second are ordered by it)
-			}
-		}
-		if w.read && w.rec.AutomateState != "" {
-			// Automation an earlier run owes (it failed after judging the step, or waited for
-			// a sibling's history): it comes before anything after that step.
-			if err := e.automatePending(ctx, w, true); err != nil {
-				return e.holdOr(ctx, w, err)
-			}
-			continue
-		}
-		switch a.Kind {
-		case policy.ActWait:
-			e.provisionalRevert(ctx, w)
-			return e.hold(ctx, w, a)
-		case policy.ActDone:
-			if err := e.provisionalNeverLanded(ctx, w); err != nil {
-				return Result{}, err
-			}
-			return e.finish(ctx, w)
-		}
-		var member groupUnsettled
-		err := e.awaitRelativesOf(ctx, w, a)
-		if err == nil {
-			err = e.apply(ctx, w, a)
-		}
-		if errors.As(err, &member) {
-			// The gate needs a group member's state at the time of the move: the member's
-			// walk wakes this one when its history moves on (wake.go).
-			return e.holdForMember(ctx, w, member)
-		} else if err != nil {
-			return Result{}, err
-		}
-		if w.read && w.rec.AutomateState != "" {
-			// Automation is part of its cause: a legal step's cascade and convergence are
-			// done before the next step is judged, whose gates count them.
-			if err := e.automatePending(ctx, w, false); err != nil {
-				return e.holdOr(ctx, w, err)
-			}
+		if res, end, err := e.walkStep(ctx, w, itemID, a); end || err != nil {
+			return res, err
 		}
 	}
 	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
+}
+
+// loadWalk loads the item's record and pending reports into the walk (the item locked), and
+// returns the redelivery sweep's proof it is judged by.
+func (e *Enforcer) loadWalk(ctx context.Context, w *walk, itemID string) (policy.SweepProof, error) {
+	var err error
+	if w.rec, w.found, err = e.items.load(ctx, itemID); err != nil {
+		return policy.SweepProof{}, err
+	}
+	w.loaded = w.rec.Version
+	if w.pending, err = e.store().PendingObservations(ctx, itemID); err != nil {
+		return policy.SweepProof{}, fmt.Errorf("load reports of item %s: %w", itemID, err)
+	}
+	if w.pre != nil && w.rec.Version != w.preVersion {
+		// Recorded since it was read: the read may predate our own write.
+		w.pre = nil
+	}
+	switch {
+	case w.proof != nil:
+		return *w.proof, nil
+	case e.opts.Redeliveries != nil:
+		proof, err := e.opts.Redeliveries.SweepProof(ctx)
+		if err != nil {
+			return proof, fmt.Errorf("read the redelivery sweep's proof: %w", err)
+		}
+		return proof, nil
+	}
+	return policy.SweepProof{}, nil
+}
+
+// walkStep takes the sequencer's action; end reports that the walk is over, with res.
+func (e *Enforcer) walkStep(ctx context.Context, w *walk, itemID string, a policy.Action) (res Result, end bool, err error) {
+	if !w.read {
+		res, end, again, err := e.lookIfNeeded(ctx, w, itemID, a)
+		if end || again || err != nil {
+			return res, end, err
+		}
+	}
+	if w.read && w.rec.AutomateState != "" {
+		// Automation an earlier run owes (it failed after judging the step, or waited for
+		// a sibling's history): it comes before anything after that step.
+		if err := e.automatePending(ctx, w, true); err != nil {
+			res, err := e.holdOr(ctx, w, err)
+			return res, true, err
+		}
+		return Result{}, false, nil
+	}
+	switch a.Kind {
+	case policy.ActWait:
+		e.provisionalRevert(ctx, w)
+		res, err := e.hold(ctx, w, a)
+		return res, true, err
+	case policy.ActDone:
+		if err := e.provisionalNeverLanded(ctx, w); err != nil {
+			return Result{}, true, err
+		}
+		res, err := e.finish(ctx, w)
+		return res, true, err
+	}
+	err = e.awaitRelativesOf(ctx, w, a)
+	if err == nil {
+		err = e.apply(ctx, w, a)
+	}
+	if err == nil && w.read && w.rec.AutomateState != "" {
+		// Automation is part of its cause: a legal step's cascade and convergence are
+		// done before the next step is judged, whose gates count them.
+		err = e.automatePending(ctx, w, false)
+	}
+	if err != nil {
+		// The gate needs a group member's state at the time of the move: the member's
+		// walk wakes this one when its history moves on (wake.go).
+		res, err := e.holdOr(ctx, w, err)
+		return res, true, err
+	}
+	return Result{}, false, nil
+}
+
+// lookIfNeeded reads the board before an action that needs it (judging reads the gates' inputs
+// from the item; the rest compares with the board); a job's walk whose reports were all judged
+// before ends without reading. again: ask the sequencer again with the board known; end: the
+// walk is over, with res.
+func (e *Enforcer) lookIfNeeded(ctx context.Context, w *walk, itemID string, a policy.Action) (res Result, end, again bool, err error) {
+	if a.Kind == policy.ActRead {
+		// Every report is judged (our own writes coming back were ignored): a job's walk
+		// whose report was judged before ends here, without reading the board.
+		if done, err := e.settled(ctx, w); err != nil || done {
+			if err == nil {
+				res, err = e.finish(ctx, w)
+			}
+			return res, true, false, err
+		}
+	}
+	if a.Kind != policy.ActRead && (a.Kind != policy.ActJudge || a.Obs.Field != "") && a.Kind != policy.ActJudgeUnobserved {
+		return Result{}, false, false, nil // (a field's edit is taken in without looking at the board)
+	}
+	// The read comes where a job's walk would read: a read made earlier (JudgeWaiting's,
+	// before the lock) stands for it, once; the sequencer's steps before it did not look
+	// at the board.
+	if e.opts.Policies != nil && w.owner != "" {
+		if _, _, ok := e.opts.Policies.Of(w.owner, e.now()); !ok {
+			// Uninstalled (its queue drains without reading GitHub, which would refuse the
+			// installation's tokens now), or its file was never valid.
+			res, err := e.drop(ctx, w, fmt.Sprintf("%s has no policy in force: nothing of it is enforced", w.owner))
+			return res, true, false, err
+		}
+	}
+	err = e.readBoard(ctx, w, itemID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Deleted from the project (or its issue deleted): nothing to enforce, ever.
+		// Retrying would only fail again.
+		res, err := e.drop(ctx, w, "the item no longer exists on GitHub")
+		return res, true, false, err
+	case err != nil:
+		return Result{}, true, false, err
+	case !e.enforced(w.it):
+		res, err := e.drop(ctx, w, fmt.Sprintf("the item is on %s/%d, which is not enforced (the payload named another project)", w.it.Owner, w.it.ProjectNumber))
+		return res, true, false, err
+	}
+	// (Lifecycle events of one second are ordered by the board.)
+	return Result{}, false, a.Kind == policy.ActRead || a.Obs.Event, nil
 }
 
 // holdOr holds the walk for the group member err names (wake.go), or returns err.

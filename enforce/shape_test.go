@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -18,27 +19,33 @@ const maxParams = 5
 // parseOwnFiles parses every non-test .go file of this directory, with comments.
 func parseOwnFiles(t *testing.T) (*token.FileSet, []*ast.File) {
 	t.Helper()
-	entries, err := os.ReadDir(".")
+	fset := token.NewFileSet()
+	return fset, parseDir(t, fset, ".")
+}
+
+// parseDir parses every non-test .go file of a directory, with comments.
+func parseDir(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		t.Fatal("no non-test .go file found in the enforce directory")
+		t.Fatalf("no non-test .go file found in %s", dir)
 	}
-	return fset, files
+	return files
 }
 
 // countParams counts the parameters of a signature: each name counts ("a, b string" is 2),
@@ -183,5 +190,81 @@ func TestShapeDocs(t *testing.T) {
 	sort.Strings(bad)
 	for _, b := range bad {
 		t.Error(b)
+	}
+}
+
+// maxComplexity is the highest cyclomatic complexity a function of the core (enforce, policy,
+// redeliver) may have: past it, a function no longer reads in one sitting and wants its phases
+// named as functions of their own.
+const maxComplexity = 30
+
+// complexity is a function's cyclomatic complexity: 1, plus one per if, for, range, case of a
+// switch or select (not the default), && and || (function literals inside it count as its own).
+func complexity(fn ast.Node) int {
+	n := 1
+	ast.Inspect(fn, func(node ast.Node) bool {
+		switch x := node.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			n++
+		case *ast.CaseClause:
+			if x.List != nil {
+				n++
+			}
+		case *ast.CommClause:
+			if x.Comm != nil {
+				n++
+			}
+		case *ast.BinaryExpr:
+			if x.Op == token.LAND || x.Op == token.LOR {
+				n++
+			}
+		}
+		return true
+	})
+	return n
+}
+
+// TestShapeComplexity fails for every function of enforce, policy and redeliver above
+// maxComplexity.
+func TestShapeComplexity(t *testing.T) {
+	fset := token.NewFileSet()
+	var bad []string
+	for _, dir := range []string{".", "../policy", "../redeliver"} {
+		for _, f := range parseDir(t, fset, dir) {
+			for _, decl := range f.Decls {
+				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+					if c := complexity(fd); c > maxComplexity {
+						bad = append(bad, fmt.Sprintf("%s: %s has cyclomatic complexity %d", fset.Position(fd.Pos()), funcName(fd), c))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Errorf("%s; at most %d allowed: name its phases as functions of their own", b, maxComplexity)
+	}
+}
+
+// TestComplexityCounts pins the count on small functions, so that the bound above cannot pass
+// by counting nothing.
+func TestComplexityCounts(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want int
+	}{
+		{"func f() {}", 1},
+		{"func f(a, b bool) { if a && b || a {} }", 4},
+		{"func f(x int) { switch x { case 1: case 2, 3: default: } }", 3},
+		{"func f(xs []int) { for range xs {}; for i := 0; i < 1; i++ {}; _ = func() { if true {} } }", 4},
+		{"func f(c chan int) { select { case <-c: default: } }", 2},
+	} {
+		file, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tc.src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := complexity(file.Decls[0]); got != tc.want {
+			t.Errorf("complexity of %q = %d, want %d", tc.src, got, tc.want)
+		}
 	}
 }

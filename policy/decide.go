@@ -180,21 +180,40 @@ func (m *Machine) Decide(c Change) Decision {
 	if !ok {
 		return revert(d, rule, reason)
 	}
+	var refused bool
+	if d, refused = m.refusedByRole(d, c, from); refused {
+		return d
+	}
+	if d, refused = m.refusedByGate(d, c, from, who); refused {
+		return d
+	}
+	return m.allow(d, from, c.To, RuleLegal, reason)
+}
+
+// refusedByRole checks the actor's role: the moves it may make, and the serialized role's
+// one integration per repository.
+func (m *Machine) refusedByRole(d Decision, c Change, from string) (Decision, bool) {
 	if role := m.roleOf(c); role != "" {
 		if d.Allowed = m.allowedForRole(from, d.Allowed, role); m.checkRole(c, from, role) != "" {
-			return revert(d, RuleRole, m.checkRole(c, from, role))
+			return revert(d, RuleRole, m.checkRole(c, from, role)), true
 		}
 		if in := c.Integrating; in != nil && m.roles.Serialized(role) && !m.isEscalated(c.To) && m.roles.mayLeave(role, from, c.To) {
 			return revert(d, RuleSerialized, fmt.Sprintf("%s#%d is being integrated by %s: the %s role integrates one item per repository at a time",
-				in.Repo, in.Number, in.Holder, role))
+				in.Repo, in.Number, in.Holder, role)), true
 		}
 	}
+	return d, false
+}
+
+// refusedByGate checks the gates in their order: lock ownership, blockers, convergence, WIP
+// limits, requirements.
+func (m *Machine) refusedByGate(d Decision, c Change, from, who string) (Decision, bool) {
 	g := m.spec.Gates
 	if g.LockOwnership && m.IsLock(from) && c.LockHolder != "" && !strings.EqualFold(c.LockHolder, c.Actor) && c.ActorKind.restricted() {
 		if c.LockTakenFrom != "" && strings.EqualFold(c.LockTakenFrom, c.Actor) {
-			return revert(d, RuleLockOwnership, takenOverText(from, c.LockHolder, c.Actor))
+			return revert(d, RuleLockOwnership, takenOverText(from, c.LockHolder, c.Actor)), true
 		}
-		return revert(d, RuleLockOwnership, fmt.Sprintf("%s is locked by %s; only the holder or a human may move it, not %s", from, c.LockHolder, who))
+		return revert(d, RuleLockOwnership, fmt.Sprintf("%s is locked by %s; only the holder or a human may move it, not %s", from, c.LockHolder, who)), true
 	}
 	if g.Blockers && m.IsLock(c.To) && len(c.OpenBlockers) > 0 {
 		d.Blocking = append(d.Blocking, c.OpenBlockers...)
@@ -202,21 +221,21 @@ func (m *Machine) Decide(c Change) Decision {
 		for i, mb := range c.OpenBlockers {
 			texts[i] = blockerText(mb)
 		}
-		return revert(d, RuleBlockers, fmt.Sprintf("%s cannot be entered while the issue has open blockers: %s", c.To, joinAnd(texts)))
+		return revert(d, RuleBlockers, fmt.Sprintf("%s cannot be entered while the issue has open blockers: %s", c.To, joinAnd(texts))), true
 	}
 	if g.Convergence && c.To == m.convLock && m.convReady != "" {
 		if blocking := m.notReady(c.Group, m.convReady); len(blocking) > 0 {
 			d.Blocking = blocking
-			return revert(d, RuleConvergence, fmt.Sprintf("%s needs the whole group at %s or later: %s", c.To, m.convReady, joinAnd(memberTexts(blocking))))
+			return revert(d, RuleConvergence, fmt.Sprintf("%s needs the whole group at %s or later: %s", c.To, m.convReady, joinAnd(memberTexts(blocking)))), true
 		}
 	}
 	if limit, ok := g.WIPLimits[c.To]; ok && c.WIPCount >= limit {
-		return revert(d, RuleWIP, fmt.Sprintf("%s is at its WIP limit (%d of %d items)", c.To, c.WIPCount, limit))
+		return revert(d, RuleWIP, fmt.Sprintf("%s is at its WIP limit (%d of %d items)", c.To, c.WIPCount, limit)), true
 	}
 	if fields, pr := m.unmet(c); len(fields) > 0 || pr {
-		return revert(d, RuleRequirement, requirementReason(c.To, fields, pr))
+		return revert(d, RuleRequirement, requirementReason(c.To, fields, pr)), true
 	}
-	return m.allow(d, from, c.To, RuleLegal, reason)
+	return d, false
 }
 
 func (m *Machine) allow(d Decision, from, to string, rule Rule, reason string) Decision {

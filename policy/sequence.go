@@ -197,42 +197,8 @@ const waitStep = 250 * time.Millisecond
 func Sequence(in SequenceInput) Action {
 	h := in.History
 	pending := sortedPending(in.Pending)
-	for _, o := range pending {
-		if o.Field != "" {
-			continue // (a field's edit sets no value of the card)
-		}
-		// (Someone's change is taken for one that came before a write of ours only once every
-		// change made by its second is reported: one between that a late report tells of would
-		// make it a later one.)
-		if i, ok := h.racedWrite(o); ok && (o.Own || (in.covers(h, o.At, o.Received) && (noOp(h.Writes[i], o, pending) || !reachable(h.Observed, o, pending)))) {
-			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
-				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}
-		}
-	}
-	for _, o := range pending {
-		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, o.At.Truncate(clockResolution).Add(clockResolution)) {
-			// The provisional revert coming back once the step it set back is judged (and every
-			// change made before it; of its own second, the chain orders them): the board shows
-			// its value, whatever the verdict (a step allowed after all is put back from there).
-			return h.provisionalSync(o)
-		}
-	}
-	held := ownHeld(h, pending)
-	for _, o := range pending {
-		if o.Own && h.Known && h.RevertPending != "" && o.FromKnown && o.From == h.Observed && o.To == h.RevertPending &&
-			!reportedBefore(pending, o.At) {
-			// A write of ours that was journaled before it was made (a revert, or automation)
-			// coming back before its completion was recorded: it is done.
-			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write", GapSince: h.GapSince}
-		}
-	}
-	for _, o := range pending {
-		if o.Own && !h.inRaced(o) && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o.At))) {
-			// The report of a write of ours the record already holds. (When others' changes
-			// made before it are still unjudged, it is a write made while the history was being
-			// judged: it takes its place after them.)
-			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
-		}
+	if a, ok := ownReport(in, h, pending); ok {
+		return a
 	}
 	events, fields, cards := splitEvents(pending)
 	if !h.Known && len(cards) == 0 {
@@ -255,6 +221,92 @@ func Sequence(in SequenceInput) Action {
 		}
 		return adopt(in, covered)
 	}
+	a, later, ok := nextNonCard(in, h, covered, events, fields, later)
+	if ok {
+		return a
+	}
+	if a, ok := heldOrStale(h, covered); ok {
+		return a
+	}
+	// Every change up to the covered reports has been reported: judge them in the order of the
+	// longest chain that starts from the observed value; a report that follows nothing was
+	// preceded by a change nobody reported, which is judged first (by an unknown actor).
+	for _, wr := range h.Raced {
+		if wr.Reported && wr.Over == h.Observed {
+			// A write of ours put back in flight whose report was taken in already: it comes
+			// once the history reaches the value it was written over.
+			return Action{Kind: ActSync, From: wr.Over, To: wr.To, Raced: true,
+				Why: "our write, which landed over a newer change (its report taken in before): the legal state stays", GapSince: h.GapSince}
+		}
+	}
+	if a, ok := nextInChain(h, covered); ok {
+		return a
+	}
+	if len(later) > 0 {
+		return in.wait(h, later[0].At, "waiting until no earlier report can be missing")
+	}
+	return compareBoard(in, h)
+}
+
+// ownReport is the first of the sequencer's answers: the report of a write of ours that
+// raced, that brings a provisional revert back, or that the record holds already.
+func ownReport(in SequenceInput, h History, pending []Observation) (Action, bool) {
+	if a, ok := racedReport(in, h, pending); ok {
+		return a, true
+	}
+	for _, o := range pending {
+		if h.provisional(o) && h.Observed == h.ProvisionalOver && !reportedBefore(pending, o.At.Truncate(clockResolution).Add(clockResolution)) {
+			// The provisional revert coming back once the step it set back is judged (and every
+			// change made before it; of its own second, the chain orders them): the board shows
+			// its value, whatever the verdict (a step allowed after all is put back from there).
+			return h.provisionalSync(o), true
+		}
+	}
+	held := ownHeld(h, pending)
+	for _, o := range pending {
+		if o.Own && h.Known && h.RevertPending != "" && o.FromKnown && o.From == h.Observed && o.To == h.RevertPending &&
+			!reportedBefore(pending, o.At) {
+			// A write of ours that was journaled before it was made (a revert, or automation)
+			// coming back before its completion was recorded: it is done.
+			return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write", GapSince: h.GapSince}, true
+		}
+	}
+	for _, o := range pending {
+		if o.Own && !h.inRaced(o) && !h.provisional(o) && (!h.Known || (held[o.Delivery] && !reportedBefore(pending, o.At))) {
+			// The report of a write of ours the record already holds. (When others' changes
+			// made before it are still unjudged, it is a write made while the history was being
+			// judged: it takes its place after them.)
+			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}, true
+		}
+	}
+	return Action{}, false
+}
+
+// racedReport finds a report that tells a write of ours landed over a change made after its
+// guard read the card.
+func racedReport(in SequenceInput, h History, pending []Observation) (Action, bool) {
+	for _, o := range pending {
+		if o.Field != "" {
+			continue // (a field's edit sets no value of the card)
+		}
+		// (Someone's change is taken for one that came before a write of ours only once every
+		// change made by its second is reported: one between that a late report tells of would
+		// make it a later one.)
+		i, ok := h.racedWrite(o)
+		if !ok {
+			continue
+		}
+		if o.Own || (in.covers(h, o.At, o.Received) && (noOp(h.Writes[i], o, pending) || !reachable(h.Observed, o, pending))) {
+			return Action{Kind: ActRaced, Obs: o, Write: i, Why: "our write landed over a change made after its guard read the card: " +
+				show(o.From) + " → " + show(o.To) + " came between", GapSince: h.GapSince}, true
+		}
+	}
+	return Action{}, false
+}
+
+// nextNonCard judges a required field's edit or a lifecycle event when its turn has come; one
+// whose reports may still be missing joins later.
+func nextNonCard(in SequenceInput, h History, covered, events, fields, later []Observation) (Action, []Observation, bool) {
 	if len(fields) > 0 {
 		// A required field's edit comes once every change made up to it is reported, and
 		// every card report and event made before its second is judged.
@@ -264,7 +316,7 @@ func Sequence(in SequenceInput) Action {
 		case !in.covers(h, f.At, f.Received):
 			later = sortedPending(append(later, f))
 		case !anyBefore(covered, second) && !anyBefore(events, second):
-			return Action{Kind: ActJudge, Obs: f, From: h.Observed, Why: "next in the item's history: an edit of " + f.Field}
+			return Action{Kind: ActJudge, Obs: f, From: h.Observed, Why: "next in the item's history: an edit of " + f.Field}, later, true
 		}
 	}
 	if len(events) > 0 {
@@ -278,9 +330,15 @@ func Sequence(in SequenceInput) Action {
 			// (Card reports of its own second first: a move of the card and a close of one
 			// second cannot be ordered from GitHub's reports, and this order is the one a
 			// person who moves the card and then closes the issue makes.)
-			return Action{Kind: ActJudge, Obs: ev, From: h.Observed, Why: "next in the item's history: its issue's lifecycle"}
+			return Action{Kind: ActJudge, Obs: ev, From: h.Observed, Why: "next in the item's history: its issue's lifecycle"}, later, true
 		}
 	}
+	return Action{}, later, false
+}
+
+// heldOrStale drops a covered report that needs no judging: a write of ours the record holds,
+// or a change older than the judged history that does not follow it.
+func heldOrStale(h History, covered []Observation) (Action, bool) {
 	for _, o := range covered {
 		if o.Own && !h.inRaced(o) && !h.provisional(o) && !o.At.After(h.ObservedAt) && (!chains(h.Observed, h.ObservedAt, o) || (o.To != h.Observed && o.To != h.RevertPending)) {
 			// A write of ours from before the judged history's end that does not follow it, or
@@ -288,70 +346,75 @@ func Sequence(in SequenceInput) Action {
 			// the record holds it already (a later change was judged since, or a later write of
 			// ours of the same second, whose report came first). (A write a race put back in
 			// flight takes its place in the chain: History.Raced.)
-			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}
+			return Action{Kind: ActIgnore, Obs: o, Why: "our own write", GapSince: h.GapSince}, true
 		}
 		if !h.ObservedAt.IsZero() && (o.At.Before(h.ObservedAt) || (!o.FromKnown && !o.At.After(h.ObservedAt))) {
 			if _, n := chainFromAt(h.Observed, h.ObservedAt, []Observation{o}, []bool{false}); n == 0 {
-				return Action{Kind: ActIgnore, Obs: o, Why: "stale: older than the item's judged history, and it does not follow it", GapSince: h.GapSince}
+				return Action{Kind: ActIgnore, Obs: o, Why: "stale: older than the item's judged history, and it does not follow it", GapSince: h.GapSince}, true
 			}
 		}
 	}
-	// Every change up to the covered reports has been reported: judge them in the order of the
-	// longest chain that starts from the observed value; a report that follows nothing was
-	// preceded by a change nobody reported, which is judged first (by an unknown actor).
-	for _, wr := range h.Raced {
-		if wr.Reported && wr.Over == h.Observed {
-			// A write of ours put back in flight whose report was taken in already: it comes
-			// once the history reaches the value it was written over.
-			return Action{Kind: ActSync, From: wr.Over, To: wr.To, Raced: true,
-				Why: "our write, which landed over a newer change (its report taken in before): the legal state stays", GapSince: h.GapSince}
-		}
-	}
+	return Action{}, false
+}
+
+// nextInChain is the next covered report in the order of the longest chain from the observed
+// value, or the change nobody reported that must have come before the first that follows
+// nothing.
+func nextInChain(h History, covered []Observation) (Action, bool) {
 	chain, rest := splitChain(h, covered)
 	if len(rest) > 0 && rest[0].Own && !h.inRaced(rest[0]) && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
 		// A write of ours that nothing judged leads to, and the record holds (a revert, or
 		// automation recorded as it was made). A write of ours the record does not hold followed
 		// a change nobody reported: that change is judged first, then our write is synced.
-		return Action{Kind: ActIgnore, Obs: rest[0], Why: "our own write", GapSince: h.GapSince}
+		return Action{Kind: ActIgnore, Obs: rest[0], Why: "our own write", GapSince: h.GapSince}, true
 	}
 	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {
 		// An interrupted revert may have landed: if the reports follow on from the value it was
 		// writing better than from the refused one, it did.
 		if longerFromLanded(h, covered, chain) {
-			return Action{Kind: ActSync, To: h.RevertPending, Why: "the reported changes follow on from the value the revert wrote"}
+			return Action{Kind: ActSync, To: h.RevertPending, Why: "the reported changes follow on from the value the revert wrote"}, true
 		}
 	}
 	switch {
 	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
-		if h.provisional(chain[0]) {
-			return h.provisionalSync(chain[0])
-		}
-		if chain[0].Own && h.inRaced(chain[0]) {
-			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Raced: true,
-				Why: "our write, which landed over a newer change: the board shows its value, the legal state stays", GapSince: h.GapSince}
-		}
-		if chain[0].Own && h.RevertPending == chain[0].To && chain[0].From == h.Observed {
-			// The write journaled before it was made (a revert, automation), its completion
-			// not recorded: done.
-			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Why: "our own write, journaled"}
-		}
-		if chain[0].Own {
-			// A write of ours the history does not end in (it was made while the item's history
-			// was still being judged: a change made after it was owed came first). Its legal
-			// effect is the record's already (automation and handoffs are recorded before they
-			// are written): it changes the card only, and the walk puts the legal value back if
-			// they differ, explaining nothing.
-			return Action{Kind: ActSync, Obs: chain[0], To: chain[0].To, Raced: true,
-				Why: "our own write, made while the item's history was being judged: the legal state stays", GapSince: h.GapSince}
-		}
-		return Action{Kind: ActJudge, Obs: chain[0], From: h.Observed, Why: "next in the item's history"}
+		return h.chainHead(chain[0]), true
 	case len(rest) > 0:
 		first := rest[0]
 		return Action{Kind: ActJudgeUnobserved, From: h.Observed, To: first.From, At: first.At,
-			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}
-	case len(later) > 0:
-		return in.wait(h, later[0].At, "waiting until no earlier report can be missing")
+			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}, true
 	}
+	return Action{}, false
+}
+
+// chainHead is the action for the first report of the chain from the observed value.
+func (h History) chainHead(o Observation) Action {
+	if h.provisional(o) {
+		return h.provisionalSync(o)
+	}
+	if o.Own && h.inRaced(o) {
+		return Action{Kind: ActSync, Obs: o, To: o.To, Raced: true,
+			Why: "our write, which landed over a newer change: the board shows its value, the legal state stays", GapSince: h.GapSince}
+	}
+	if o.Own && h.RevertPending == o.To && o.From == h.Observed {
+		// The write journaled before it was made (a revert, automation), its completion
+		// not recorded: done.
+		return Action{Kind: ActSync, Obs: o, To: o.To, Why: "our own write, journaled"}
+	}
+	if o.Own {
+		// A write of ours the history does not end in (it was made while the item's history
+		// was still being judged: a change made after it was owed came first). Its legal
+		// effect is the record's already (automation and handoffs are recorded before they
+		// are written): it changes the card only, and the walk puts the legal value back if
+		// they differ, explaining nothing.
+		return Action{Kind: ActSync, Obs: o, To: o.To, Raced: true,
+			Why: "our own write, made while the item's history was being judged: the legal state stays", GapSince: h.GapSince}
+	}
+	return Action{Kind: ActJudge, Obs: o, From: h.Observed, Why: "next in the item's history"}
+}
+
+// compareBoard is the answer once every report is judged: the board agrees, shows the refused
+// value still, or moved past everything reported.
+func compareBoard(in SequenceInput, h History) Action {
 	if in.Board.Unknown {
 		return Action{Kind: ActRead, Why: "every report is judged: compare with the board"}
 	}
@@ -370,7 +433,12 @@ func Sequence(in SequenceInput) Action {
 		}
 		return Action{Kind: ActDone, Why: "in sync"}
 	}
-	// The board moved past everything reported: its report is on its way, or was lost.
+	return unreportedBoard(in, h)
+}
+
+// unreportedBoard: the board moved past everything reported; its report is on its way, or was
+// lost.
+func unreportedBoard(in SequenceInput, h History) Action {
 	noticed := h.GapSince
 	if noticed.IsZero() {
 		noticed = in.Now

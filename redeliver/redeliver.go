@@ -260,95 +260,144 @@ const proofSlack = 10 * time.Second
 func (s *Sweeper) SweepSince(ctx context.Context, since time.Time) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	log := zerolog.Ctx(ctx)
-	var rep Report
 	st, err := s.load(ctx)
 	if err != nil {
-		return rep, err
+		return Report{}, err
 	}
-	now := s.now()
-	if now.Before(st.NotBefore) {
-		rep.Paused = "github asked to wait until " + st.NotBefore.UTC().Format(time.RFC3339)
-		return rep, nil
+	r := &sweep{s: s, st: st, now: s.now()}
+	if r.now.Before(st.NotBefore) {
+		r.rep.Paused = "github asked to wait until " + st.NotBefore.UTC().Format(time.RFC3339)
+		return r.rep, nil
 	}
-	hooks, err := s.hooks(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("github app client: %w", err)
+	if r.hooks, err = s.hooks(ctx); err != nil {
+		return r.rep, fmt.Errorf("github app client: %w", err)
 	}
-	type guidInfo struct {
-		newest    *github.HookDelivery
-		succeeded bool
-		first     time.Time
-	}
-	byGUID := map[string]*guidInfo{}
-	horizon := now.Add(-s.opts.MaxAge)
+	horizon := r.now.Add(-s.opts.MaxAge)
 	if !since.IsZero() && since.Add(-proofSlack).After(horizon) {
 		horizon = since.Add(-proofSlack)
 	}
-	listedAll := false
-	var oldest time.Time // the oldest delivery listed
-	opt := &github.ListCursorOptions{PerPage: 100}
 	maxPages := s.opts.MaxPages
 	if !since.IsZero() {
 		maxPages = max(maxPages, s.opts.MaxGapPages)
 	}
-	stop := func(err error) (Report, error) {
-		if wait, ok := waitFor(err, now); ok {
-			st.NotBefore = now.Add(wait)
-			rep.Paused = fmt.Sprintf("github asked to wait %s", wait)
-			if serr := s.save(context.WithoutCancel(ctx), st); serr != nil {
-				return rep, serr
-			}
-			return rep, &RetryAfterError{Wait: wait, Err: err}
-		}
-		return rep, err
+	l, err := r.list(ctx, horizon, maxPages)
+	if err != nil {
+		return r.stop(ctx, err)
 	}
-listing:
-	for rep.Pages < maxPages {
-		page, resp, err := s.list(ctx, hooks, opt, &rep)
-		rep.Pages++
-		if err != nil {
-			return stop(fmt.Errorf("list hook deliveries: %w", err))
+	covered := l.oldest // the listing shows every delivery since
+	if l.all {
+		covered = horizon
+	}
+	if err := s.settleSuspects(ctx, func(guid string) bool { return l.byGUID[guid] != nil }, covered, r.now, &r.rep); err != nil {
+		return r.rep, err
+	}
+	redelivered, err := r.redeliverFailed(ctx, l.byGUID)
+	if err != nil {
+		return r.rep, err
+	}
+	for guid, a := range r.st.GUIDs {
+		if a.First.Before(horizon) && a.At.Before(horizon) {
+			delete(r.st.GUIDs, guid)
+			delete(s.toldGaveUp, guid)
 		}
-		for _, d := range page {
-			rep.Listed++
-			at := d.GetDeliveredAt().Time
-			if !at.IsZero() && at.Before(horizon) {
-				listedAll = true
-				break listing // newest first: everything after is older
-			}
-			if oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-			g := byGUID[d.GetGUID()]
-			if g == nil {
-				g = &guidInfo{first: at}
-				byGUID[d.GetGUID()] = g
-			}
-			if ok(d.GetStatusCode()) {
-				g.succeeded = true
-			}
-			if g.newest == nil || d.GetID() > g.newest.GetID() {
-				g.newest = d
-			}
-			if at.Before(g.first) {
-				g.first = at
-			}
+	}
+	if err := s.save(ctx, r.st); err != nil {
+		return r.rep, err
+	}
+	return r.finish(ctx, l.all, horizon, redelivered)
+}
+
+// sweep is one run of SweepSince: what it read, its memory and its report so far.
+type sweep struct {
+	s     *Sweeper
+	hooks Hooks
+	st    state
+	now   time.Time
+	rep   Report
+}
+
+// guidInfo is what the listing shows of one delivery GUID.
+type guidInfo struct {
+	newest    *github.HookDelivery
+	succeeded bool
+	first     time.Time
+}
+
+// listing is the deliveries listed back to the horizon (all) or as far as the pages went.
+type listing struct {
+	byGUID map[string]*guidInfo
+	oldest time.Time // the oldest delivery listed
+	all    bool
+}
+
+// stop ends a sweep on an error: when GitHub asked to wait, it remembers until when.
+func (r *sweep) stop(ctx context.Context, err error) (Report, error) {
+	if wait, ok := waitFor(err, r.now); ok {
+		r.st.NotBefore = r.now.Add(wait)
+		r.rep.Paused = fmt.Sprintf("github asked to wait %s", wait)
+		if serr := r.s.save(context.WithoutCancel(ctx), r.st); serr != nil {
+			return r.rep, serr
+		}
+		return r.rep, &RetryAfterError{Wait: wait, Err: err}
+	}
+	return r.rep, err
+}
+
+// list reads the deliveries, newest first, back to the horizon or up to maxPages pages.
+func (r *sweep) list(ctx context.Context, horizon time.Time, maxPages int) (listing, error) {
+	l := listing{byGUID: map[string]*guidInfo{}}
+	opt := &github.ListCursorOptions{PerPage: 100}
+	for r.rep.Pages < maxPages {
+		page, resp, err := r.s.list(ctx, r.hooks, opt, &r.rep)
+		r.rep.Pages++
+		if err != nil {
+			return l, fmt.Errorf("list hook deliveries: %w", err)
+		}
+		if l.add(page, horizon, &r.rep) {
+			l.all = true
+			return l, nil // newest first: everything after is older
 		}
 		if resp == nil || resp.Cursor == "" || len(page) == 0 {
-			listedAll = true
-			break
+			l.all = true
+			return l, nil
 		}
 		opt.Cursor = resp.Cursor
 	}
+	return l, nil
+}
 
-	covered := oldest // the listing shows every delivery since
-	if listedAll {
-		covered = horizon
+// add takes in a page of deliveries; it reports whether one was older than the horizon.
+func (l *listing) add(page []*github.HookDelivery, horizon time.Time, rep *Report) bool {
+	for _, d := range page {
+		rep.Listed++
+		at := d.GetDeliveredAt().Time
+		if !at.IsZero() && at.Before(horizon) {
+			return true
+		}
+		if l.oldest.IsZero() || at.Before(l.oldest) {
+			l.oldest = at
+		}
+		g := l.byGUID[d.GetGUID()]
+		if g == nil {
+			g = &guidInfo{first: at}
+			l.byGUID[d.GetGUID()] = g
+		}
+		if ok(d.GetStatusCode()) {
+			g.succeeded = true
+		}
+		if g.newest == nil || d.GetID() > g.newest.GetID() {
+			g.newest = d
+		}
+		if at.Before(g.first) {
+			g.first = at
+		}
 	}
-	if err := s.settleSuspects(ctx, func(guid string) bool { return byGUID[guid] != nil }, covered, now, &rep); err != nil {
-		return rep, err
-	}
+	return false
+}
+
+// redeliverFailed asks GitHub to redeliver each GUID that never succeeded, oldest first, as the
+// attempts and the per-sweep bound allow; it returns the GUIDs redelivered, with the attempt.
+func (r *sweep) redeliverFailed(ctx context.Context, byGUID map[string]*guidInfo) (map[string]int64, error) {
 	var failed []string
 	for guid, g := range byGUID {
 		if !g.succeeded && guid != "" {
@@ -356,87 +405,111 @@ listing:
 		}
 	}
 	sort.Slice(failed, func(i, j int) bool { return byGUID[failed[i]].newest.GetID() < byGUID[failed[j]].newest.GetID() }) // oldest first
-	rep.Failed = len(failed)
+	r.rep.Failed = len(failed)
 	redelivered := map[string]int64{} // GUID → the attempt redelivered
 	for _, guid := range failed {
 		g := byGUID[guid]
-		a := st.GUIDs[guid]
+		a := r.st.GUIDs[guid]
 		switch {
-		case a.N >= s.opts.MaxAttempts:
-			rep.GaveUp++
-			if s.opts.Ingest != nil && !a.Ingested && a.IngestTries < s.opts.MaxAttempts {
-				n, err := s.ingest(ctx, hooks, guid, g.newest)
-				rep.Requests += n
-				if err != nil {
-					if _, limited := waitFor(err, now); limited {
-						return stop(err)
-					}
-					a.IngestTries++
-					st.GUIDs[guid] = a
-					if err := s.save(ctx, st); err != nil {
-						return rep, err
-					}
-					msg := "could not take a failed webhook's event from GitHub's record; the next sweep tries again"
-					if a.IngestTries == s.opts.MaxAttempts {
-						msg = "could not take a failed webhook's event from GitHub's record, and gave up: the reconciler will judge its change"
-					}
-					log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).Int("tries", a.IngestTries).Msg(msg)
-					continue
-				}
-				a.Ingested = true
-				st.GUIDs[guid] = a
-				if err := s.save(ctx, st); err != nil {
-					return rep, err
-				}
-				rep.Ingested++
-				log.Warn().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
-					Int("attempts", a.N).Msg("gave up redelivering a failed webhook: its event was taken from GitHub's record of it")
-				continue
-			}
-			if !s.toldGaveUp[guid] && !a.Ingested {
-				s.toldGaveUp[guid] = true
-				log.Warn().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
-					Int("attempts", a.N).Msg("gave up redelivering a failed webhook: the reconciler will judge its change")
+		case a.N >= r.s.opts.MaxAttempts:
+			r.rep.GaveUp++
+			if err := r.gaveUp(ctx, guid, g.newest, a); err != nil {
+				return nil, err
 			}
 			continue
-		case a.N > 0 && g.newest.GetID() <= a.Newest && now.Sub(a.At) < s.opts.Patience:
-			rep.Waiting++ // our redelivery has not been attempted yet
+		case a.N > 0 && g.newest.GetID() <= a.Newest && r.now.Sub(a.At) < r.s.opts.Patience:
+			r.rep.Waiting++ // our redelivery has not been attempted yet
 			continue
-		case rep.Redelivered >= s.opts.MaxPerSweep:
-			rep.Deferred++
-			continue
-		}
-		_, _, err := hooks.RedeliverHookDelivery(ctx, g.newest.GetID())
-		rep.Requests++
-		var accepted *github.AcceptedError
-		if err != nil && !errors.As(err, &accepted) {
-			if _, limited := waitFor(err, now); limited {
-				return stop(fmt.Errorf("redeliver delivery %d: %w", g.newest.GetID(), err))
-			}
-			log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).Msg("could not redeliver a failed webhook")
+		case r.rep.Redelivered >= r.s.opts.MaxPerSweep:
+			r.rep.Deferred++
 			continue
 		}
-		// Remember before moving on: a crash now must not redeliver it again at once.
-		st.GUIDs[guid] = attempt{N: a.N + 1, At: now, Newest: g.newest.GetID(), First: g.first}
-		if err := s.save(ctx, st); err != nil {
-			return rep, err
+		done, err := r.redeliver(ctx, guid, g, a)
+		if err != nil {
+			return nil, err
 		}
-		rep.Redelivered++
-		redelivered[guid] = g.newest.GetID()
-		log.Info().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
-			Int("status_code", g.newest.GetStatusCode()).Int("attempt", a.N+1).Msg("redelivered a failed webhook")
-	}
-	for guid, a := range st.GUIDs {
-		if a.First.Before(horizon) && a.At.Before(horizon) {
-			delete(st.GUIDs, guid)
-			delete(s.toldGaveUp, guid)
+		if done {
+			redelivered[guid] = g.newest.GetID()
 		}
 	}
-	if err := s.save(ctx, st); err != nil {
-		return rep, err
+	return redelivered, nil
+}
+
+// redeliver asks GitHub to redeliver one delivery and remembers it; false when GitHub refused
+// (logged, the next sweep tries again).
+func (r *sweep) redeliver(ctx context.Context, guid string, g *guidInfo, a attempt) (bool, error) {
+	log := zerolog.Ctx(ctx)
+	_, _, err := r.hooks.RedeliverHookDelivery(ctx, g.newest.GetID())
+	r.rep.Requests++
+	var accepted *github.AcceptedError
+	if err != nil && !errors.As(err, &accepted) {
+		if _, limited := waitFor(err, r.now); limited {
+			_, err := r.stop(ctx, fmt.Errorf("redeliver delivery %d: %w", g.newest.GetID(), err))
+			return false, err
+		}
+		log.Warn().Err(err).Str("guid", guid).Int64("delivery", g.newest.GetID()).Msg("could not redeliver a failed webhook")
+		return false, nil
 	}
+	// Remember before moving on: a crash now must not redeliver it again at once.
+	r.st.GUIDs[guid] = attempt{N: a.N + 1, At: r.now, Newest: g.newest.GetID(), First: g.first}
+	if err := r.s.save(ctx, r.st); err != nil {
+		return false, err
+	}
+	r.rep.Redelivered++
+	log.Info().Str("guid", guid).Int64("delivery", g.newest.GetID()).Str("event", g.newest.GetEvent()).
+		Int("status_code", g.newest.GetStatusCode()).Int("attempt", a.N+1).Msg("redelivered a failed webhook")
+	return true, nil
+}
+
+// gaveUp handles a delivery redelivered MaxAttempts times: its event is taken from GitHub's
+// record of it when Options.Ingest allows, else the reconciler will judge its change.
+func (r *sweep) gaveUp(ctx context.Context, guid string, d *github.HookDelivery, a attempt) error {
+	log := zerolog.Ctx(ctx)
+	if r.s.opts.Ingest == nil || a.Ingested || a.IngestTries >= r.s.opts.MaxAttempts {
+		if !r.s.toldGaveUp[guid] && !a.Ingested {
+			r.s.toldGaveUp[guid] = true
+			log.Warn().Str("guid", guid).Int64("delivery", d.GetID()).Str("event", d.GetEvent()).
+				Int("attempts", a.N).Msg("gave up redelivering a failed webhook: the reconciler will judge its change")
+		}
+		return nil
+	}
+	n, err := r.s.ingest(ctx, r.hooks, guid, d)
+	r.rep.Requests += n
+	if err != nil {
+		if _, limited := waitFor(err, r.now); limited {
+			_, err := r.stop(ctx, err)
+			return err
+		}
+		a.IngestTries++
+		r.st.GUIDs[guid] = a
+		if err := r.s.save(ctx, r.st); err != nil {
+			return err
+		}
+		msg := "could not take a failed webhook's event from GitHub's record; the next sweep tries again"
+		if a.IngestTries == r.s.opts.MaxAttempts {
+			msg = "could not take a failed webhook's event from GitHub's record, and gave up: the reconciler will judge its change"
+		}
+		log.Warn().Err(err).Str("guid", guid).Int64("delivery", d.GetID()).Int("tries", a.IngestTries).Msg(msg)
+		return nil
+	}
+	a.Ingested = true
+	r.st.GUIDs[guid] = a
+	if err := r.s.save(ctx, r.st); err != nil {
+		return err
+	}
+	r.rep.Ingested++
+	log.Warn().Str("guid", guid).Int64("delivery", d.GetID()).Str("event", d.GetEvent()).
+		Int("attempts", a.N).Msg("gave up redelivering a failed webhook: its event was taken from GitHub's record of it")
+	return nil
+}
+
+// finish waits for the redeliveries to arrive, extends the proof when the sweep is complete,
+// and logs the sweep.
+func (r *sweep) finish(ctx context.Context, listedAll bool, horizon time.Time, redelivered map[string]int64) (Report, error) {
+	log := zerolog.Ctx(ctx)
+	rep := &r.rep
 	if len(redelivered) > 0 {
-		n, err := s.confirm(ctx, hooks, redelivered, &rep)
+		n, err := r.s.confirm(ctx, r.hooks, redelivered, rep)
 		rep.Confirmed = n
 		if err != nil {
 			log.Warn().Err(err).Msg("could not watch the redeliveries arrive")
@@ -444,8 +517,8 @@ listing:
 	}
 	rep.Complete = listedAll && rep.Failed == rep.GaveUp+rep.Redelivered && rep.Confirmed == rep.Redelivered
 	if rep.Complete {
-		if err := s.prove(ctx, now, horizon, !horizon.After(now.Add(-s.opts.MaxAge))); err != nil {
-			return rep, err
+		if err := r.s.prove(ctx, r.now, horizon, !horizon.After(r.now.Add(-r.s.opts.MaxAge))); err != nil {
+			return *rep, err
 		}
 	}
 	// A sweep that redelivered nothing logs at debug: an idle app sweeps every minute.
@@ -456,7 +529,7 @@ listing:
 	ev.Int("listed", rep.Listed).Int("failed", rep.Failed).Int("redelivered", rep.Redelivered).
 		Int("confirmed", rep.Confirmed).Int("waiting", rep.Waiting).Int("gave_up", rep.GaveUp).Int("deferred", rep.Deferred).
 		Int("requests", rep.Requests).Bool("complete", rep.Complete).Msg("redelivery sweep")
-	return rep, nil
+	return *rep, nil
 }
 
 // confirm watches the deliveries list until every redelivered GUID shows a newer attempt that
