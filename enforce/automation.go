@@ -537,7 +537,7 @@ func (a *Automation) owe(ctx context.Context, mv appMove) (now bool, err error) 
 		// (A card changed since the history's last judged change shows the same value set
 		// again: a round trip no report has told of yet, judged first by the item's walk.)
 		changedSince := found && !rec.ObservedAt.IsZero() && it.StateUpdatedAt.After(rec.ObservedAt)
-		if len(pending) == 0 && it.State == observed && rec.RevertPending == "" && !issueChanged && !changedSince {
+		if len(pending) == 0 && it.State == observed && !rec.writeInFlight() && !issueChanged && !changedSince {
 			rec.RevertPending, now = mv.To, true
 		}
 		mv.From = legalFrom
@@ -558,7 +558,7 @@ func (a *Automation) wrote(ctx context.Context, mv appMove) error {
 		if !found || rec.RevertPending != mv.To {
 			return Step{}, false, nil // its report came back first, and was taken in
 		}
-		rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: mv.Item.State, To: mv.To, At: rec.ObservedAt}) // (its guard's From)
+		rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: mv.Item.State, To: mv.To, At: rec.ObservedAt, Sent: a.now()}) // (its guard's From)
 		rec.Raced = slices.DeleteFunc(slices.Clone(rec.Raced), func(r policy.Write) bool { return r.To == mv.To })
 		rec.ObservedState, rec.RevertPending = mv.To, ""
 		// GitHub dates our write to the second it was made: a report of an earlier write of

@@ -155,7 +155,7 @@ func (e *Enforcer) provisionalWritten(ctx context.Context, w *walk, wr StateWrit
 // record and the reports alone let it be reverted provisionally (the board, read next, has the
 // last word: policy.Provisional).
 func (e *Enforcer) revertsAtOnce(owner string, rec Record, pending []Observation) (Observation, policy.Decision, bool) {
-	if !rec.known() || len(pending) != 1 || rec.Provisional != "" || rec.AutomateState != "" || rec.RevertPending != "" ||
+	if !rec.known() || len(pending) != 1 || rec.Provisional != "" || rec.AutomateState != "" || rec.writeInFlight() ||
 		rec.ObservedState != rec.LastLegalState {
 		return Observation{}, policy.Decision{}, false
 	}

@@ -96,6 +96,15 @@ func (r *Record) forgetProvisional() {
 	r.Provisional, r.ProvisionalOver, r.ProvisionalFor, r.ProvisionalAt = "", "", "", time.Time{}
 }
 
+// writeInFlight reports whether a write of ours on the item is journaled or not yet reported
+// back. While one is, no other write of ours is made at once (automation, a move made for an
+// agent, a revert at once): only the report of the one in flight tells a change made between its
+// read and its write apart from ours, so the item's walk, which waits for what its card shows
+// to be explained, makes the next one.
+func (r Record) writeInFlight() bool {
+	return r.RevertPending != "" || slices.ContainsFunc(r.Writes, func(wr policy.Write) bool { return !wr.Reported })
+}
+
 // known reports whether the record carries a legal state (adopted or judged), rather than
 // being only a claimed lock.
 func (r Record) known() bool { return r.LastLegalState != "" || !r.LegalAt.IsZero() }

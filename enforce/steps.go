@@ -94,9 +94,11 @@ func (e *Enforcer) recordField(ctx context.Context, w *walk, o Observation) erro
 // walk writes the legal value back, explaining nothing: nobody moved the card there.
 func (e *Enforcer) raced(ctx context.Context, w *walk, a policy.Action) error {
 	rec := w.rec
-	raced := []policy.Write{{Over: a.Obs.From, To: a.Obs.To}}
+	// (A write's At is a time it was not made before: a report dated earlier is not its.)
+	raced := []policy.Write{{Over: a.Obs.From, To: a.Obs.To, At: rec.ObservedAt}}
 	switch {
 	case rec.Provisional != "":
+		raced[0].At = rec.ProvisionalAt
 		rec.forgetProvisional()
 	case rec.RevertPending != "" && a.Obs.Own && a.Obs.To == rec.RevertPending:
 		rec.RevertPending = "" // (made: its report is the raced one)
@@ -249,7 +251,7 @@ func (e *Enforcer) revert(ctx context.Context, w *walk, a policy.Action) error {
 	}
 	w.it.State, w.reverted = a.To, true
 	rec := w.rec
-	rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: wroteOver, To: a.To, At: rec.ObservedAt})
+	rec.Writes = append(slices.Clone(rec.Writes), policy.Write{Over: wroteOver, To: a.To, At: rec.ObservedAt, Sent: e.now()})
 	rec.Raced = slices.DeleteFunc(slices.Clone(rec.Raced), func(r policy.Write) bool { return r.To == a.To }) // (its report would be taken for theirs)
 	rec.ObservedState, rec.RejectedState, rec.RevertPending = a.To, "", ""
 	// GitHub dates our write to the second it was made (as an automated move's, wrote): a

@@ -77,6 +77,9 @@ type Write struct {
 	At   time.Time `json:"at,omitzero"`
 	// Reported: its report came back and was taken in (no second will come).
 	Reported bool `json:"reported,omitempty"`
+	// Sent is when the write was made, by the app's clock (zero: not known): until every change
+	// made by then is reported, its report may still come.
+	Sent time.Time `json:"sent,omitzero"`
 }
 
 // BoardValue is the item's Workflow State as read from GitHub.
@@ -429,6 +432,11 @@ func compareBoard(in SequenceInput, h History) Action {
 				// than Hold past it, as a report waits).
 				return in.wait(h, at, "the item's issue was closed or reopened since, and no report of it has come yet")
 			}
+			if sent, ok := h.unreported(); ok && !in.covers(h, sent, time.Time{}) {
+				// One unreported write of ours at a time: only its report tells a change made
+				// between its read and its write apart from ours.
+				return in.wait(h, sent, "a write of ours is not reported back yet")
+			}
 			return Action{Kind: ActRevert, To: h.Legal, Why: "the board still shows the refused value"}
 		}
 		return Action{Kind: ActDone, Why: "in sync"}
@@ -546,7 +554,21 @@ func reachable(from string, o Observation, pending []Observation) bool {
 // (History.Raced): one that set the value o sets, over the value o leaves from (Over "": the
 // raced write itself, over whatever the change before it left).
 func (h History) inRaced(o Observation) bool {
-	return slices.ContainsFunc(h.Raced, func(wr Write) bool { return wr.To == o.To && (wr.Over == "" || wr.Over == o.From) })
+	return slices.ContainsFunc(h.Raced, func(wr Write) bool {
+		return wr.To == o.To && (wr.Over == "" || wr.Over == o.From) && !o.At.Before(wr.At.Truncate(clockResolution))
+	})
+}
+
+// unreported returns when the newest write of ours whose report has not come back was made,
+// when that is known.
+func (h History) unreported() (time.Time, bool) {
+	var sent time.Time
+	for _, wr := range h.Writes {
+		if !wr.Reported && wr.Sent.After(sent) {
+			sent = wr.Sent
+		}
+	}
+	return sent, !sent.IsZero()
 }
 
 // provisional reports whether o is the report of the app's provisional revert.
