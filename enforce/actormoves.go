@@ -57,7 +57,7 @@ func (a *Automation) unsettledBefore(ctx context.Context, b Board, it Item, rec 
 	}
 	// A relative showing a change its history has not reached (or a write of ours still on
 	// its way), whose automation may reach this item.
-	if err := a.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
+	if err := a.eachRelative(ctx, b, it, func(r Relative, _ bool) (bool, error) {
 		rec, found, err := a.items.load(ctx, r.ItemID)
 		if err != nil {
 			return false, err

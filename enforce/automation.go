@@ -225,7 +225,7 @@ func (a *Automation) convergeUp(ctx context.Context, ch *chain, parentIssueID st
 			// (Strictly before its second, automation owed too: relatives of one second do not
 			// wait for each other.)
 			before := ch.at.Truncate(time.Second).Add(-time.Nanosecond)
-			if err := a.relativesUnsettledBut(ctx, ch.board, pi, before, ch.visited); err != nil {
+			if err := a.relativesUnsettledBut(ctx, ch.board, pi, waitSpan{above: before, below: before}, ch.visited); err != nil {
 				return err
 			}
 		}

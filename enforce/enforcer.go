@@ -441,7 +441,7 @@ func (e *Enforcer) toPolicy(os []Observation) []policy.Observation {
 	for i, o := range os {
 		out[i] = policy.Observation{Delivery: o.DeliveryID, FromKnown: o.FromKnown, From: o.From, To: o.To,
 			Actor: o.Actor, At: o.At, Received: o.ReceivedAt, Own: o.Actor == e.opts.AppLogin && o.Actor != "", Event: o.Lifecycle != "",
-			Closes: o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecyclePRMerged, Field: o.Field}
+			Closes: o.Lifecycle == LifecycleIssueClosed || o.Lifecycle == LifecyclePRMerged, Merges: o.Lifecycle == LifecyclePRMerged, Field: o.Field}
 	}
 	return out
 }

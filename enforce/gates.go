@@ -230,7 +230,7 @@ func (c *core) membersBelowUnsettled(ctx context.Context, q gateQuery, members [
 		}
 		below := relativeItem(q.it, r)
 		below.ParentID = "" // (its ancestors are the item's: waited for with the item's relatives)
-		if err := c.eachRelative(ctx, q.board, below, func(d Relative) (bool, error) { return waiting[d.ItemID], nil }); err != nil {
+		if err := c.eachRelative(ctx, q.board, below, func(d Relative, _ bool) (bool, error) { return waiting[d.ItemID], nil }); err != nil {
 			return err
 		}
 	}

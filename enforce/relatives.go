@@ -15,7 +15,8 @@ import (
 // waiting, or owe the automation of a step made by t (one query; usually none). Only when some have does it read the item's relatives —
 // its ancestors and its descendants, as far as automation reaches — and, when one of them is
 // among those items, it waits for that one's walk (wake.go). GitHub dates changes to the
-// second: relatives' steps of the same second do not wait for each other.
+// second: a step waits for its descendants' changes of its own second too, never for its
+// ancestors' (stepSpan).
 
 // awaitRelativesOf is awaitRelatives for a step the sequencer hands out to judge.
 func (e *Enforcer) awaitRelativesOf(ctx context.Context, w *walk, a policy.Action) error {
@@ -45,7 +46,7 @@ func (e *Enforcer) awaitRelatives(ctx context.Context, w *walk, at time.Time) er
 	if err := e.issueEventBefore(ctx, w.it, at); err != nil {
 		return err
 	}
-	return e.relativesUnsettled(ctx, w.board, w.it, at)
+	return e.relativesUnsettledBut(ctx, w.board, w.it, stepSpan(at), nil)
 }
 
 // issueEventBefore returns a groupUnsettled naming the item's issue while a close or reopen of
@@ -71,16 +72,30 @@ func (c *core) issueEventBefore(ctx context.Context, it Item, at time.Time) erro
 // relativesUnsettled returns a groupUnsettled naming a relative of it whose history before `at`
 // is still being judged, or nil.
 func (c *core) relativesUnsettled(ctx context.Context, b Board, it Item, at time.Time) error {
-	return c.relativesUnsettledBut(ctx, b, it, at, nil)
+	return c.relativesUnsettledBut(ctx, b, it, waitSpan{above: at, below: at}, nil)
 }
 
-// relativesUnsettledBut is relativesUnsettled, not counting the items in but (a chain of
-// automation's own: the item whose step it runs, the items it moved).
-func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, at time.Time, but map[string]bool) error {
-	if at.IsZero() || it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
+// waitSpan is how far back relatives' waiting reports are waited for: an ancestor's made before
+// above, a descendant's made before below.
+type waitSpan struct{ above, below time.Time }
+
+// stepSpan is the span a step made at `at` waits for: its ancestors' reports made before it, and
+// its descendants' of its own second too. GitHub dates changes to the second, so a step cannot
+// be ordered among its relatives' changes of that second by time; a descendant's change of that
+// second was made on a card the step's cascade had not written yet (its report leaves from the
+// value before it), so it comes first. Only descendants wait for their ancestors' steps of an
+// earlier second, so no two walks wait for each other.
+func stepSpan(at time.Time) waitSpan {
+	return waitSpan{above: at, below: at.Truncate(time.Second).Add(time.Second)}
+}
+
+// relativesUnsettledBut is relativesUnsettled over a span, not counting the items in but (a
+// chain of automation's own: the item whose step it runs, the items it moved).
+func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, span waitSpan, but map[string]bool) error {
+	if span.above.IsZero() || it.ContentType != ContentIssue || (it.ParentID == "" && it.SubIssues == 0) {
 		return nil
 	}
-	pending, err := c.store().PendingItemsBefore(ctx, at, it.ID, c.opts.AppLogin)
+	pending, err := c.store().PendingItemsBefore(ctx, later(span.above, span.below), it.ID, c.opts.AppLogin)
 	if err != nil {
 		return fmt.Errorf("load the items with reports waiting: %w", err)
 	}
@@ -93,21 +108,53 @@ func (c *core) relativesUnsettledBut(ctx context.Context, b Board, it Item, at t
 	if len(waiting) == 0 {
 		return nil
 	}
-	return c.eachRelative(ctx, b, it, func(r Relative) (bool, error) {
+	if span.above.Before(span.below) {
+		// (The ancestors wait for less: their reports are asked for again, up to above.)
+		return c.unsettledAcross(ctx, b, it, span, waiting)
+	}
+	return c.eachRelative(ctx, b, it, func(r Relative, _ bool) (bool, error) {
 		return waiting[r.ItemID] || waiting[issueKey(r.Repo, r.Number)], nil // (an event of its issue not recorded yet)
 	})
+}
+
+// unsettledAcross is relativesUnsettledBut for a span whose descendants reach further back than
+// its ancestors: waiting holds the items with reports before below.
+func (c *core) unsettledAcross(ctx context.Context, b Board, it Item, span waitSpan, waiting map[string]bool) error {
+	strict, err := c.store().PendingItemsBefore(ctx, span.above, it.ID, c.opts.AppLogin)
+	if err != nil {
+		return fmt.Errorf("load the items with reports waiting: %w", err)
+	}
+	above := make(map[string]bool, len(strict))
+	for _, id := range strict {
+		above[id] = waiting[id]
+	}
+	return c.eachRelative(ctx, b, it, func(r Relative, below bool) (bool, error) {
+		in := above
+		if below {
+			in = waiting
+		}
+		return in[r.ItemID] || in[issueKey(r.Repo, r.Number)], nil // (an event of its issue not recorded yet)
+	})
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // eachRelative visits the item's relatives as far as automation reaches — its ancestors, then
 // its descendants level by level — and returns a groupUnsettled naming the first one stop
 // stops at.
-func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(Relative) (bool, error)) error {
+func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(r Relative, below bool) (bool, error)) error {
 	depth := c.machineAt(it.Owner, time.Time{}).Automation().MaxCascadeDepth
-	visit := func(r Relative) error {
+	visit := func(r Relative, below bool) error {
 		if r.ItemID == "" {
 			return nil
 		}
-		if ok, err := stop(r); err != nil {
+		if ok, err := stop(r, below); err != nil {
 			return err
 		} else if ok {
 			return groupUnsettled{member: r.ItemID, number: r.Number}
@@ -119,7 +166,7 @@ func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(Rel
 		if err != nil {
 			return fmt.Errorf("read the item's ancestors: %w", err)
 		}
-		if err := visit(fam.Self); err != nil {
+		if err := visit(fam.Self, false); err != nil {
 			return err
 		}
 		parent = ""
@@ -139,7 +186,7 @@ func (c *core) eachRelative(ctx context.Context, b Board, it Item, stop func(Rel
 				return fmt.Errorf("read the item's descendants: %w", err)
 			}
 			for _, r := range fam.Children {
-				if err := visit(r); err != nil {
+				if err := visit(r, true); err != nil {
 					return err
 				}
 				if r.ItemID != "" && r.SubIssues > 0 {

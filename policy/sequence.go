@@ -31,6 +31,9 @@ type Observation struct {
 	// Closes: the event closes the issue (a close, a merge); else it reopens it. Events of one
 	// second are ordered so that the last leaves the issue as it is now.
 	Closes bool
+	// Merges: the event is the merge of a pull request that closes the issue. GitHub closes the
+	// issue because of it: of one second, the merge comes before a close.
+	Merges bool
 	// Field names a required field (workflow.requirements) whose value the report changed
 	// From → To: it sets no value on the card either. It takes its place in the history by
 	// its time, before the card reports and events of its own second (a value set and a move
@@ -370,13 +373,6 @@ func nextInChain(h History, covered []Observation) (Action, bool) {
 		// automation recorded as it was made). A write of ours the record does not hold followed
 		// a change nobody reported: that change is judged first, then our write is synced.
 		return Action{Kind: ActIgnore, Obs: rest[0], Why: "our own write", GapSince: h.GapSince}, true
-	}
-	if h.RevertPending != "" && h.Observed != h.RevertPending && len(rest) > 0 {
-		// An interrupted revert may have landed: if the reports follow on from the value it was
-		// writing better than from the refused one, it did.
-		if longerFromLanded(h, covered, chain) {
-			return Action{Kind: ActSync, To: h.RevertPending, Why: "the reported changes follow on from the value the revert wrote"}, true
-		}
 	}
 	switch {
 	case len(chain) > 0 && (len(rest) == 0 || !rest[0].At.Before(chain[0].At)):
@@ -734,15 +730,20 @@ func firstField(fields []Observation, h History) Observation {
 
 // firstEvent is the event to judge first: the earliest; of several of one second, one that
 // leaves the issue otherwise than it is now (the last of them left it so), once the board is
-// read.
+// read; and a merge before a close of its second (the merge closed the issue).
 func firstEvent(events []Observation, board BoardValue) Observation {
 	first := events[0]
-	if board.Unknown {
-		return first
+	if !board.Unknown {
+		for _, ev := range events[1:] {
+			if ev.At.Equal(first.At) && first.Closes == board.Closed && ev.Closes != board.Closed {
+				first = ev
+				break
+			}
+		}
 	}
-	for _, ev := range events[1:] {
-		if ev.At.Equal(first.At) && first.Closes == board.Closed && ev.Closes != board.Closed {
-			return ev
+	for _, ev := range events {
+		if ev.Merges && ev.At.Equal(first.At) && first.Closes && !first.Merges {
+			return ev // (the close it causes follows it)
 		}
 	}
 	return first
@@ -865,21 +866,6 @@ func eulerTrail(h History, pending []Observation, idx []int) []int {
 		cur = pending[e].To
 	}
 	return trail
-}
-
-// longerFromLanded reports whether the reports chain on longer from the value an interrupted
-// revert was writing than from the refused one: the longest chains from each, over every
-// second (a chain from the refused value ordered within its first second only is no measure).
-func longerFromLanded(h History, covered, chain []Observation) bool {
-	if len(covered) > maxChainSearch {
-		landed := h
-		landed.Observed = h.RevertPending
-		c, _ := splitChain(landed, covered)
-		return len(c) > len(chain)
-	}
-	_, fromRefused := chainFromAt(h.Observed, h.ObservedAt, covered, make([]bool, len(covered)))
-	_, fromLanded := chainFromAt(h.RevertPending, h.ObservedAt, covered, make([]bool, len(covered)))
-	return fromLanded > fromRefused
 }
 
 // chainFrom is chainFromAt with no time bound.

@@ -142,6 +142,14 @@ func TestSequence(t *testing.T) {
 		{"events of one second before the board is read: in arrival order", in(known("Backlog", "Backlog", 1),
 			[]Observation{closing, reopening}, unknown, proven(10), 11),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "reopen") }},
+		{"a close and a merge of one second: the merge first, whatever arrived first (the merge closed the issue)", in(known("Backlog", "Backlog", 1),
+			[]Observation{closing, {Delivery: "merge", To: "In Review", Actor: "alice", At: sec(5), Received: sec(6), Event: true, Closes: true, Merges: true}},
+			BoardValue{State: "Backlog", Closed: true}, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "merge") }},
+		{"… a close of an earlier second still comes before a merge", in(known("Backlog", "Backlog", 1),
+			[]Observation{{Delivery: "merge", To: "In Review", Actor: "alice", At: sec(6), Received: sec(6), Event: true, Closes: true, Merges: true}, closing},
+			BoardValue{State: "Backlog", Closed: true}, proven(10), 11),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "close") }},
 		{"first sight with only a lifecycle event reads the board", in(History{}, []Observation{event}, unknown, proven(10), 11), ActRead, nil},
 		// First sight.
 		{"first sight by the reconciler reads the board", in(History{}, nil, unknown, proven(0), 6), ActRead, nil},
@@ -259,10 +267,19 @@ func TestSequence(t *testing.T) {
 			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"}, nil,
 			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(12), 13),
 			ActSync, nil},
-		{"a report leaving the value of a pending revert shows the revert landed", in(
+		// A journaled revert landed when its own report comes back: GitHub reports every write
+		// that changes the card, and the proof says every report made by then has come. Others'
+		// reports that follow on from its value do not say it landed (nothing is guessed).
+		{"a report leaving the value of a journaled revert, the revert's own report missing, is no landing of it", in(
 			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"},
 			[]Observation{obs("d", "Backlog", "Research Needed", "alice", 7)}, unknown, proven(12), 13),
-			ActSync, nil},
+			ActJudgeUnobserved, func(t *testing.T, a Action) { want(t, a.From+" → "+a.To, "In Progress → Backlog") }},
+		{"… with its own report, the revert landed", in(
+			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"},
+			[]Observation{obs("d", "Backlog", "Research Needed", "alice", 7),
+				{Delivery: "own", FromKnown: true, From: "In Progress", To: "Backlog", Actor: "ralph-gate[bot]", At: sec(6), Received: sec(6), Own: true}},
+			unknown, proven(12), 13),
+			ActSync, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "own") }},
 		{"a report leaving that value after one that follows the history is not taken for the revert", in(
 			History{Known: true, Legal: "Done", Observed: "Ready for Plan", ObservedAt: sec(5), RevertPending: "Done"},
 			[]Observation{obs("d2", "Done", "Research Needed", "alice", 7), obs("d1", "Ready for Plan", "Done", "agent-2", 7)}, unknown, proven(12), 13),
