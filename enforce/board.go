@@ -100,6 +100,9 @@ type Relative struct {
 	Fields   map[string]string
 	MergedPR bool
 	MergedAt time.Time
+	// UpdatedAt is when anything of the item last changed (a field's value, its state), as
+	// GitHub dates it; zero when not read. Its fields as read were theirs at any time since.
+	UpdatedAt time.Time
 }
 
 // Family is an issue with its parent, all its sub-issues and its open blockers, as seen on one

@@ -136,15 +136,17 @@ func overlay(read, held map[string]string) map[string]string {
 
 // fieldsAt is a relative's required field values as they stood before the second of a step
 // made at `at` (as the group's states do: relatives' changes of one second are not ordered
-// across items), zero: now, as read. Its record's, with the edits its history took in from
-// that second on undone (each edit says the value it left); a field the record does not hold,
-// as read.
+// across items), zero: now, as read. As read when GitHub says nothing of the item changed from
+// that second on: an edit whose report is late or lost is counted too. Else its record's, with
+// the edits its history took in from that second on undone (each edit says the value it left);
+// a field the record does not hold, as read.
 func (c *core) fieldsAt(ctx context.Context, m *policy.Machine, r Relative, rec Record, at time.Time) (map[string]string, error) {
-	if !m.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 {
+	second := at.Truncate(time.Second)
+	if !m.HasRequirements() || at.IsZero() || len(rec.Fields) == 0 || (!r.UpdatedAt.IsZero() && r.UpdatedAt.Before(second)) {
 		return r.Fields, nil
 	}
 	held := rec.fieldValues()
-	edits, err := c.store().FieldEdits(ctx, r.ItemID, at.Truncate(time.Second))
+	edits, err := c.store().FieldEdits(ctx, r.ItemID, second)
 	if err != nil {
 		return nil, fmt.Errorf("required fields of #%d: %w", r.Number, err)
 	}

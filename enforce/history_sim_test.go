@@ -206,6 +206,7 @@ type simBoard struct {
 	mu       sync.Mutex
 	w        *simWorld
 	items    map[string]Item
+	updated  map[string]time.Time // by item id: when its state or a field last changed
 	comments map[string][]Comment // by content id
 	bodies   map[string]string    // by comment id
 	n        int
@@ -350,7 +351,7 @@ func (b *simBoard) relative(i int) Relative {
 	it := b.items[simItemID(i)]
 	return Relative{IssueID: it.ContentID, Number: it.Number, Title: it.Title, Repo: it.Repo, ItemID: it.ID, State: it.State,
 		StateUpdatedAt: it.StateUpdatedAt, Open: it.Open, SubIssues: it.SubIssues, IssueEvents: it.IssueEvents, Fields: it.Fields,
-		MergedPR: it.MergedPR, MergedAt: it.MergedAt}
+		MergedPR: it.MergedPR, MergedAt: it.MergedAt, UpdatedAt: b.updated[it.ID]}
 }
 
 // timeline adds a close or reopen to an issue's latest ones, as the app reads them (the last
@@ -534,7 +535,7 @@ const (
 func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorld {
 	w := &simWorld{h: h, now: simT0, rng: rand.New(rand.NewPCG(h.Seed, h.Seed^0x5eed)), st: newMemStore(), crashing: true,
 		proof: policy.SweepProof{Available: true}}
-	w.board = &simBoard{w: w, items: map[string]Item{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
+	w.board = &simBoard{w: w, items: map[string]Item{}, updated: map[string]time.Time{}, comments: map[string][]Comment{}, bodies: map[string]string{}}
 	w.m, w.actors = machineFor(m, h), actors
 	m = w.m
 	w.or = w.newOracle()
@@ -721,7 +722,7 @@ func (w *simWorld) move(i int, mv simMove) {
 		return
 	}
 	it.State, it.StateUpdatedAt = mv.To, w.now.Truncate(time.Second)
-	w.board.items[id] = it
+	w.board.items[id], w.board.updated[id] = it, w.now.Truncate(time.Second)
 	w.board.mu.Unlock()
 	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
 		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
@@ -776,7 +777,7 @@ func (w *simWorld) edit(i int, mv simMove) {
 	}
 	it.Fields = maps.Clone(it.Fields)
 	it.Fields["Estimate"] = mv.To
-	w.board.items[id] = it
+	w.board.items[id], w.board.updated[id] = it, w.now.Truncate(time.Second)
 	w.board.mu.Unlock()
 	at := w.now.Truncate(time.Second)
 	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
@@ -1134,7 +1135,7 @@ func (w *simWorld) appWrite(id, state string) {
 	it := w.board.items[id]
 	before := it.State
 	it.State, it.StateUpdatedAt = state, w.now.Truncate(time.Second)
-	w.board.items[id] = it
+	w.board.items[id], w.board.updated[id] = it, w.now.Truncate(time.Second)
 	w.board.mu.Unlock()
 	w.ownWrites++
 	if before == state {

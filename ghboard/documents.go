@@ -139,7 +139,7 @@ var familyFields = `id number title state repository { nameWithOwner }
   subIssuesSummary { total }
   ` + issueEvents + `
   closedBy: closedByPullRequestsReferences(first: 10, includeClosedPrs: true) @include(if: $prs) { nodes { merged mergedAt } }
-  projectItems(first: 20) { nodes { id isArchived project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
+  projectItems(first: 20) { nodes { id isArchived updatedAt project { id } fieldValueByName(name: $field) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name updatedAt } }
     estimate: fieldValueByName(name: $estimate) { __typename ... on ProjectV2ItemFieldSingleSelectValue { name } }
     ` + requiredSlots + ` } }`
 

@@ -27,8 +27,9 @@ type relativeData struct {
 	ClosedBy     *closingPRs `json:"closedBy"` // only with $prs
 	ProjectItems struct {
 		Nodes []struct {
-			ID         string `json:"id"`
-			IsArchived bool   `json:"isArchived"`
+			ID         string    `json:"id"`
+			IsArchived bool      `json:"isArchived"`
+			UpdatedAt  time.Time `json:"updatedAt"`
 			Project    struct {
 				ID string `json:"id"`
 			} `json:"project"`
@@ -47,7 +48,7 @@ func (r relativeData) relative(projectID string, required []string) enforce.Rela
 		Open: strings.EqualFold(r.State, "OPEN"), SubIssues: r.SubIssuesSummary.Total, IssueEvents: r.Lifecycle.events()}
 	for _, n := range r.ProjectItems.Nodes {
 		if n.Project.ID == projectID {
-			rel.ItemID, rel.Archived = n.ID, n.IsArchived
+			rel.ItemID, rel.Archived, rel.UpdatedAt = n.ID, n.IsArchived, n.UpdatedAt
 			if n.FieldValue != nil {
 				rel.State, rel.StateUpdatedAt = n.FieldValue.Name, n.FieldValue.UpdatedAt
 			}

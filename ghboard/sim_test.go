@@ -5,7 +5,9 @@ import (
 	"math"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/ralph-gate/ralph-gate/enforce"
 	"github.com/ralph-gate/ralph-gate/ghboard"
 	"github.com/ralph-gate/ralph-gate/ghsim"
 )
@@ -141,5 +143,47 @@ func TestArchivedItemsReadAsArchived(t *testing.T) {
 		if pi.ID == archivedID || pi.Archived {
 			t.Errorf("ProjectItems lists the archived item: %+v", pi)
 		}
+	}
+}
+
+// TestFamilyReadsWhenEachItemLastChanged: a relative carries its item's updatedAt, which a
+// change of any of its fields moves on (fieldsAt takes the fields as read when nothing changed
+// since a cause).
+func TestFamilyReadsWhenEachItemLastChanged(t *testing.T) {
+	srv, b, _ := startSim(t)
+	ctx := context.Background()
+	is1, _ := srv.State().Issue("app", 1)
+	items, err := b.IssueItems(ctx, "acme", "app", 3)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("IssueItems: %+v %v", items, err)
+	}
+	child := func() enforce.Relative {
+		t.Helper()
+		fam, err := b.Family(ctx, is1.NodeID, items[0].ProjectID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range fam.Children {
+			if ch.Number == 3 {
+				return ch
+			}
+		}
+		t.Fatalf("no child #3 in %+v", fam)
+		return enforce.Relative{}
+	}
+	first := child()
+	if first.UpdatedAt.IsZero() || first.ItemID == "" {
+		t.Fatalf("child #3 read without its item's updatedAt: %+v", first)
+	}
+	before := time.Now().Truncate(time.Second)
+	it, err := b.Item(ctx, first.ItemID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetState(ctx, it, "Research Needed"); err != nil {
+		t.Fatal(err)
+	}
+	if after := child(); after.UpdatedAt.Before(before) || after.State != "Research Needed" {
+		t.Fatalf("after a change at %s the child reads %+v", before, after)
 	}
 }
