@@ -238,7 +238,7 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	for step := 0; step < maxStepsPerRun; step++ {
+	for steps := 0; steps < maxStepsPerRun; {
 		board := policy.BoardValue{Unknown: !w.read, State: w.it.State, UpdatedAt: w.it.StateUpdatedAt, Closed: !w.it.Open}
 		if w.read && w.rec.ObservedState != w.rec.LastLegalState {
 			// A write is due: a close or reopen of the issue since may change it.
@@ -250,8 +250,12 @@ func (e *Enforcer) walkLocked(ctx context.Context, w *walk, itemID string) (Resu
 			History: w.history(), Pending: e.toPolicy(w.pending), Board: board,
 			Sweep: proof, Now: e.now(), Window: e.opts.ReorderWindow, Hold: e.opts.GapHold,
 		})
+		looked := w.read
 		if res, end, err := e.walkStep(ctx, w, itemID, a); end || err != nil {
 			return res, err
+		}
+		if looked || !w.read {
+			steps++ // (the board's first read, once a walk, asks again without taking a step)
 		}
 	}
 	return Result{Verdict: VerdictWait, Reason: "a long history: continued in the next run", RetryAfter: 10 * time.Millisecond}, nil
@@ -374,8 +378,9 @@ func (e *Enforcer) lookIfNeeded(ctx context.Context, w *walk, itemID string, a p
 		res, err := e.drop(ctx, w, fmt.Sprintf("the item is on %s/%d, which is not enforced (the payload named another project)", w.it.Owner, w.it.ProjectNumber))
 		return res, true, false, err
 	}
-	// (Lifecycle events of one second are ordered by the board.)
-	return Result{}, false, a.Kind == policy.ActRead || a.Obs.Event, nil
+	// Asked again with the board known: lifecycle events of one second are ordered by it, and
+	// reports of one second that chain in several orders by the value it shows.
+	return Result{}, false, true, nil
 }
 
 // holdOr holds the walk for the group member err names (wake.go), or returns err.

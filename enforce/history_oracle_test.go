@@ -123,7 +123,28 @@ func genHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop, dup 
 		mv.Dup = rng.Float64() < dup
 		h.Moves = append(h.Moves, mv)
 	}
+	withoutFrom(&h, seed)
 	return h
+}
+
+// noFromShare is the share of card moves whose report carries no previous value
+// (RALPH_GATE_NO_FROM, default 0): GitHub's published payload examples include an edit whose
+// changes name neither. Off by default: the design does not handle them yet (ENFORCEMENT.md,
+// "Reports without a previous value").
+var noFromShare, _ = strconv.ParseFloat(os.Getenv("RALPH_GATE_NO_FROM"), 64)
+
+// withoutFrom makes a share of the card moves' reports carry no previous value. Its draws come
+// from a stream of their own, so a seed's history is otherwise the one it drew before.
+func withoutFrom(h *simHistory, seed uint64) {
+	if noFromShare <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6e6f66))
+	for i := range h.Moves {
+		if rng.Float64() < noFromShare && h.Moves[i].Kind == "" {
+			h.Moves[i].NoFrom = true
+		}
+	}
 }
 
 // genFamilyHistory draws a history of one family: a parent with 2 to 6 sub-issues, some of
@@ -224,6 +245,7 @@ func genFamilyHistory(m *policy.Machine, actors policy.Actors, seed uint64, drop
 		mv.Dup = rng.Float64() < dup
 		h.Moves = append(h.Moves, mv)
 	}
+	withoutFrom(&h, seed)
 	return h
 }
 
@@ -466,6 +488,7 @@ func shrink(m *policy.Machine, actors policy.Actors, h simHistory) simHistory {
 			for _, simplify := range []func(*simMove){
 				func(mv *simMove) { mv.Drop = false },
 				func(mv *simMove) { mv.Dup = false },
+				func(mv *simMove) { mv.NoFrom = false },
 				func(mv *simMove) { mv.Latency = 10 * time.Millisecond },
 			} {
 				c := h

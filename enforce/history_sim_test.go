@@ -38,6 +38,9 @@ type simMove struct {
 	// the best issue in state To (pick_actionable_issue).
 	Kind    string `json:"kind,omitempty"`
 	Command string `json:"command,omitempty"`
+	// NoFrom: the card move's report carries no previous value (GitHub marks
+	// changes.field_value.from optional).
+	NoFrom bool `json:"no_from,omitempty"`
 }
 
 // The kinds of simMove besides a card move.
@@ -725,10 +728,13 @@ func (w *simWorld) move(i int, mv simMove) {
 	w.board.items[id], w.board.updated[id] = it, w.now.Truncate(time.Second)
 	w.board.mu.Unlock()
 	d := &simDelivery{id: fmt.Sprintf("d%02d", i), ch: Change{ItemID: id, ProjectID: "PVT_1", ProjectNumber: 1, Owner: "acme",
-		ContentType: ContentIssue, FromKnown: true, From: from, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
+		ContentType: ContentIssue, FromKnown: !mv.NoFrom, To: mv.To, Actor: mv.Actor, At: w.now.Truncate(time.Second)}}
+	if !mv.NoFrom {
+		d.ch.From = from
+	}
 	d.ch.DeliveryID = d.id
 	w.dels = append(w.dels, d)
-	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At})
+	w.step(id, oracle.Move{From: from, To: mv.To, Actor: mv.Actor, Delivery: d.id, At: d.ch.At, NoFrom: mv.NoFrom})
 	w.trace("move %s: %s %s → %s (%s)%s", d.id, mv.Actor, orNoState(from), orNoState(mv.To), id, faultsOf(mv))
 	w.send(d, mv)
 }
@@ -1028,6 +1034,9 @@ func faultsOf(mv simMove) string {
 	}
 	if mv.Latency > 0 {
 		fs = append(fs, "late "+mv.Latency.String())
+	}
+	if mv.NoFrom {
+		fs = append(fs, "no from")
 	}
 	if len(fs) == 0 {
 		return ""

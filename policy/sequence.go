@@ -245,7 +245,11 @@ func Sequence(in SequenceInput) Action {
 				Why: "our write, which landed over a newer change (its report taken in before): the legal state stays", GapSince: h.GapSince}
 		}
 	}
-	if a, ok := nextInChain(h, covered); ok {
+	end := "" // (the value the chain of every report ends in, when the board is read)
+	if !in.Board.Unknown {
+		end = in.Board.State
+	}
+	if a, ok := nextInChain(h, covered, later, end); ok {
 		return a
 	}
 	if len(later) > 0 {
@@ -366,8 +370,11 @@ func heldOrStale(h History, covered []Observation) (Action, bool) {
 // nextInChain is the next covered report in the order of the longest chain from the observed
 // value, or the change nobody reported that must have come before the first that follows
 // nothing.
-func nextInChain(h History, covered []Observation) (Action, bool) {
-	chain, rest := splitChain(h, covered)
+func nextInChain(h History, covered, later []Observation, end string) (Action, bool) {
+	chain, rest := orderCovered(h, covered, later, end)
+	if len(chain) > 0 && chain[0].Delivery == "" {
+		return Action{}, false // (a report not covered yet comes first: wait for it)
+	}
 	if len(rest) > 0 && rest[0].Own && !h.inRaced(rest[0]) && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
 		// A write of ours that nothing judged leads to, and the record holds (a revert, or
 		// automation recorded as it was made). A write of ours the record does not hold followed
@@ -383,6 +390,33 @@ func nextInChain(h History, covered []Observation) (Action, bool) {
 			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}, true
 	}
 	return Action{}, false
+}
+
+// orderCovered orders the covered card reports as the chain from the observed value, taking the
+// card reports not covered yet (later) as evidence of that order too: they come after, and
+// where reports of one second chain in several orders, the one the later reports follow on from
+// is taken. rest are the covered reports outside the chain. A chain that starts with a report
+// not covered yet starts with an Observation with no Delivery.
+func orderCovered(h History, covered, later []Observation, end string) (chain, rest []Observation) {
+	all := covered
+	for _, o := range later {
+		if o.Field == "" && !o.Event {
+			all = append(slices.Clone(all), o)
+		}
+	}
+	if len(all) == len(covered) {
+		return splitChain(h, covered, end)
+	}
+	isCovered := make(map[string]bool, len(covered))
+	for _, o := range covered {
+		isCovered[o.Delivery] = true
+	}
+	chain, rest = splitChain(h, sortedPending(all), end)
+	if len(chain) > 0 && !isCovered[chain[0].Delivery] {
+		return []Observation{{}}, nil
+	}
+	rest = slices.DeleteFunc(rest, func(o Observation) bool { return !isCovered[o.Delivery] })
+	return chain, rest
 }
 
 // chainHead is the action for the first report of the chain from the observed value.
@@ -722,7 +756,7 @@ func firstField(fields []Observation, h History) Observation {
 			second = append(second, f)
 		}
 	}
-	if chain, _ := splitChain(History{Observed: cur}, second); len(chain) > 0 {
+	if chain, _ := splitChain(History{Observed: cur}, second, ""); len(chain) > 0 {
 		return chain[0]
 	}
 	return first
@@ -764,8 +798,9 @@ func chains(from string, at time.Time, o Observation) bool {
 	if o.FromKnown {
 		return o.From == from && (at.IsZero() || !o.At.Before(at))
 	}
-	// No previous value reported: only the clock can order it.
-	return at.IsZero() || o.At.After(at)
+	// No previous value reported: it may follow any change made before it or in its second
+	// (GitHub dates changes to the second); the reports after it tell where it stands.
+	return at.IsZero() || !o.At.Before(at.Truncate(clockResolution))
 }
 
 // maxChainSearch bounds the search for the longest chain (reports pending for one item are
@@ -777,7 +812,7 @@ const maxChainSearch = 6
 // report is an edge from the value it left to the one it set, so that is an Euler trail
 // (Hierholzer's algorithm, earlier arrivals first). Without one it takes the longest chain.
 // It returns that chain and the reports not in it, in order.
-func splitChain(h History, pending []Observation) (chain, rest []Observation) {
+func splitChain(h History, pending []Observation, end string) (chain, rest []Observation) {
 	if len(pending) == 0 {
 		return nil, nil
 	}
@@ -788,7 +823,7 @@ func splitChain(h History, pending []Observation) (chain, rest []Observation) {
 		}
 	}
 	used := make([]bool, len(pending))
-	if trail := eulerTrail(h, pending, first); len(trail) == len(first) {
+	if trail := trailWithWild(h, pending, first, end); len(trail) == len(first) {
 		for _, i := range trail {
 			used[i] = true
 			chain = append(chain, pending[i])
@@ -798,15 +833,12 @@ func splitChain(h History, pending []Observation) (chain, rest []Observation) {
 		for {
 			var i, n int
 			if len(pending) > maxChainSearch {
-				i, n = -1, 0
-				for k, o := range pending {
-					if !used[k] && chains(from, at, o) {
-						i, n = k, 1
-						break
-					}
+				i, n = nextChaining(from, at, pending, used), 1
+				if i < 0 {
+					n = 0
 				}
 			} else {
-				i, n = chainFromAt(from, at, pending, used)
+				i, n = chainEndingAt(from, at, pending, used, end)
 			}
 			if n == 0 {
 				break
@@ -824,12 +856,54 @@ func splitChain(h History, pending []Observation) (chain, rest []Observation) {
 	return chain, rest
 }
 
+// trailWithWild is eulerTrail for one second's reports idx some of which carry no previous
+// value: the trail of the others, then those (each could follow anything, and nothing after it
+// says where it stood), the one that sets the value end last. Shorter than idx when the others
+// make no trail.
+func trailWithWild(h History, pending []Observation, idx []int, end string) []int {
+	var known, wild []int
+	for _, i := range idx {
+		if pending[i].FromKnown {
+			known = append(known, i)
+		} else {
+			wild = append(wild, i)
+		}
+	}
+	trail := eulerTrail(h, pending, known)
+	if len(trail) < len(known) || (len(wild) > 0 && len(known) == 0) {
+		return trail
+	}
+	if k := slices.IndexFunc(wild, func(i int) bool { return pending[i].To == end }); end != "" && k >= 0 {
+		wild = append(append(slices.Clone(wild[:k]), wild[k+1:]...), wild[k])
+	}
+	return append(trail, wild...)
+}
+
+// nextChaining is the first report not used that can follow value from at `at` (pending in
+// time order): of its second, one that says it leaves from that value before one without a
+// previous value (which could follow anything); -1 when none can.
+func nextChaining(from string, at time.Time, pending []Observation, used []bool) int {
+	wild := -1
+	for k, o := range pending {
+		switch {
+		case used[k] || !chains(from, at, o):
+		case wild >= 0 && o.At.Truncate(clockResolution).After(pending[wild].At.Truncate(clockResolution)):
+			return wild // (nothing of the wild one's second says it leaves from here)
+		case o.FromKnown:
+			return k
+		case wild < 0:
+			wild = k
+		}
+	}
+	return wild
+}
+
 // eulerTrail walks the reports idx (one second's) from the observed value, using each once,
 // and returns the indexes in walking order (shorter than idx when no trail uses them all).
 func eulerTrail(h History, pending []Observation, idx []int) []int {
 	for _, i := range idx {
 		if !pending[i].FromKnown {
-			return nil // a report without a previous value is ordered by the clock alone
+			return nil // a report without a previous value: the longest chain places it
 		}
 	}
 	out := map[string][]int{}
@@ -879,32 +953,43 @@ func chainFrom(from string, pending []Observation) (int, int) {
 // chainFromAt finds the longest chain of reports starting at value `from` (not before at):
 // the index of its first report and its length (0: none chains).
 func chainFromAt(from string, at time.Time, pending []Observation, used []bool) (int, int) {
-	var longest func(from string, at time.Time) int
-	longest = func(from string, at time.Time) int {
-		best := 0
+	return chainEndingAt(from, at, pending, used, "")
+}
+
+// chainEndingAt is chainFromAt preferring, of the longest chains, one that ends in value end
+// ("": no preference): where reports without a previous value let the reports of one second
+// chain in several orders, the one that leads to the value the board shows.
+func chainEndingAt(from string, at time.Time, pending []Observation, used []bool, end string) (int, int) {
+	// A chain's score is twice its length, plus one when it ends in end.
+	var best func(from string, at time.Time) int
+	best = func(from string, at time.Time) int {
+		score := 0
+		if end != "" && from == end {
+			score = 1
+		}
 		for i, o := range pending {
 			if used[i] || !chains(from, at, o) {
 				continue
 			}
 			used[i] = true
-			best = max(best, 1+longest(o.To, o.At))
+			score = max(score, 2+best(o.To, o.At))
 			used[i] = false
 		}
-		return best
+		return score
 	}
-	bestLen, bestIdx := 0, -1
+	bestScore, bestIdx := 0, -1
 	for i, o := range pending {
 		if used[i] || !chains(from, at, o) {
 			continue
 		}
 		used[i] = true
-		n := 1 + longest(o.To, o.At)
+		n := 2 + best(o.To, o.At)
 		used[i] = false
-		if n > bestLen {
-			bestLen, bestIdx = n, i
+		if n > bestScore {
+			bestScore, bestIdx = n, i
 		}
 	}
-	return bestIdx, bestLen
+	return bestIdx, bestScore / 2
 }
 
 // adopt decides the baseline of an item seen for the first time.

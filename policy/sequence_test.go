@@ -267,6 +267,25 @@ func TestSequence(t *testing.T) {
 			History{Known: true, Legal: "Backlog", Observed: "In Progress", ObservedAt: sec(5), RevertPending: "Backlog"}, nil,
 			BoardValue{State: "Backlog", UpdatedAt: sec(6)}, proven(12), 13),
 			ActSync, nil},
+		// Reports without a previous value (GitHub marks changes.field_value.from optional):
+		// such a report may follow any change of its second or earlier; the reports after it,
+		// later ones not covered yet, and the board's value place it.
+		{"a report without a previous value of the history's own second follows it", in(known("Ready for Plan", "Ready for Plan", 5),
+			[]Observation{{Delivery: "w", To: "Plan in Progress", Actor: "agent-1", At: sec(5), Received: sec(5)}}, unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "w") }},
+		{"one second's reports, one without a previous value: of the orders that use them all, the one ending where the board shows", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("b", "Backlog", "Done", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("a", "Backlog", "Research Needed", "alice", 5)},
+			BoardValue{State: "Done"}, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
+		{"… the board showing the other end, the other order", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
+			BoardValue{State: "Research Needed"}, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "b") }},
+		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
+				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
+			unknown, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
 		// A journaled revert landed when its own report comes back: GitHub reports every write
 		// that changes the card, and the proof says every report made by then has come. Others'
 		// reports that follow on from its value do not say it landed (nothing is guessed).

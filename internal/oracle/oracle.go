@@ -91,6 +91,10 @@ type Automated struct {
 // Move is one move of the true history.
 type Move struct {
 	From, To, Actor, Delivery string
+	// NoFrom marks a move whose report carried no previous value: nothing the app is told
+	// orders it within its second, so any order of the second may place it anywhere (From is
+	// still the true one).
+	NoFrom bool
 	At                        time.Time // GitHub's time: whole seconds
 	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
 	// automated move (legal by definition; the caller checks it was one).
@@ -466,7 +470,9 @@ func (o *Oracle) Orders(item string) [][]Move {
 		for _, mv := range grp {
 			if mv.Lifecycle == "" {
 				start = mv.From
-				break
+				if !mv.NoFrom {
+					break
+				}
 			}
 		}
 		var perm func(cur []Move, value string)
@@ -481,7 +487,7 @@ func (o *Oracle) Orders(item string) [][]Move {
 				}
 				next := value
 				if mv.Lifecycle == "" {
-					if mv.From != value {
+					if !mv.follows(value) {
 						continue
 					}
 					next = mv.To
@@ -508,6 +514,10 @@ func (o *Oracle) Orders(item string) [][]Move {
 	walk(0, nil)
 	return out
 }
+
+// follows reports whether the move can come when the card shows value: it left that value, or
+// its report did not say what it left.
+func (mv Move) follows(value string) bool { return mv.NoFrom || mv.From == value }
 
 func slicesEqualMoves(a, b []Move) bool {
 	if len(a) != len(b) {
@@ -696,7 +706,7 @@ func interleave(all []ItemMove, limit int) [][]ItemMove {
 		}
 		for i, im := range grp {
 			event, k := im.Move.Lifecycle != "", chainKey(im)
-			if used[i] || (!event && im.Move.From != cur[k]) {
+			if used[i] || (!event && !im.Move.follows(cur[k])) {
 				continue
 			}
 			used[i] = true
@@ -782,7 +792,7 @@ func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
 			if im.Move.Lifecycle != "" {
 				continue
 			}
-			if im.Move.From != cur[chainKey(im)] {
+			if !im.Move.follows(cur[chainKey(im)]) {
 				return nil, false
 			}
 			cur[chainKey(im)] = im.Move.To

@@ -13,6 +13,7 @@ func TestInterleavings(t *testing.T) {
 	mv := func(item, delivery, from, to string, sec int) ItemMove {
 		return ItemMove{Item: item, Move: Move{From: from, To: to, Delivery: delivery, At: t0.Add(time.Duration(sec) * time.Second)}}
 	}
+	noFrom := func(im ItemMove) ItemMove { im.Move.NoFrom = true; return im }
 	orders := func(ms []ItemMove, limit int) []string {
 		var out []string
 		for _, o := range Interleavings(ms, limit) {
@@ -42,6 +43,9 @@ func TestInterleavings(t *testing.T) {
 			[]string{"a1,b1,a2,b2,", "b1,a1,a2,b2,", "a1,b1,b2,a2,", "b1,a1,b2,a2,"}},
 		{"at most limit", []ItemMove{mv("A", "a1", "Backlog", "Done", 1), mv("B", "b1", "Backlog", "Done", 1), mv("C", "c1", "Backlog", "Done", 1)}, 2,
 			[]string{"a1,b1,c1,", "a1,c1,b1,"}},
+		{"a move whose report said no previous value goes anywhere in its second", []ItemMove{
+			mv("A", "a1", "Backlog", "Ready for Plan", 1), noFrom(mv("A", "a2", "Ready for Plan", "Backlog", 1)), mv("A", "a3", "Backlog", "Done", 1)}, 10,
+			[]string{"a1,a2,a3,", "a3,a2,a1,"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
