@@ -1382,10 +1382,11 @@ func (w *simWorld) check() {
 	// The outcome must be the oracle's for the true order, or for one GitHub's reports cannot
 	// tell from it.
 	diverged := w.diverge(w.or, explainedBy)
-	if len(diverged) > 0 && len(w.h.Parents) > 0 {
+	if len(diverged) > 0 {
 		// The order the app judged them in first (when it is one of those orders), then the
 		// order its sequencer takes (within a second: fields' edits, card moves, events), then the
-		// others.
+		// others. (Loose histories too: Orders enumerates a bounded number of an item's orders,
+		// and nine moves of one second that loop chain in more than it reaches.)
 		var orders [][]oracle.ItemMove
 		if taken, ok := oracle.Reordered(w.moves, w.judgedRank()); ok {
 			orders = append(orders, taken)

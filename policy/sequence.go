@@ -245,10 +245,7 @@ func Sequence(in SequenceInput) Action {
 				Why: "our write, which landed over a newer change (its report taken in before): the legal state stays", GapSince: h.GapSince}
 		}
 	}
-	end := "" // (the value the chain of every report ends in, when the board is read)
-	if !in.Board.Unknown {
-		end = in.Board.State
-	}
+	end := boardEnd(in.Board, covered, later)
 	if a, ok := nextInChain(h, covered, later, end); ok {
 		return a
 	}
@@ -390,6 +387,25 @@ func nextInChain(h History, covered, later []Observation, end string) (Action, b
 			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}, true
 	}
 	return Action{}, false
+}
+
+// boardEnd is the value the chain of every card report ends in as the board tells it: its value,
+// when it was read and GitHub dates its last change no later than the last report's second
+// ("" otherwise: a later change, reported or not, set it).
+func boardEnd(b BoardValue, covered, later []Observation) string {
+	if b.Unknown || b.UpdatedAt.IsZero() {
+		return ""
+	}
+	var last time.Time
+	for _, o := range append(slices.Clone(covered), later...) {
+		if o.Field == "" && !o.Event && o.At.After(last) {
+			last = o.At
+		}
+	}
+	if b.UpdatedAt.Truncate(clockResolution).After(last.Truncate(clockResolution)) {
+		return ""
+	}
+	return b.State
 }
 
 // orderCovered orders the covered card reports as the chain from the observed value, taking the
@@ -810,43 +826,34 @@ const maxChainSearch = 6
 // splitChain orders the reports of the earliest second (GitHub dates changes to the second)
 // into the trail that starts from the observed value and uses them all, when there is one: a
 // report is an edge from the value it left to the one it set, so that is an Euler trail
-// (Hierholzer's algorithm, earlier arrivals first). Without one it takes the longest chain.
-// It returns that chain and the reports not in it, in order.
+// (Hierholzer's algorithm, earlier arrivals first). Without one it takes the longest chain of
+// that second's reports. Where several orders qualify, the one that ends in the value the first
+// report of a later second leaves from is taken (else in end). It returns that chain and the
+// reports not in it, in order.
 func splitChain(h History, pending []Observation, end string) (chain, rest []Observation) {
 	if len(pending) == 0 {
 		return nil, nil
 	}
 	var first []int
+	used := make([]bool, len(pending))
 	for i, o := range pending {
 		if o.At.Equal(pending[0].At) {
 			first = append(first, i)
+		} else {
+			used[i] = true // (not this second's: not searched)
 		}
 	}
-	used := make([]bool, len(pending))
-	if trail := trailWithWild(h, pending, first, end); len(trail) == len(first) {
-		for _, i := range trail {
-			used[i] = true
-			chain = append(chain, pending[i])
-		}
-	} else {
-		from, at := h.Observed, h.ObservedAt
-		for {
-			var i, n int
-			if len(pending) > maxChainSearch {
-				i, n = nextChaining(from, at, pending, used), 1
-				if i < 0 {
-					n = 0
-				}
-			} else {
-				i, n = chainEndingAt(from, at, pending, used, end)
-			}
-			if n == 0 {
-				break
-			}
-			used[i] = true
-			chain = append(chain, pending[i])
-			from, at = pending[i].To, pending[i].At
-		}
+	if len(first) < len(pending) {
+		end = secondStart(pending[len(first):]) // (the next second's reports say what the card showed after this one)
+	}
+	trail := trailWithWild(h, pending, first, end)
+	if len(trail) != len(first) {
+		trail = longestOfSecond(h, pending, used, end)
+	}
+	clear(used)
+	for _, i := range trail {
+		used[i] = true
+		chain = append(chain, pending[i])
 	}
 	for k, o := range pending {
 		if !used[k] {
@@ -856,10 +863,82 @@ func splitChain(h History, pending []Observation, end string) (chain, rest []Obs
 	return chain, rest
 }
 
+// secondStart is the value the earliest second's card reports of pending (in time order) start
+// from, as far as they tell: the one value they leave more often than they set (an Euler trail
+// starts there), else, when they leave and set each value as often, the value the first of them
+// leaves; "" when none says.
+func secondStart(pending []Observation) string {
+	balance := map[string]int{}
+	first := ""
+	for _, o := range pending {
+		if !o.At.Equal(pending[0].At) {
+			break
+		}
+		if !o.FromKnown || o.Field != "" || o.Event {
+			continue
+		}
+		if first == "" {
+			first = o.From
+		}
+		balance[o.From]++
+		balance[o.To]--
+	}
+	start, ends := "", 0
+	for v, b := range balance {
+		switch b {
+		case 0:
+		case 1:
+			if start != "" {
+				return ""
+			}
+			start = v
+		case -1:
+			ends++
+		default:
+			return "" // (no trail through them: a gap, or a report without a previous value)
+		}
+	}
+	switch {
+	case start != "" && ends == 1:
+		return start
+	case start == "" && ends == 0:
+		return first // (a circuit: it starts where the first leaves)
+	}
+	return ""
+}
+
+// longestOfSecond walks the longest chain from the observed value through the reports not
+// used (one second's), preferring one that ends in end; past maxChainSearch reports, the first
+// that chains at each step.
+func longestOfSecond(h History, pending []Observation, used []bool, end string) []int {
+	n := 0
+	for _, u := range used {
+		if !u {
+			n++
+		}
+	}
+	var trail []int
+	from, at := h.Observed, h.ObservedAt
+	for {
+		var i int
+		if n > maxChainSearch {
+			i = nextChaining(from, at, pending, used)
+		} else {
+			i, _ = chainEndingAt(from, at, pending, used, end)
+		}
+		if i < 0 {
+			return trail
+		}
+		used[i] = true
+		trail = append(trail, i)
+		from, at = pending[i].To, pending[i].At
+	}
+}
+
 // trailWithWild is eulerTrail for one second's reports idx some of which carry no previous
 // value: the trail of the others, then those (each could follow anything, and nothing after it
 // says where it stood), the one that sets the value end last. Shorter than idx when the others
-// make no trail.
+// make no trail, or when it does not end in end (the longest chain's search places them).
 func trailWithWild(h History, pending []Observation, idx []int, end string) []int {
 	var known, wild []int
 	for _, i := range idx {
@@ -876,7 +955,11 @@ func trailWithWild(h History, pending []Observation, idx []int, end string) []in
 	if k := slices.IndexFunc(wild, func(i int) bool { return pending[i].To == end }); end != "" && k >= 0 {
 		wild = append(append(slices.Clone(wild[:k]), wild[k+1:]...), wild[k])
 	}
-	return append(trail, wild...)
+	trail = append(trail, wild...)
+	if end != "" && len(wild) > 0 && pending[trail[len(trail)-1]].To != end {
+		return nil // (placed elsewhere they may end there: the search tries)
+	}
+	return trail
 }
 
 // nextChaining is the first report not used that can follow value from at `at` (pending in

@@ -275,12 +275,16 @@ func TestSequence(t *testing.T) {
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "w") }},
 		{"one second's reports, one without a previous value: of the orders that use them all, the one ending where the board shows", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Done", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("a", "Backlog", "Research Needed", "alice", 5)},
-			BoardValue{State: "Done"}, proven(12), 13),
+			BoardValue{State: "Done", UpdatedAt: sec(5)}, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
 		{"… the board showing the other end, the other order", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
-			BoardValue{State: "Research Needed"}, proven(12), 13),
+			BoardValue{State: "Research Needed", UpdatedAt: sec(5)}, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "b") }},
+		{"… the board changed since (a change not reported yet) says nothing of their order: the first that arrived", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
+			BoardValue{State: "Research Needed", UpdatedAt: sec(8)}, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
 		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
 				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
@@ -527,5 +531,29 @@ func TestProvisional(t *testing.T) {
 				t.Errorf("Provisional = %+v, %v; want %v", got, ok, tt.want)
 			}
 		})
+	}
+}
+
+// secondStart reads where one second's reports start from: the value they leave more often than
+// they set, or, when they make a circuit, the first one's.
+func TestSecondStart(t *testing.T) {
+	at := time.Date(2026, 11, 1, 9, 0, 5, 0, time.UTC)
+	o := func(from, to string, sec int) Observation {
+		return Observation{FromKnown: from != "?", From: from, To: to, At: at.Add(time.Duration(sec) * time.Second)}
+	}
+	for _, tt := range []struct {
+		name    string
+		pending []Observation
+		want    string
+	}{
+		{"a path starts where it leaves once more than it sets", []Observation{o("C", "HN", 0), o("Done", "C", 0)}, "Done"},
+		{"a circuit starts where its first report leaves", []Observation{o("B", "C", 0), o("C", "B", 0)}, "B"},
+		{"only the earliest second counts", []Observation{o("Done", "C", 0), o("X", "Y", 1)}, "Done"},
+		{"no trail through them says nothing", []Observation{o("A", "B", 0), o("C", "D", 0)}, ""},
+		{"reports without a previous value say nothing", []Observation{o("?", "B", 0)}, ""},
+	} {
+		if got := secondStart(tt.pending); got != tt.want {
+			t.Errorf("%s: secondStart = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
