@@ -510,6 +510,7 @@ type simWorld struct {
 	// before, after) are checked once the handoff is in the true history; handoffs lists the
 	// handoffs the app made.
 	handing    bool
+	heldSteps  []oracle.ItemMove // moves that raced a façade call's writes (step)
 	heldWrites [][3]string
 	handoffs   []oracle.ItemMove
 	made       map[string]int // façade moves the app made, by kind (simHandoff, simAdvance, simClaim)
@@ -744,10 +745,8 @@ func (w *simWorld) move(i int, mv simMove) {
 // history, reported as any, that the write then lands over. The write's report tells the app
 // what it wrote over.
 func (w *simWorld) race(id string) {
-	if w.h.Races == 0 || !w.crashing || w.handing || w.racedAt[id].Equal(w.now.Truncate(time.Second)) || w.rng.Float64() >= w.h.Races {
-		// (Not while a façade call is served: a handoff's own write raced by a move is not
-		// handled yet — the handoff is judged from its read, and nothing judges it again. Nor
-		// twice on one item in one second: the app knows only its last write's.)
+	if w.h.Races == 0 || !w.crashing || w.racedAt[id].Equal(w.now.Truncate(time.Second)) || w.rng.Float64() >= w.h.Races {
+		// (Not twice on one item in one second: the app knows only its last write's.)
 		return
 	}
 	if w.racedAt == nil {
@@ -912,6 +911,7 @@ func (w *simWorld) advance(i int, mv simMove) {
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: c, Move: om})
 		w.madeOne(simAdvance)
 	}
+	w.stepHeld()
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -928,8 +928,23 @@ func (w *simWorld) step(id string, om oracle.Move) {
 		w.orderAmbiguous = w.orderAmbiguous || (g.Move.At.Equal(om.At) && len(w.h.Parents) > 0 &&
 			((om.Field == "" && g.Move.Field == "") || g.Item == id))
 	}
+	if w.handing && w.racing {
+		// A move that lands between a façade call's read and its write comes after the call's
+		// own move in the true history: it is recorded once the call's moves are.
+		w.heldSteps = append(w.heldSteps, oracle.ItemMove{Item: id, Move: om})
+		return
+	}
 	w.moves = append(w.moves, oracle.ItemMove{Item: id, Move: om})
 	w.or.Step(id, om)
+}
+
+// stepHeld records the moves that raced a façade call's writes, after the call's own.
+func (w *simWorld) stepHeld() {
+	held := w.heldSteps
+	w.heldSteps = nil
+	for _, g := range held {
+		w.step(g.Item, g.Move)
+	}
 }
 
 // handoff is an agent's handoff_ticket, served at once: when the app makes the move (its
@@ -954,6 +969,7 @@ func (w *simWorld) handoff(i int, mv simMove) {
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
 		w.madeOne(simHandoff)
 	}
+	w.stepHeld()
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -993,6 +1009,7 @@ func (w *simWorld) claim(i int, mv simMove) {
 	if res.Claimed == nil {
 		w.trace("claim c%02d: %s claims nothing in %s (%s): err=%v", i, mv.Actor, mv.To, mv.Command, err)
 	}
+	w.stepHeld()
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -1171,7 +1188,9 @@ func (w *simWorld) appWrite(id, state string) {
 		w.at(w.now.Add(20*time.Millisecond), func() { w.deliver(d) })
 	}
 	if w.handing {
-		w.heldWrites = append(w.heldWrites, [3]string{id, before, state})
+		if !w.raced {
+			w.heldWrites = append(w.heldWrites, [3]string{id, before, state})
+		}
 		return
 	}
 	if w.raced {
