@@ -83,7 +83,19 @@ type simHistory struct {
 	// Pushes are pushes of the organization's policy file during the history: each change is
 	// judged by the policy in force when it was made (Options.Policies).
 	Pushes []simPush `json:"pushes,omitempty"`
+	// WriteOutcomes, when set, says how each of the app's writes to a card ends, in order
+	// (writeLanded, writeFailed, writeAnswerLost, writeRaced; landed past the list), in place
+	// of Crash's and Races' chances.
+	WriteOutcomes []string `json:"write_outcomes,omitempty"`
 }
+
+// How a write of the app's ends (simHistory.WriteOutcomes).
+const (
+	writeLanded     = ""
+	writeFailed     = "failed"      // not made
+	writeAnswerLost = "answer-lost" // made, its answer lost
+	writeRaced      = "raced"       // made, someone's move landing between its read and it
+)
 
 // simPush is a push of the organization's policy file: in force from the second after At
 // (InForceFrom), the workflow widened or not, in a mode.
@@ -273,11 +285,39 @@ func (b *simBoard) SetState(_ context.Context, it Item, state string) error {
 }
 
 func (b *simBoard) setState(it Item, state string) error {
+	if outcome, ok := b.w.nextWriteOutcome(); ok {
+		// The history says how each write of the app's ends (exhaustive checks).
+		switch outcome {
+		case writeFailed:
+			b.w.trace("crash before set state")
+			return fmt.Errorf("set state: %w", errInjected)
+		case writeAnswerLost:
+			b.w.appWrite(it.ID, state)
+			b.w.trace("crash after set state")
+			return fmt.Errorf("set state (answer lost): %w", errInjected)
+		}
+		b.w.appWrite(it.ID, state)
+		return nil
+	}
 	if err := b.fail("set state"); err != nil {
 		return err
 	}
 	b.w.appWrite(it.ID, state)
 	return b.lostAnswer("set state")
+}
+
+// nextWriteOutcome is how the app's next write to a card ends when the history says
+// (WriteOutcomes, whether faults are still on or not); false when it is left to chance.
+func (w *simWorld) nextWriteOutcome() (string, bool) {
+	if w.h.WriteOutcomes == nil {
+		return "", false
+	}
+	k := w.writesMade
+	w.writesMade++
+	if k < len(w.h.WriteOutcomes) {
+		return w.h.WriteOutcomes[k], true
+	}
+	return writeLanded, true
 }
 
 func (b *simBoard) AddComment(_ context.Context, subject, body string) (Comment, error) {
@@ -524,6 +564,7 @@ type simWorld struct {
 	// (simHistory.Races); raced is set until that write is made (it lands over the move).
 	races         int
 	racing, raced bool
+	writesMade    int                  // the app's writes to cards so far (WriteOutcomes)
 	racedAt       map[string]time.Time // each item's last second a write of it raced
 	// queued are the lifecycle deliveries whose job is queued (once per delivery).
 	queued map[string]bool
@@ -745,7 +786,11 @@ func (w *simWorld) move(i int, mv simMove) {
 // history, reported as any, that the write then lands over. The write's report tells the app
 // what it wrote over.
 func (w *simWorld) race(id string) {
-	if w.h.Races == 0 || !w.crashing || w.racedAt[id].Equal(w.now.Truncate(time.Second)) || w.rng.Float64() >= w.h.Races {
+	if w.h.WriteOutcomes != nil {
+		if k := w.writesMade; k >= len(w.h.WriteOutcomes) || w.h.WriteOutcomes[k] != writeRaced {
+			return
+		}
+	} else if w.h.Races == 0 || !w.crashing || w.racedAt[id].Equal(w.now.Truncate(time.Second)) || w.rng.Float64() >= w.h.Races {
 		// (Not twice on one item in one second: the app knows only its last write's.)
 		return
 	}
