@@ -367,7 +367,7 @@ func heldOrStale(h History, covered []Observation) (Action, bool) {
 // nextInChain is the next covered report in the order of the longest chain from the observed
 // value, or the change nobody reported that must have come before the first that follows
 // nothing.
-func nextInChain(h History, covered, later []Observation, end string) (Action, bool) {
+func nextInChain(h History, covered, later []Observation, end ends) (Action, bool) {
 	chain, rest := orderCovered(h, covered, later, end)
 	if len(chain) > 0 && chain[0].Delivery == "" {
 		return Action{}, false // (a report not covered yet comes first: wait for it)
@@ -391,10 +391,10 @@ func nextInChain(h History, covered, later []Observation, end string) (Action, b
 
 // boardEnd is the value the chain of every card report ends in as the board tells it: its value,
 // when it was read and GitHub dates its last change no later than the last report's second
-// ("" otherwise: a later change, reported or not, set it).
-func boardEnd(b BoardValue, covered, later []Observation) string {
+// (none otherwise: a later change, reported or not, set it).
+func boardEnd(b BoardValue, covered, later []Observation) ends {
 	if b.Unknown || b.UpdatedAt.IsZero() {
-		return ""
+		return nil
 	}
 	var last time.Time
 	for _, o := range append(slices.Clone(covered), later...) {
@@ -403,9 +403,9 @@ func boardEnd(b BoardValue, covered, later []Observation) string {
 		}
 	}
 	if b.UpdatedAt.Truncate(clockResolution).After(last.Truncate(clockResolution)) {
-		return ""
+		return nil
 	}
-	return b.State
+	return ends{b.State}
 }
 
 // orderCovered orders the covered card reports as the chain from the observed value, taking the
@@ -413,7 +413,7 @@ func boardEnd(b BoardValue, covered, later []Observation) string {
 // where reports of one second chain in several orders, the one the later reports follow on from
 // is taken. rest are the covered reports outside the chain. A chain that starts with a report
 // not covered yet starts with an Observation with no Delivery.
-func orderCovered(h History, covered, later []Observation, end string) (chain, rest []Observation) {
+func orderCovered(h History, covered, later []Observation, end ends) (chain, rest []Observation) {
 	all := covered
 	for _, o := range later {
 		if o.Field == "" && !o.Event {
@@ -772,7 +772,7 @@ func firstField(fields []Observation, h History) Observation {
 			second = append(second, f)
 		}
 	}
-	if chain, _ := splitChain(History{Observed: cur}, second, ""); len(chain) > 0 {
+	if chain, _ := splitChain(History{Observed: cur}, second, nil); len(chain) > 0 {
 		return chain[0]
 	}
 	return first
@@ -819,9 +819,10 @@ func chains(from string, at time.Time, o Observation) bool {
 	return at.IsZero() || !o.At.Before(at.Truncate(clockResolution))
 }
 
-// maxChainSearch bounds the search for the longest chain (reports pending for one item are
-// few; a flood of them is judged in clock order instead).
-const maxChainSearch = 6
+// maxChainSearch bounds the search for the longest chain of one second's reports (at most 8! =
+// 40,320 orders; an item's reports of one second are few): past it, the first report that
+// chains is taken at each step.
+const maxChainSearch = 8
 
 // splitChain orders the reports of the earliest second (GitHub dates changes to the second)
 // into the trail that starts from the observed value and uses them all, when there is one: a
@@ -830,7 +831,7 @@ const maxChainSearch = 6
 // that second's reports. Where several orders qualify, the one that ends in the value the first
 // report of a later second leaves from is taken (else in end). It returns that chain and the
 // reports not in it, in order.
-func splitChain(h History, pending []Observation, end string) (chain, rest []Observation) {
+func splitChain(h History, pending []Observation, end ends) (chain, rest []Observation) {
 	if len(pending) == 0 {
 		return nil, nil
 	}
@@ -863,13 +864,17 @@ func splitChain(h History, pending []Observation, end string) (chain, rest []Obs
 	return chain, rest
 }
 
-// secondStart is the value the earliest second's card reports of pending (in time order) start
+// ends are the values a chain of reports should end in, as far as something tells (none: no
+// preference).
+type ends []string
+
+func (e ends) has(v string) bool { return slices.Contains(e, v) }
+
+// secondStart is where the earliest second's card reports of pending (in time order) may start
 // from, as far as they tell: the one value they leave more often than they set (an Euler trail
-// starts there), else, when they leave and set each value as often, the value the first of them
-// leaves; "" when none says.
-func secondStart(pending []Observation) string {
+// starts there), or, when they make a circuit, any value on it; none when they say nothing.
+func secondStart(pending []Observation) ends {
 	balance := map[string]int{}
-	first := ""
 	for _, o := range pending {
 		if !o.At.Equal(pending[0].At) {
 			break
@@ -877,40 +882,37 @@ func secondStart(pending []Observation) string {
 		if !o.FromKnown || o.Field != "" || o.Event {
 			continue
 		}
-		if first == "" {
-			first = o.From
-		}
 		balance[o.From]++
 		balance[o.To]--
 	}
-	start, ends := "", 0
+	var start, circuit ends
+	n := 0
 	for v, b := range balance {
 		switch b {
 		case 0:
+			circuit = append(circuit, v)
 		case 1:
-			if start != "" {
-				return ""
-			}
-			start = v
+			start = append(start, v)
 		case -1:
-			ends++
+			n++
 		default:
-			return "" // (no trail through them: a gap, or a report without a previous value)
+			return nil // (no trail through them: a gap, or a report without a previous value)
 		}
 	}
 	switch {
-	case start != "" && ends == 1:
+	case len(start) == 1 && n == 1:
 		return start
-	case start == "" && ends == 0:
-		return first // (a circuit: it starts where the first leaves)
+	case len(start) == 0 && n == 0:
+		slices.Sort(circuit)
+		return circuit
 	}
-	return ""
+	return nil
 }
 
 // longestOfSecond walks the longest chain from the observed value through the reports not
 // used (one second's), preferring one that ends in end; past maxChainSearch reports, the first
 // that chains at each step.
-func longestOfSecond(h History, pending []Observation, used []bool, end string) []int {
+func longestOfSecond(h History, pending []Observation, used []bool, end ends) []int {
 	n := 0
 	for _, u := range used {
 		if !u {
@@ -939,7 +941,7 @@ func longestOfSecond(h History, pending []Observation, used []bool, end string) 
 // value: the trail of the others, then those (each could follow anything, and nothing after it
 // says where it stood), the one that sets the value end last. Shorter than idx when the others
 // make no trail, or when it does not end in end (the longest chain's search places them).
-func trailWithWild(h History, pending []Observation, idx []int, end string) []int {
+func trailWithWild(h History, pending []Observation, idx []int, end ends) []int {
 	var known, wild []int
 	for _, i := range idx {
 		if pending[i].FromKnown {
@@ -952,11 +954,11 @@ func trailWithWild(h History, pending []Observation, idx []int, end string) []in
 	if len(trail) < len(known) || (len(wild) > 0 && len(known) == 0) {
 		return trail
 	}
-	if k := slices.IndexFunc(wild, func(i int) bool { return pending[i].To == end }); end != "" && k >= 0 {
+	if k := slices.IndexFunc(wild, func(i int) bool { return end.has(pending[i].To) }); k >= 0 {
 		wild = append(append(slices.Clone(wild[:k]), wild[k+1:]...), wild[k])
 	}
 	trail = append(trail, wild...)
-	if end != "" && len(wild) > 0 && pending[trail[len(trail)-1]].To != end {
+	if len(end) > 0 && len(wild) > 0 && !end.has(pending[trail[len(trail)-1]].To) {
 		return nil // (placed elsewhere they may end there: the search tries)
 	}
 	return trail
@@ -1036,18 +1038,18 @@ func chainFrom(from string, pending []Observation) (int, int) {
 // chainFromAt finds the longest chain of reports starting at value `from` (not before at):
 // the index of its first report and its length (0: none chains).
 func chainFromAt(from string, at time.Time, pending []Observation, used []bool) (int, int) {
-	return chainEndingAt(from, at, pending, used, "")
+	return chainEndingAt(from, at, pending, used, nil)
 }
 
 // chainEndingAt is chainFromAt preferring, of the longest chains, one that ends in value end
 // ("": no preference): where reports without a previous value let the reports of one second
 // chain in several orders, the one that leads to the value the board shows.
-func chainEndingAt(from string, at time.Time, pending []Observation, used []bool, end string) (int, int) {
+func chainEndingAt(from string, at time.Time, pending []Observation, used []bool, end ends) (int, int) {
 	// A chain's score is twice its length, plus one when it ends in end.
 	var best func(from string, at time.Time) int
 	best = func(from string, at time.Time) int {
 		score := 0
-		if end != "" && from == end {
+		if end.has(from) {
 			score = 1
 		}
 		for i, o := range pending {
