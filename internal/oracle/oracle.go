@@ -95,7 +95,7 @@ type Move struct {
 	// orders it within its second, so any order of the second may place it anywhere (From is
 	// still the true one).
 	NoFrom bool
-	At                        time.Time // GitHub's time: whole seconds
+	At     time.Time // GitHub's time: whole seconds
 	// App marks the app's own write: a revert (to the legal value: nothing changes) or an
 	// automated move (legal by definition; the caller checks it was one).
 	App bool
