@@ -368,8 +368,8 @@ func heldOrStale(h History, covered []Observation) (Action, bool) {
 // value, or the change nobody reported that must have come before the first that follows
 // nothing.
 func nextInChain(h History, covered, later []Observation, end ends) (Action, bool) {
-	chain, rest := orderCovered(h, covered, later, end)
-	if len(chain) > 0 && chain[0].Delivery == "" {
+	chain, rest, ok := orderCovered(h, covered, later, end)
+	if !ok {
 		return Action{}, false // (a report not covered yet comes first: wait for it)
 	}
 	if len(rest) > 0 && rest[0].Own && !h.inRaced(rest[0]) && !h.provisional(rest[0]) && rest[0].To == h.Observed && (len(chain) == 0 || rest[0].At.Before(chain[0].At)) {
@@ -411,17 +411,18 @@ func boardEnd(b BoardValue, covered, later []Observation) ends {
 // orderCovered orders the covered card reports as the chain from the observed value, taking the
 // card reports not covered yet (later) as evidence of that order too: they come after, and
 // where reports of one second chain in several orders, the one the later reports follow on from
-// is taken. rest are the covered reports outside the chain. A chain that starts with a report
-// not covered yet starts with an Observation with no Delivery.
-func orderCovered(h History, covered, later []Observation, end ends) (chain, rest []Observation) {
-	all := covered
+// is taken. rest are the covered reports outside the chain; ok is false when the chain starts
+// with a report not covered yet.
+func orderCovered(h History, covered, later []Observation, end ends) (chain, rest []Observation, ok bool) {
+	all := slices.Clone(covered)
 	for _, o := range later {
 		if o.Field == "" && !o.Event {
-			all = append(slices.Clone(all), o)
+			all = append(all, o)
 		}
 	}
 	if len(all) == len(covered) {
-		return splitChain(h, covered, end)
+		chain, rest = splitChain(h, covered, end)
+		return chain, rest, true
 	}
 	isCovered := make(map[string]bool, len(covered))
 	for _, o := range covered {
@@ -429,10 +430,10 @@ func orderCovered(h History, covered, later []Observation, end ends) (chain, res
 	}
 	chain, rest = splitChain(h, sortedPending(all), end)
 	if len(chain) > 0 && !isCovered[chain[0].Delivery] {
-		return []Observation{{}}, nil
+		return nil, nil, false
 	}
 	rest = slices.DeleteFunc(rest, func(o Observation) bool { return !isCovered[o.Delivery] })
-	return chain, rest
+	return chain, rest, true
 }
 
 // chainHead is the action for the first report of the chain from the observed value.
