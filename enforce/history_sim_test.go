@@ -550,7 +550,8 @@ type simWorld struct {
 	// before, after) are checked once the handoff is in the true history; handoffs lists the
 	// handoffs the app made.
 	handing    bool
-	heldSteps  []oracle.ItemMove // moves that raced a façade call's writes (step)
+	heldSteps  []oracle.ItemMove // moves that raced a façade call's writes (step), and those writes
+	racedCall  map[string]bool   // the items a write of the façade call under way raced on
 	heldWrites [][3]string
 	handoffs   []oracle.ItemMove
 	made       map[string]int // façade moves the app made, by kind (simHandoff, simAdvance, simClaim)
@@ -798,6 +799,9 @@ func (w *simWorld) race(id string) {
 		w.racedAt = map[string]time.Time{}
 	}
 	w.racedAt[id] = w.now.Truncate(time.Second)
+	if w.handing {
+		w.racedCall[id] = true
+	}
 	actor := simActors[w.rng.IntN(len(simActors)-1)]
 	states := w.m.States()
 	to := states[w.rng.IntN(len(states))]
@@ -931,7 +935,8 @@ func (w *simWorld) advance(i int, mv simMove) {
 	for c := range before {
 		audited[c] = len(w.handoffsOf(c))
 	}
-	w.handing, w.heldWrites = true, nil
+	w.startCall()
+	calls := len(w.handoffs)
 	adv, err := w.svc.Facade.AdvanceChildren(context.Background(), w.board, parent, mv.To, Handoff{Agent: mv.Actor})
 	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
 	w.handing = false
@@ -951,12 +956,12 @@ func (w *simWorld) advance(i int, mv simMove) {
 			continue
 		}
 		om := oracle.Move{From: before[c].State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("a%02d-%s", i, c),
-			At: w.now.Truncate(time.Second), Now: true}
+			At: w.now.Truncate(time.Second), Now: true, Raced: w.racedCall[c]}
 		w.step(c, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: c, Move: om})
 		w.madeOne(simAdvance)
 	}
-	w.stepHeld()
+	w.stepHeld(w.handoffs[calls:])
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -983,11 +988,27 @@ func (w *simWorld) step(id string, om oracle.Move) {
 	w.or.Step(id, om)
 }
 
-// stepHeld records the moves that raced a façade call's writes, after the call's own.
-func (w *simWorld) stepHeld() {
+// startCall marks a façade call under way: the moves that race its writes are held (step).
+func (w *simWorld) startCall() {
+	w.handing, w.heldWrites, w.racedCall = true, nil, map[string]bool{}
+}
+
+// stepHeld records the moves that raced a façade call's writes, after the call's own moves
+// (made, by item: each raced move came after its item's, or else after the call's first), and
+// the writes that landed over them.
+func (w *simWorld) stepHeld(made []oracle.ItemMove) {
 	held := w.heldSteps
 	w.heldSteps = nil
 	for _, g := range held {
+		if g.Move.Wrote {
+			w.moves = append(w.moves, g) // (the oracle has it: appWrite)
+			continue
+		}
+		for _, m := range made {
+			if m.Item == g.Item || g.Move.After == "" {
+				g.Move.After = m.Move.Delivery
+			}
+		}
 		w.step(g.Item, g.Move)
 	}
 }
@@ -1002,19 +1023,21 @@ func (w *simWorld) handoff(i int, mv simMove) {
 	it := w.board.items[id] // the agent's read (get_workflow_state), no fault of the app's
 	w.board.mu.Unlock()
 	audited := len(w.handoffsOf(id))
-	w.handing, w.heldWrites = true, nil
+	w.startCall()
+	calls := len(w.handoffs)
 	res, err := w.svc.Facade.Handoff(context.Background(), w.board, it, Handoff{Agent: mv.Actor, Command: mv.Command, ToState: mv.To})
 	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
 	w.handing = false
 	made := len(w.handoffsOf(id)) > audited
 	w.trace("handoff h%02d: %s %s → %s (%s, %s): made=%v changed=%v err=%v", i, mv.Actor, orNoState(it.State), mv.To, id, mv.Command, made, res.Changed, err)
 	if made {
-		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second), Now: true}
+		om := oracle.Move{From: it.State, To: mv.To, Actor: mv.Actor, Delivery: fmt.Sprintf("h%02d", i), At: w.now.Truncate(time.Second), Now: true,
+			Raced: w.racedCall[id]}
 		w.step(id, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
 		w.madeOne(simHandoff)
 	}
-	w.stepHeld()
+	w.stepHeld(w.handoffs[calls:])
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -1031,7 +1054,8 @@ func (w *simWorld) claim(i int, mv simMove) {
 	for id := range before {
 		audited[id] = len(w.handoffsOf(id))
 	}
-	w.handing, w.heldWrites = true, nil
+	w.startCall()
+	calls := len(w.handoffs)
 	entries := w.auditCount()
 	res, err := w.svc.Facade.Pick(context.Background(), w.board, PickRequest{Projects: []ProjectRef{{Owner: "acme", Number: 1}},
 		State: mv.To, Claim: true, Handoff: Handoff{Agent: mv.Actor, Command: mv.Command}})
@@ -1046,7 +1070,8 @@ func (w *simWorld) claim(i int, mv simMove) {
 		}
 		to := hs[len(hs)-1].ToState
 		w.trace("claim c%02d: %s claims %s in %s (%s): %s → %s, err=%v", i, mv.Actor, id, mv.To, mv.Command, orNoState(before[id].State), to, err)
-		om := oracle.Move{From: before[id].State, To: to, Actor: mv.Actor, Delivery: fmt.Sprintf("c%02d", i), At: w.now.Truncate(time.Second), Now: true}
+		om := oracle.Move{From: before[id].State, To: to, Actor: mv.Actor, Delivery: fmt.Sprintf("c%02d", i), At: w.now.Truncate(time.Second), Now: true,
+			Raced: w.racedCall[id]}
 		w.step(id, om)
 		w.handoffs = append(w.handoffs, oracle.ItemMove{Item: id, Move: om})
 		w.madeOne(simClaim)
@@ -1054,7 +1079,7 @@ func (w *simWorld) claim(i int, mv simMove) {
 	if res.Claimed == nil {
 		w.trace("claim c%02d: %s claims nothing in %s (%s): err=%v", i, mv.Actor, mv.To, mv.Command, err)
 	}
-	w.stepHeld()
+	w.stepHeld(w.handoffs[calls:])
 	for _, hw := range w.heldWrites {
 		w.checkWrite(hw[0], hw[1], hw[2])
 	}
@@ -1235,7 +1260,12 @@ func (w *simWorld) appWrite(id, state string) {
 	if w.handing {
 		if !w.raced {
 			w.heldWrites = append(w.heldWrites, [3]string{id, before, state})
+			return
 		}
+		// A write that landed over a move that raced the call: a change of the card after
+		// that move (the call's own move is decided on the value it read: oracle.Move.Raced).
+		w.heldSteps = append(w.heldSteps, oracle.ItemMove{Item: id, Move: oracle.Move{From: before, To: state,
+			At: w.now.Truncate(time.Second), Wrote: true, Delivery: d.id}})
 		return
 	}
 	if w.raced {

@@ -222,6 +222,11 @@ func TestPolicyChangesInTheOrderOfTheirCommits(t *testing.T) {
 			b := e.pushAs("alice", "revert: enforce", map[string]string{"ralph-gate.yml": policyEnforce})
 			first, second := e.policyChange(a), e.policyChange(b)
 			p := e.policyUntil("both taken in", func(store.OrgPolicy) bool { return true })
+			// The store's record is written before the job puts the policy in force in
+			// memory: the replica's is read once both jobs are finished.
+			if err := e.sb.Settle(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			if p.SHA != b || e.sb.App.PolicyCommit("acme") != b {
 				t.Fatalf("after %s (%s) and %s (%s): %s in force in the store, %s in memory; want the newer %s",
 					a, first.Outcome, b, second.Outcome, p.SHA, e.sb.App.PolicyCommit("acme"), b)

@@ -115,6 +115,13 @@ type Move struct {
 	// the group as it stands at the move, every earlier step counted (Group otherwise leaves
 	// out the steps of the move's second, which GitHub's reports cannot order).
 	Now bool
+	// Raced marks a Now move whose write landed after moves that raced it (made between the
+	// call's read and its write): on the card it leaves the value it was decided on (From), and
+	// its write, recorded apart (Wrote), carries the card from the raced value to To.
+	Raced bool
+	// After names a move (by delivery) this one came after for sure: a move that raced a
+	// façade call's write came after the call's move, whatever the second's order.
+	After string
 	// Group is the other members of the item's group as they stood just before the move's
 	// second (the convergence gate's input; moves of one second are not ordered across items
 	// by GitHub's clock); Step fills it from GroupOf.
@@ -451,6 +458,10 @@ func (o *Oracle) Orders(item string) [][]Move {
 		}
 		prefix = append(slices.Clone(prefix), edits...)
 		used := make([]bool, len(grp))
+		placed := func(d string) bool {
+			i := slices.IndexFunc(grp, func(m Move) bool { return m.Delivery == d })
+			return i < 0 || used[i]
+		}
 		// The app's writes of the second changed the card's value too: a move may follow one
 		// (each used at most once; they are no moves, so no order holds them).
 		var writes []Move
@@ -482,7 +493,7 @@ func (o *Oracle) Orders(item string) [][]Move {
 				return
 			}
 			for i, mv := range grp {
-				if used[i] {
+				if used[i] || mv.waits(placed) {
 					continue
 				}
 				next := value
@@ -490,7 +501,7 @@ func (o *Oracle) Orders(item string) [][]Move {
 					if !mv.follows(value) {
 						continue
 					}
-					next = mv.To
+					next = mv.leaves()
 				}
 				used[i] = true
 				perm(append(cur, mv), next)
@@ -518,6 +529,20 @@ func (o *Oracle) Orders(item string) [][]Move {
 // follows reports whether the move can come when the card shows value: it left that value, or
 // its report did not say what it left.
 func (mv Move) follows(value string) bool { return mv.NoFrom || mv.From == value }
+
+// leaves is the value the move leaves on the card: its To, or for a raced façade move the
+// value it was decided on (its write, recorded apart, moves the card on).
+func (mv Move) leaves() string {
+	if mv.Raced {
+		return mv.From
+	}
+	return mv.To
+}
+
+// waits reports whether the move must wait for one of the given moves not yet placed (After).
+func (mv Move) waits(placed func(delivery string) bool) bool {
+	return mv.After != "" && !placed(mv.After)
+}
 
 func slicesEqualMoves(a, b []Move) bool {
 	if len(a) != len(b) {
@@ -689,6 +714,10 @@ func interleave(all []ItemMove, limit int) [][]ItemMove {
 	}
 	var out [][]ItemMove
 	used := make([]bool, len(grp))
+	placed := func(d string) bool {
+		i := slices.IndexFunc(grp, func(im ItemMove) bool { return im.Move.Delivery == d })
+		return i < 0 || used[i]
+	}
 	cur := map[string]string{} // each item's value (and each of its fields') so far in the second
 	for i := len(grp) - 1; i >= 0; i-- {
 		if grp[i].Move.Lifecycle == "" {
@@ -706,13 +735,13 @@ func interleave(all []ItemMove, limit int) [][]ItemMove {
 		}
 		for i, im := range grp {
 			event, k := im.Move.Lifecycle != "", chainKey(im)
-			if used[i] || (!event && !im.Move.follows(cur[k])) {
+			if used[i] || (!event && !im.Move.follows(cur[k])) || im.Move.waits(placed) {
 				continue
 			}
 			used[i] = true
 			before := cur[k]
 			if !event {
-				cur[k] = im.Move.To
+				cur[k] = im.Move.leaves()
 			}
 			rec(append(order, im))
 			cur[k] = before
@@ -788,14 +817,19 @@ func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
 			}
 		}
 		sort.SliceStable(grp, func(a, b int) bool { return rank(grp[a]) < rank(grp[b]) })
+		seen := map[string]bool{}
 		for _, im := range grp {
+			if im.Move.waits(func(d string) bool { return seen[d] || !slices.ContainsFunc(grp, func(o ItemMove) bool { return o.Move.Delivery == d }) }) {
+				return nil, false
+			}
+			seen[im.Move.Delivery] = true
 			if im.Move.Lifecycle != "" {
 				continue
 			}
 			if !im.Move.follows(cur[chainKey(im)]) {
 				return nil, false
 			}
-			cur[chainKey(im)] = im.Move.To
+			cur[chainKey(im)] = im.Move.leaves()
 		}
 		out = append(out, grp...)
 		i = j

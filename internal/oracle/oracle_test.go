@@ -14,6 +14,9 @@ func TestInterleavings(t *testing.T) {
 		return ItemMove{Item: item, Move: Move{From: from, To: to, Delivery: delivery, At: t0.Add(time.Duration(sec) * time.Second)}}
 	}
 	noFrom := func(im ItemMove) ItemMove { im.Move.NoFrom = true; return im }
+	raced := func(im ItemMove) ItemMove { im.Move.Now, im.Move.Raced = true, true; return im }
+	after := func(im ItemMove, d string) ItemMove { im.Move.After = d; return im }
+	wrote := func(im ItemMove) ItemMove { im.Move.Wrote = true; return im }
 	orders := func(ms []ItemMove, limit int) []string {
 		var out []string
 		for _, o := range Interleavings(ms, limit) {
@@ -46,6 +49,12 @@ func TestInterleavings(t *testing.T) {
 		{"a move whose report said no previous value goes anywhere in its second", []ItemMove{
 			mv("A", "a1", "Backlog", "Ready for Plan", 1), noFrom(mv("A", "a2", "Ready for Plan", "Backlog", 1)), mv("A", "a3", "Backlog", "Done", 1)}, 10,
 			[]string{"a1,a2,a3,", "a3,a2,a1,"}},
+		// A handoff h1 decided on Backlog; b1 lands before its write, which then lands over
+		// it (w1); r1 raced a write of the call on another item: it comes after h1.
+		{"a raced façade move leaves the value it was decided on; the moves that raced it come after it", []ItemMove{
+			raced(mv("A", "h1", "Backlog", "Research", 1)), after(mv("A", "b1", "Backlog", "Done", 1), "h1"),
+			wrote(mv("A", "w1", "Done", "Research", 1)), after(mv("B", "r1", "Backlog", "Done", 1), "h1"), mv("B", "x1", "Done", "Backlog", 1)}, 10,
+			[]string{"h1,b1,w1,r1,x1,", "h1,b1,r1,w1,x1,", "h1,b1,r1,x1,w1,", "h1,r1,b1,w1,x1,", "h1,r1,b1,x1,w1,", "h1,r1,x1,b1,w1,"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +72,7 @@ func TestReordered(t *testing.T) {
 	mv := func(item, delivery, from, to, lifecycle string, sec int) ItemMove {
 		return ItemMove{Item: item, Move: Move{From: from, To: to, Delivery: delivery, Lifecycle: lifecycle, At: t0.Add(time.Duration(sec) * time.Second)}}
 	}
+	after := func(im ItemMove, d string) ItemMove { im.Move.After = d; return im }
 	tests := []struct {
 		name  string
 		moves []ItemMove
@@ -79,6 +89,8 @@ func TestReordered(t *testing.T) {
 			map[string]int{"a1": 2, "a2": 1}, ""},
 		{"equal ranks keep the true order", []ItemMove{mv("A", "a1", "Backlog", "Done", "", 1), mv("B", "b1", "Backlog", "Done", "", 1)},
 			map[string]int{}, "a1,b1,"},
+		{"never before the move it came after", []ItemMove{mv("A", "h1", "Backlog", "Done", "", 1), after(mv("B", "r1", "Backlog", "Done", "", 1), "h1")},
+			map[string]int{"h1": 2, "r1": 1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
