@@ -819,7 +819,9 @@ func Reordered(moves []ItemMove, rank func(ItemMove) int) ([]ItemMove, bool) {
 		sort.SliceStable(grp, func(a, b int) bool { return rank(grp[a]) < rank(grp[b]) })
 		seen := map[string]bool{}
 		for _, im := range grp {
-			if im.Move.waits(func(d string) bool { return seen[d] || !slices.ContainsFunc(grp, func(o ItemMove) bool { return o.Move.Delivery == d }) }) {
+			if im.Move.waits(func(d string) bool {
+				return seen[d] || !slices.ContainsFunc(grp, func(o ItemMove) bool { return o.Move.Delivery == d })
+			}) {
 				return nil, false
 			}
 			seen[im.Move.Delivery] = true
