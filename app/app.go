@@ -185,7 +185,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			}
 			return b, nil
 		},
-		ReorderWindow:  cfg.Enforcement.ReorderWindow,
+		ReorderWindow: cfg.Enforcement.ReorderWindow,
+		// A handoff waits for the reports of the item's changes as long as one may take.
+		HandoffWait:    cfg.Enforcement.ReorderWindow,
 		GapHold:        cfg.Enforcement.GapHold,
 		Redeliveries:   a.maint.gaps,
 		CoalesceWindow: cfg.Enforcement.CoalesceWindow,

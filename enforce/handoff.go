@@ -156,6 +156,25 @@ func (f *Facade) Handoff(ctx context.Context, b Board, it Item, h Handoff) (Hand
 	if err := f.permit(h); err != nil {
 		return HandoffResult{}, err
 	}
+	// While the item's history is not settled, the walks beside settle it: the handoff waits
+	// for them (Options.HandoffWait, by the wall clock they run on), then answers busy.
+	deadline := time.Now().Add(f.opts.HandoffWait)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		res, err := f.handoffOnce(ctx, b, it, h)
+		var refusal *policy.Refusal
+		if !errors.As(err, &refusal) || refusal.Rule != policy.RuleUnsettled || time.Now().Add(pause).After(deadline) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// handoffOnce is one try of a handoff: refused as unsettled while the item's history is not.
+func (f *Facade) handoffOnce(ctx context.Context, b Board, it Item, h Handoff) (HandoffResult, error) {
 	from, err := f.settledFrom(ctx, it)
 	if err != nil {
 		return HandoffResult{}, err

@@ -192,3 +192,74 @@ func TestHandoffRecoveryFollowsTheItemsState(t *testing.T) {
 		})
 	}
 }
+
+// A handoff is decided only once every write of ours on the item is reported back (or a proof
+// covers it: it changed nothing): a move that landed between that write's read and the write
+// is told by those reports alone, and a step decided before them would be decided from a legal
+// state the move came after (docs/ENFORCEMENT.md "one unreported write at a time"). With
+// Options.HandoffWait the handoff waits for them; without, it answers busy.
+func TestHandoffWaitsForOurUnreportedWrite(t *testing.T) {
+	lock := Handoff{Agent: "agent-1", Command: "ralph_research", Intent: "__LOCK__"}
+	ready := Handoff{Agent: "agent-1", Command: "ralph_research", ToState: "Ready for Plan"}
+	own := func(h *harness) Change {
+		return Change{DeliveryID: "own-1", ItemID: "A", FromKnown: true, From: "Research Needed", To: "Research in Progress",
+			Actor: "ralph-gate[bot]", At: h.now.Truncate(time.Second), ReceivedAt: h.now}
+	}
+	t.Run("busy until its report comes", func(t *testing.T) {
+		h := newHarness(t, issue("A", "Research Needed"))
+		h.unproven()
+		if _, err := h.handoff("A", lock); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.handoff("A", ready)
+		if r := asRefusal(t, err, "a write of ours is not reported back yet"); r.Rule != policy.RuleUnsettled {
+			t.Fatalf("rule %s", r.Rule)
+		}
+		if h.state("A") != "Research in Progress" {
+			t.Fatalf("a refused handoff moved A to %q", h.state("A"))
+		}
+		if r := h.processDone(own(h)); r.Verdict != VerdictIgnored {
+			t.Fatalf("our write's report: %+v", r)
+		}
+		if res, err := h.handoff("A", ready); err != nil || h.state("A") != "Ready for Plan" {
+			t.Fatalf("after our write's report: %+v %v", res, err)
+		}
+	})
+	t.Run("a proof past it says it changed nothing more", func(t *testing.T) {
+		h := newHarness(t, issue("A", "Research Needed"))
+		h.unproven()
+		if _, err := h.handoff("A", lock); err != nil {
+			t.Fatal(err)
+		}
+		h.now = h.now.Add(10 * time.Second)
+		h.proven()
+		if res, err := h.handoff("A", ready); err != nil || h.state("A") != "Ready for Plan" {
+			t.Fatalf("with a proof past our write: %+v %v", res, err)
+		}
+	})
+	t.Run("waits for the report within HandoffWait", func(t *testing.T) {
+		h := newHarness(t, issue("A", "Research Needed"))
+		h.svc.Facade.opts.HandoffWait = time.Minute
+		h.unproven()
+		if _, err := h.handoff("A", lock); err != nil {
+			t.Fatal(err)
+		}
+		report := own(h)
+		done := make(chan Result, 1)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			res, err := h.svc.Enforcer.ProcessChange(context.Background(), h.board, report)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		res, err := h.handoff("A", ready)
+		if r := <-done; r.Verdict != VerdictIgnored {
+			t.Fatalf("our write's report: %+v", r)
+		}
+		if err != nil || !res.Changed || h.state("A") != "Ready for Plan" {
+			t.Fatalf("the handoff that waited: %+v %v", res, err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,15 @@ func TestHandoffWaitsForAnUnreportedCloseAndReopen(t *testing.T) {
 	h.board.items["A"] = it
 	if h.state("A") != "Backlog" {
 		t.Fatalf("closed and reopened by alice: A in %q, want Backlog", h.state("A"))
+	}
+	// GitHub reports the card's moves the close and the reopen made (ours): a step waits for
+	// them, one unreported write of ours at a time.
+	for i, wr := range h.record("A").Writes {
+		ch := ownReport("A", wr.Over, wr.To, wr.Sent.Truncate(time.Second))
+		ch.DeliveryID = fmt.Sprintf("own-%d", i)
+		if r := h.processDone(ch); r.Verdict != VerdictIgnored {
+			t.Fatalf("our write's report %+v: %+v", wr, r)
+		}
 	}
 	h.unproven() // (the app's undo may not be reported yet: it never is)
 	if res, err := h.handoff("A", ho); err != nil || !res.Changed {

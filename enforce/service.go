@@ -55,6 +55,10 @@ type Options struct {
 	// LearnProject, when set, is told the project node id and number of every item read back
 	// from GitHub (the intake then knows a project that is not enforced by its node id).
 	LearnProject func(nodeID string, number int)
+	// HandoffWait is how long a handoff waits for the item's history, and its relatives', to
+	// settle (a change still being judged, a write of ours not reported back yet) before it
+	// answers that the item is busy; 0: it answers at once.
+	HandoffWait time.Duration
 }
 
 // LifecycleStates names the states lifecycle sync moves items to.

@@ -25,7 +25,7 @@ func newRolesFixture(t *testing.T, items ...enforce.Item) *fixture {
 	if len(ps) > 0 {
 		t.Fatal(ps)
 	}
-	svc := enforce.New(m.WithRoles(roles), policy.Actors{Agents: []string{"agent-*", "builder-*"}}, f.st, nil, enforce.Options{AppLogin: "ralph-gate[bot]"})
+	svc := enforce.New(m.WithRoles(roles), policy.Actors{Agents: []string{"agent-*", "builder-*"}}, f.st, nil, enforce.Options{AppLogin: "ralph-gate[bot]", HandoffWait: handoffWait})
 	f.opts.Facade = svc.Facade
 	f.opts.Agents = []Agent{{Name: "researcher", Role: "analyst"}, {Name: "builder-1"}}
 	return f

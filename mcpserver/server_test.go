@@ -167,6 +167,11 @@ func newFixture(t testing.TB, items ...enforce.Item) *fixture {
 }
 
 // newFixtureSpec is newFixture over the default workflow changed by edit (nil: unchanged).
+// handoffWait is how long the fixtures' handoffs wait for the item's history to settle: this
+// board reports no write of ours back, and with no sweeper a write is taken as reported once
+// a second old (enforce.Options.HandoffWait).
+const handoffWait = 3 * time.Second
+
 func newFixtureSpec(t testing.TB, edit func(*policy.Spec), items ...enforce.Item) *fixture {
 	t.Helper()
 	spec := policy.DefaultSpec()
@@ -182,7 +187,7 @@ func newFixtureSpec(t testing.TB, edit func(*policy.Spec), items ...enforce.Item
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := enforce.New(m, policy.Actors{Agents: []string{"agent-*"}}, st, nil, enforce.Options{AppLogin: "ralph-gate[bot]"})
+	svc := enforce.New(m, policy.Actors{Agents: []string{"agent-*"}}, st, nil, enforce.Options{AppLogin: "ralph-gate[bot]", HandoffWait: handoffWait})
 	f := &fixture{t: t, board: newBoard(items...), st: st}
 	f.opts = Options{
 		Facade:      svc.Facade,
