@@ -579,5 +579,9 @@ func (b *boards) get(ctx context.Context, installationID int64, owner string) (*
 	return board, nil
 }
 
+// DrainEnforcement waits until the work enforcement does beside its jobs (explanations, woken
+// walks) has ended, or ctx ends.
+func (a *App) DrainEnforcement(ctx context.Context) error { return a.service.Enforcer.Drain(ctx) }
+
 // QueueDepth counts queued changes not yet finished.
 func (a *App) QueueDepth(ctx context.Context) (int, error) { return a.queue.Depth(ctx) }

@@ -64,8 +64,9 @@ func (sb *Sandbox) Move(ctx context.Context, login, repo string, number int, sta
 // run many sandboxes at once, under the race detector, on two CPUs).
 const settleLimit = 3 * time.Minute
 
-// Settle waits until every webhook was delivered and every queued change processed, twice in
-// a row (processing may cause new webhooks, e.g. our own writes).
+// Settle waits until every webhook was delivered, every queued change processed and the work
+// enforcement does beside the jobs ended (explanations, woken walks), twice in a row
+// (processing may cause new webhooks, e.g. our own writes).
 func (sb *Sandbox) Settle(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, settleLimit)
 	defer cancel()
@@ -73,6 +74,9 @@ func (sb *Sandbox) Settle(ctx context.Context) error {
 	for quiet < 2 {
 		if err := sb.Sim.WaitIdle(ctx); err != nil {
 			return fmt.Errorf("webhooks not delivered: %w", err)
+		}
+		if err := sb.App.DrainEnforcement(ctx); err != nil {
+			return fmt.Errorf("enforcement's work beside the jobs did not end: %w", err)
 		}
 		depth, err := sb.App.QueueDepth(ctx)
 		if err != nil {
