@@ -246,6 +246,9 @@ func Sequence(in SequenceInput) Action {
 		}
 	}
 	end := boardEnd(in.Board, covered, later)
+	if a, ok := in.awaitNextChange(h, covered, later, end); ok {
+		return a
+	}
 	if a, ok := nextInChain(h, covered, later, end); ok {
 		return a
 	}
@@ -387,6 +390,40 @@ func nextInChain(h History, covered, later []Observation, end ends) (Action, boo
 			Why: "a change from " + show(h.Observed) + " to " + show(first.From) + " was never reported"}, true
 	}
 	return Action{}, false
+}
+
+// awaitNextChange holds the earliest second of covered card reports while its reports chain in
+// several orders (one carries no previous value) and nothing tells where it ended: no later
+// report waits, and the board shows a change made after it. That change's report, once every
+// change up to it is reported (or Hold after the second's first report came), says where the
+// second ended: its order is taken from it, not guessed.
+func (in SequenceInput) awaitNextChange(h History, covered, later []Observation, end ends) (Action, bool) {
+	var second []Observation
+	for _, o := range sortedPending(covered) {
+		if o.Field == "" && !o.Event && (len(second) == 0 || o.At.Equal(second[0].At)) {
+			second = append(second, o)
+		}
+	}
+	if len(end) > 0 || len(second) < 2 || !slices.ContainsFunc(second, func(o Observation) bool { return !o.FromKnown }) {
+		return Action{}, false
+	}
+	if slices.ContainsFunc(append(slices.Clone(covered), later...), func(o Observation) bool {
+		return o.Field == "" && !o.Event && o.At.After(second[0].At)
+	}) {
+		return Action{}, false // (the next second's reports tell: splitChain)
+	}
+	if in.Board.Unknown {
+		return Action{Kind: ActRead, Why: "a second's reports without a previous value chain in several orders: the board tells whether a change came after them"}, true
+	}
+	first := second[0].Received
+	for _, o := range second {
+		first = earliest(first, o.Received)
+	}
+	at := in.Board.UpdatedAt
+	if at.IsZero() || !at.Truncate(clockResolution).After(second[0].At.Truncate(clockResolution)) || in.covers(h, at, first) {
+		return Action{}, false
+	}
+	return in.wait(h, at, "a second's reports without a previous value chain in several orders: the report of the change after them tells which"), true
 }
 
 // boardEnd is the value the chain of every card report ends in as the board tells it: its value,

@@ -281,9 +281,21 @@ func TestSequence(t *testing.T) {
 			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
 			BoardValue{State: "Research Needed", UpdatedAt: sec(5)}, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "b") }},
-		{"… the board changed since (a change not reported yet) says nothing of their order: the first that arrived", in(known("Backlog", "Backlog", 1),
+		{"… the board changed since (a change not reported yet): its report tells their order, and is waited for", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
 			BoardValue{State: "Research Needed", UpdatedAt: sec(8)}, proven(12), 13),
+			ActWait, func(t *testing.T, a Action) {
+				if !a.Due.Equal(sec(8).Add(time.Second + window)) {
+					t.Errorf("due %s, want the proof past the board's change", a.Due)
+				}
+			}},
+		{"… the board not read yet: read first", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
+			unknown, proven(12), 13),
+			ActRead, nil},
+		{"… once no report of that change can come, nothing tells their order: the first that arrived", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
+			BoardValue{State: "Research Needed", UpdatedAt: sec(8)}, proven(30), 31),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
 		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
