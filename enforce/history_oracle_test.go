@@ -292,7 +292,7 @@ func historySeed(t *testing.T) uint64 {
 func TestHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withPushes(withRaces(withRequirements(withMode(genHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed)
+		return withReplicas(withPushes(withRaces(withRequirements(withMode(genHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed), seed)
 	})
 }
 
@@ -346,6 +346,14 @@ func withRaces(h simHistory, seed uint64) simHistory {
 	return h
 }
 
+// withReplicas has two histories in ten served by two replicas sharing the store, the board
+// and the sweeper (simHistory.Replicas): what one replica keeps in memory (its waiting items,
+// its wakes, its at-once list) is not the other's.
+func withReplicas(h simHistory, seed uint64) simHistory {
+	h.Replicas = rand.New(rand.NewPCG(seed, 0x2e91)).IntN(10) < 2
+	return h
+}
+
 // withPushes has two histories in ten push the organization's policy file once or twice
 // while they are made (docs/CONFIGURATION.md "Policy in the organization's repository"):
 // the workflow widened or narrowed again, the project put in another mode. Each change is
@@ -391,7 +399,7 @@ func withMode(h simHistory, seed uint64) simHistory {
 func TestFamilyHistoriesAgainstOracle(t *testing.T) {
 	m, actors := simMachine(t)
 	runHistories(t, historyCount(t, "RALPH_GATE_FAMILY_HISTORIES", 5000), func(seed uint64) simHistory {
-		return withPushes(withRaces(withRequirements(withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed)
+		return withReplicas(withPushes(withRaces(withRequirements(withMode(genFamilyHistory(m, actors, seed, 0.15, 0.10), seed), seed), seed), seed), seed)
 	})
 }
 

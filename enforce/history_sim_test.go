@@ -87,6 +87,10 @@ type simHistory struct {
 	// (writeLanded, writeFailed, writeAnswerLost, writeRaced; landed past the list), in place
 	// of Crash's and Races' chances.
 	WriteOutcomes []string `json:"write_outcomes,omitempty"`
+	// Replicas: two replicas share the store, the board and the sweeper; each delivery's
+	// intake, each job, each façade call is served by one of them, drawn at random, and each
+	// completed sweep has both judge what they hold waiting.
+	Replicas bool `json:"replicas,omitempty"`
 }
 
 // How a write of the app's ends (simHistory.WriteOutcomes).
@@ -550,6 +554,7 @@ type simWorld struct {
 	// before, after) are checked once the handoff is in the true history; handoffs lists the
 	// handoffs the app made.
 	handing    bool
+	replicas   []*Service // the replicas (simHistory.Replicas); w.svc is the one serving now
 	heldSteps  []oracle.ItemMove // moves that raced a façade call's writes (step), and those writes
 	racedCall  map[string]bool   // the items a write of the façade call under way raced on
 	heldWrites [][3]string
@@ -626,7 +631,21 @@ func newSimWorld(m *policy.Machine, actors policy.Actors, h simHistory) *simWorl
 	}
 	w.svc = New(m, actors, w.st, func() time.Time { return w.now }, opts)
 	w.svc.Enforcer.inline = true
+	w.replicas = []*Service{w.svc}
+	if h.Replicas {
+		other := New(m, actors, w.st, func() time.Time { return w.now }, opts)
+		other.Enforcer.inline = true
+		w.replicas = append(w.replicas, other)
+	}
 	return w
+}
+
+// serve has one of the replicas serve what comes next (drawn at random when there are two):
+// it becomes w.svc.
+func (w *simWorld) serve() {
+	if len(w.replicas) > 1 {
+		w.svc = w.replicas[w.rng.IntN(len(w.replicas))]
+	}
 }
 
 // newOracle is an oracle that has seen the items' first states, and knows their families.
@@ -923,6 +942,7 @@ func (w *simWorld) merge(i int, mv simMove) {
 // app moves (its audit says so) is the agent's move of the true history at that moment, in the
 // order the call made them, and must be legal there (diverge checks it).
 func (w *simWorld) advance(i int, mv simMove) {
+	w.serve()
 	id := simItemID(mv.Item)
 	w.board.mu.Lock()
 	parent := w.board.items[id] // the agent's read
@@ -1018,6 +1038,7 @@ func (w *simWorld) stepHeld(made []oracle.ItemMove) {
 // at that moment, and must be legal there (diverge checks it). What the app writes meanwhile
 // is checked once the move is in the true history.
 func (w *simWorld) handoff(i int, mv simMove) {
+	w.serve()
 	id := simItemID(mv.Item)
 	w.board.mu.Lock()
 	it := w.board.items[id] // the agent's read (get_workflow_state), no fault of the app's
@@ -1047,6 +1068,7 @@ func (w *simWorld) handoff(i int, mv simMove) {
 // claims (its audit says so, even if the call failed after) is moved by the agent in the true
 // history at that moment, and must be legal there (diverge checks it).
 func (w *simWorld) claim(i int, mv simMove) {
+	w.serve()
 	w.board.mu.Lock()
 	before := maps.Clone(w.board.items) // as the app ranks them
 	w.board.mu.Unlock()
@@ -1134,6 +1156,7 @@ func faultsOf(mv simMove) string {
 // deliver is the intake: the change is recorded before GitHub is answered, then its job runs
 // (the app's own writes too: every report takes its place in its item's history).
 func (w *simWorld) deliver(d *simDelivery) {
+	w.serve()
 	if d.ev != nil {
 		// The intake records a close or reopen as a report of its issue before GitHub is
 		// answered (a failure: GitHub lists the delivery as failed).
@@ -1173,8 +1196,10 @@ func (w *simWorld) deliver(d *simDelivery) {
 	select {
 	case <-w.svc.Enforcer.AtOnceListed():
 		// The app reverts at once what the intake listed as soon as it is told (atonce.go);
-		// what is listed meanwhile is taken together.
+		// what is listed meanwhile is taken together (by the replica whose intake listed it).
+		svc := w.svc
 		w.at(w.now, func() {
+			w.svc = svc
 			if n := w.svc.Enforcer.RevertAtOnce(context.Background()); n > 0 {
 				w.trace("looked at %d items to revert at once", n)
 			}
@@ -1192,6 +1217,7 @@ func (w *simWorld) deliver(d *simDelivery) {
 // job runs the change's job now, and again when it asks to wait or fails.
 func (w *simWorld) job(ch Change, attempt int) {
 	w.jobRuns++
+	w.serve()
 	res, err := w.svc.Enforcer.ProcessChange(context.Background(), w.board, ch)
 	switch {
 	case err != nil && attempt < 60:
@@ -1209,6 +1235,7 @@ func (w *simWorld) job(ch Change, attempt int) {
 // lifecycleJob runs a lifecycle event's job now, and again when it asks to wait or fails.
 func (w *simWorld) lifecycleJob(ev Lifecycle, attempt int) {
 	w.jobRuns++
+	w.serve()
 	res, err := w.svc.Enforcer.ProcessLifecycle(context.Background(), w.board, ev)
 	w.svc.Enforcer.wake(context.Background(), "", false) // the walks it asked for
 	switch {
@@ -1333,7 +1360,11 @@ func (w *simWorld) sweep() {
 		if complete {
 			w.proof = policy.SweepProof{Available: true, Since: simT0.Add(-72 * time.Hour), Until: started, Full: true}
 			w.trace("sweep of %s complete: nothing failed before it is missing", started.Sub(simT0).Round(time.Millisecond))
-			if w.h.Together {
+			for _, r := range w.replicas {
+				if !w.h.Together {
+					break
+				}
+				w.svc = r
 				n, err := w.svc.Enforcer.JudgeWaiting(context.Background())
 				w.together += n
 				w.trace("judged %d released items together (%v)", n, err)
@@ -1356,10 +1387,14 @@ func (w *simWorld) armSweepTicker() {
 	w.ticking = true
 	w.at(w.now.Add(50*time.Millisecond), func() {
 		w.ticking = false
-		if w.svc.Enforcer.SweepDue() {
+		due, waiting := false, 0
+		for _, r := range w.replicas {
+			due, waiting = due || r.Enforcer.SweepDue(), waiting+r.Enforcer.Waiting()
+		}
+		if due {
 			w.RequestSweep(context.Background())
 		}
-		if w.svc.Enforcer.Waiting() > 0 {
+		if waiting > 0 {
 			w.armSweepTicker()
 		}
 	})
