@@ -107,10 +107,11 @@ func TestFacadeCallsAreMeasuredEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// The researcher past its burst: rate limited, by the rate rule.
+		// The researcher past its burst: rate limited, by the rate rule. (Calls in a row until
+		// one is, at most 400: a loaded machine may make them slowly, the bucket refilling.)
 		rs := e.agentClient(researcherToken)
 		served, limited := 0, 0
-		for range 50 {
+		for i := 0; i < 400 && limited == 0; i++ {
 			_, msg := call[toolspec.DescribeOutput](t, rs, toolspec.DescribeWorkflow, map[string]any{})
 			if msg == "" {
 				served++
@@ -121,7 +122,7 @@ func TestFacadeCallsAreMeasuredEndToEnd(t *testing.T) {
 			}
 		}
 		if limited == 0 {
-			t.Fatal("50 calls in a row were never rate limited")
+			t.Fatal("400 calls in a row were never rate limited")
 		}
 		want[`agent="researcher",outcome="ok",rule="",tool="describe_workflow"`] += served
 		want[`agent="researcher",outcome="rate_limited",rule="rate",tool="describe_workflow"`] += limited
