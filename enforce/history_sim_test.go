@@ -554,7 +554,7 @@ type simWorld struct {
 	// before, after) are checked once the handoff is in the true history; handoffs lists the
 	// handoffs the app made.
 	handing    bool
-	replicas   []*Service // the replicas (simHistory.Replicas); w.svc is the one serving now
+	replicas   []*Service        // the replicas (simHistory.Replicas); w.svc is the one serving now
 	heldSteps  []oracle.ItemMove // moves that raced a façade call's writes (step), and those writes
 	racedCall  map[string]bool   // the items a write of the façade call under way raced on
 	heldWrites [][3]string

@@ -481,7 +481,7 @@ func (m *memStore) LegalStateAt(_ context.Context, id string, t time.Time) (stri
 		}
 		// The first in the item's history: by time, then in the order judged (as the store's
 		// query orders them), then by arrival.
-		if o.Status == ObservationJudged && !o.At.Before(t) &&
+		if o.Status == ObservationJudged && !o.At.Before(t) && o.Field == "" &&
 			(first == nil || o.At.Before(first.At) || (o.At.Equal(first.At) && m.judged[o.DeliveryID] < m.judged[first.DeliveryID])) {
 			first = &o
 		}

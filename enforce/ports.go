@@ -101,7 +101,8 @@ type Store interface {
 	// CommitStep writes a step in one transaction if the item is still at its expected version.
 	CommitStep(ctx context.Context, st Step) (bool, error)
 	// LegalStateAt is an item's last legal state just before t, read back from its judged
-	// history; known is false while a report from before t is still pending (a required field's edit moves no legal state: it does not count).
+	// card history; known is false while a report from before t is still pending (a required
+	// field's edit moves no legal state: pending or judged, it does not count).
 	LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error)
 	// FieldEdits lists an item's judged edits of required fields made at or after since, in
 	// the order its history took them in.

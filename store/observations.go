@@ -296,7 +296,9 @@ func (s *Store) FieldEdits(ctx context.Context, itemID string, since time.Time) 
 // history: the state the first step judged at or after t left (each records the legal state it
 // was judged from), or the item's current legal state when none was. Steps of the same second
 // as t count as after it (GitHub dates changes to the second), so two items' moves of one
-// second never wait for each other. known is false when a report from before t is still
+// second never wait for each other. A required field's edit is no step of the card's history:
+// the legal state it was judged with may predate automation dated before it and recorded
+// after it (a cascade whose cause was judged later), so it tells nothing. known is false when a report from before t is still
 // waiting to be judged (the answer is not settled yet), or the item has no record.
 func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (state string, known bool, err error) {
 	var n int
@@ -307,7 +309,7 @@ func (s *Store) LegalStateAt(ctx context.Context, itemID string, t time.Time) (s
 	if n > 0 {
 		return "", false, nil
 	}
-	err = s.queryRow(ctx, `SELECT legal_from FROM observations WHERE item_id = ? AND status = ? AND at >= ?
+	err = s.queryRow(ctx, `SELECT legal_from FROM observations WHERE item_id = ? AND status = ? AND at >= ? AND field = ''
 		ORDER BY at, judged_at, delivery_id LIMIT 1`, itemID, string(enforce.ObservationJudged), s.t(nowUTC(t))).Scan(&state)
 	switch {
 	case err == nil:

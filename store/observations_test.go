@@ -249,11 +249,18 @@ func TestLegalStateAt(t *testing.T) {
 				t.Fatal(ok, err)
 			}
 		}
+		// A required field's edit judged in between, with a legal state that predates a step
+		// recorded after it: no step of the card's history, it tells nothing.
+		edit := enforce.Observation{DeliveryID: "e1", ItemID: "PVTI_1", Field: "Estimate", FromKnown: true, From: "S", To: "M", At: at(12 * time.Second),
+			ReceivedAt: at(0), Status: enforce.ObservationJudged, Verdict: enforce.VerdictRecorded, LegalFrom: "Backlog", JudgedAt: at(time.Second)}
+		if ok, err := s.CommitStep(ctx, enforce.Step{Record: item, ExpectedVersion: 3, Observation: &edit}); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
 		for _, c := range []struct {
 			at    time.Duration
 			want  string
 			known bool
-		}{{5 * time.Second, "Backlog", true}, {10 * time.Second, "Backlog", true}, {15 * time.Second, "Research Needed", true}, {25 * time.Second, "Ready for Plan", true}} {
+		}{{5 * time.Second, "Backlog", true}, {10 * time.Second, "Backlog", true}, {11 * time.Second, "Research Needed", true}, {15 * time.Second, "Research Needed", true}, {25 * time.Second, "Ready for Plan", true}} {
 			got, known, err := s.LegalStateAt(ctx, "PVTI_1", at(c.at))
 			if err != nil || got != c.want || known != c.known {
 				t.Errorf("LegalStateAt(%s) = %q, %v, %v; want %q", c.at, got, known, err, c.want)
