@@ -682,6 +682,15 @@ func TestHandoffFailures(t *testing.T) {
 		hb.failSet["K"] = errInjected // the cascade's write
 		h.board.breakOn(errInjected, "AddComment")
 		h.st.breakOn(errInjected, "AppendAudit")
+		// The walks the handoff asks for are held until the record is looked at: one run
+		// beside it may finish the automation owed first.
+		walkSoon, held := h.svc.Automation.walkSoon, []func(){}
+		var heldMu sync.Mutex
+		h.svc.Automation.walkSoon = func(ctx context.Context, b Board, it Item) {
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			held = append(held, func() { walkSoon(ctx, b, it) })
+		}
 		it, _ := h.board.Item(bg, "P")
 		res, err := h.svc.Facade.Handoff(bg, hb, it, ho)
 		if err != nil || !res.Changed || h.state("P") != "Ready for Plan" || len(res.Warnings) != 2 ||
@@ -694,6 +703,15 @@ func TestHandoffFailures(t *testing.T) {
 		}
 		// The item's walk runs the automation owed once the board lets it.
 		hb.unfail("K")
+		h.svc.Automation.walkSoon = walkSoon
+		heldMu.Lock()
+		for _, walk := range held {
+			walk()
+		}
+		heldMu.Unlock()
+		if len(held) == 0 {
+			t.Error("the handoff asked for no walk of the item")
+		}
 		h.drain()
 		if h.state("K") != "Ready for Plan" || h.record("P").AutomateState != "" {
 			t.Errorf("the cascade owed was not run: K is %s, record %+v", h.state("K"), h.record("P"))
