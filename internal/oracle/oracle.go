@@ -733,9 +733,34 @@ func interleave(all []ItemMove, limit int) [][]ItemMove {
 			out = append(out, append([]ItemMove{}, order...))
 			return
 		}
+		enabled := func(i int) bool {
+			im := grp[i]
+			return !used[i] && (im.Move.Lifecycle != "" || im.Move.follows(cur[chainKey(im)])) && !im.Move.waits(placed)
+		}
+		// A write of the app's is no move: it changes its card's value only, so it commutes
+		// with every move of another item. When it is the one move of its card that can come
+		// now, the orders that take it later are the same as taking it now: it is taken now,
+		// alone (a second of many writes to many cards would otherwise fill the limit with
+		// orders that differ in nothing).
+		next := -1
+		for i, im := range grp {
+			if !im.Move.Wrote || !enabled(i) {
+				continue
+			}
+			alone := true
+			for j, o := range grp {
+				if j != i && o.Move.Lifecycle == "" && chainKey(o) == chainKey(im) && enabled(j) {
+					alone = false
+				}
+			}
+			if alone {
+				next = i
+				break
+			}
+		}
 		for i, im := range grp {
 			event, k := im.Move.Lifecycle != "", chainKey(im)
-			if used[i] || (!event && !im.Move.follows(cur[k])) || im.Move.waits(placed) {
+			if !enabled(i) || (next >= 0 && i != next) {
 				continue
 			}
 			used[i] = true

@@ -54,7 +54,15 @@ func TestInterleavings(t *testing.T) {
 		{"a raced façade move leaves the value it was decided on; the moves that raced it come after it", []ItemMove{
 			raced(mv("A", "h1", "Backlog", "Research", 1)), after(mv("A", "b1", "Backlog", "Done", 1), "h1"),
 			wrote(mv("A", "w1", "Done", "Research", 1)), after(mv("B", "r1", "Backlog", "Done", 1), "h1"), mv("B", "x1", "Done", "Backlog", 1)}, 10,
-			[]string{"h1,b1,w1,r1,x1,", "h1,b1,r1,w1,x1,", "h1,b1,r1,x1,w1,", "h1,r1,b1,w1,x1,", "h1,r1,b1,x1,w1,", "h1,r1,x1,b1,w1,"}},
+			[]string{"h1,b1,w1,r1,x1,", "h1,r1,b1,w1,x1,", "h1,r1,x1,b1,w1,"}},
+		// Writes of the app's commute with other cards' moves: orders that differ only in where
+		// a write falls among them are one.
+		{"a write of the app's is taken as soon as it is the one move of its card that can come", []ItemMove{
+			wrote(mv("A", "w1", "Backlog", "Done", 1)), wrote(mv("B", "w2", "Backlog", "Done", 1)), mv("C", "c1", "Backlog", "Done", 1)}, 10,
+			[]string{"w1,w2,c1,"}},
+		{"… another move of its card that can come too: both orders", []ItemMove{
+			wrote(mv("A", "w1", "Backlog", "Done", 1)), mv("A", "a1", "Done", "Backlog", 1), mv("A", "a2", "Backlog", "Done", 1)}, 10,
+			[]string{"w1,a1,a2,", "a2,a1,w1,"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
