@@ -883,7 +883,15 @@ func splitChain(h History, pending []Observation, end ends) (chain, rest []Obser
 		}
 	}
 	if len(first) < len(pending) {
-		end = secondStart(pending[len(first):]) // (the next second's reports say what the card showed after this one)
+		// The next second's reports say what the card showed after this one. When they make a
+		// circuit, it starts where it ends: when theirs is the last second reported and the
+		// board shows where it ended, there.
+		rest := pending[len(first):]
+		next := secondStart(rest)
+		if k := slices.IndexFunc(next, end.has); len(next) > 1 && k >= 0 && rest[len(rest)-1].At.Equal(rest[0].At) {
+			next = ends{next[k]}
+		}
+		end = next
 	}
 	trail := trailWithWild(h, pending, first, end)
 	if len(trail) != len(first) {

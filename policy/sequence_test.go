@@ -26,6 +26,7 @@ func TestSequence(t *testing.T) {
 		return SequenceInput{History: h, Pending: pending, Board: board, Sweep: sweep, Now: sec(now).Add(time.Second), Window: window, Hold: 2 * time.Minute}
 	}
 	unknown := BoardValue{Unknown: true}
+	received := func(o Observation, ms int) Observation { o.Received = t0.Add(time.Duration(ms) * time.Millisecond); return o }
 	noFrom := obs("d", "", "Ready for Plan", "alice", 5)
 	noFrom.FromKnown = false
 	own := obs("d", "Backlog", "Research Needed", "ralph-gate[bot]", 5)
@@ -297,6 +298,16 @@ func TestSequence(t *testing.T) {
 			[]Observation{obs("a", "Backlog", "Research Needed", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)}, obs("b", "Backlog", "Done", "alice", 5)},
 			BoardValue{State: "Research Needed", UpdatedAt: sec(8)}, proven(30), 31),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
+		// Second 5: Canceled → Backlog, one without a previous value to Canceled, Canceled →
+		// Done, in either order; second 6 is a circuit (Done → Backlog → Done, or Backlog →
+		// Done → Backlog): the board, last changed in second 6, shows where it ended, so where
+		// it started, and so where second 5 ended.
+		{"… the next second a circuit: it starts where the board shows it ended", in(known("Canceled", "Canceled", 5),
+			[]Observation{{Delivery: "w", To: "Canceled", Actor: "agent-3", At: sec(5), Received: sec(5).Add(200 * time.Millisecond)},
+				received(obs("c", "Canceled", "Done", "agent-2", 5), 5300), obs("d", "Done", "Backlog", "bob", 6), obs("e", "Backlog", "Done", "agent-1", 6),
+				received(obs("b", "Canceled", "Backlog", "agent-1", 5), 6800)},
+			BoardValue{State: "Done", UpdatedAt: sec(6)}, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "b") }},
 		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
 				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
