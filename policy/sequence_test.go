@@ -26,7 +26,10 @@ func TestSequence(t *testing.T) {
 		return SequenceInput{History: h, Pending: pending, Board: board, Sweep: sweep, Now: sec(now).Add(time.Second), Window: window, Hold: 2 * time.Minute}
 	}
 	unknown := BoardValue{Unknown: true}
-	received := func(o Observation, ms int) Observation { o.Received = t0.Add(time.Duration(ms) * time.Millisecond); return o }
+	received := func(o Observation, ms int) Observation {
+		o.Received = t0.Add(time.Duration(ms) * time.Millisecond)
+		return o
+	}
 	noFrom := obs("d", "", "Ready for Plan", "alice", 5)
 	noFrom.FromKnown = false
 	own := obs("d", "Backlog", "Research Needed", "ralph-gate[bot]", 5)
