@@ -997,6 +997,9 @@ func trailWithWild(h History, pending []Observation, idx []int, end ends) []int 
 		}
 	}
 	trail := eulerTrail(h, pending, known)
+	if len(trail) < len(known) && len(wild) > 0 {
+		return wildEdges(h, pending, idx, wild, end)
+	}
 	if len(trail) < len(known) || (len(wild) > 0 && len(known) == 0) {
 		return trail
 	}
@@ -1009,6 +1012,52 @@ func trailWithWild(h History, pending []Observation, idx []int, end ends) []int 
 	}
 	return trail
 }
+
+// wildEdges is the trail through one second's reports idx when the others make none by
+// themselves: each of the (at most maxWild) reports without a previous value tried as leaving
+// from each value the second's reports name, the first assignment whose reports make a trail
+// ending in end (any, with no end) is taken; nil when none does (the longest chain's search
+// places them).
+func wildEdges(h History, pending []Observation, idx, wild []int, end ends) []int {
+	if len(wild) > maxWild {
+		return nil
+	}
+	values := []string{h.Observed}
+	add := func(v string) {
+		if !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	for _, i := range idx {
+		if pending[i].FromKnown {
+			add(pending[i].From)
+		}
+		add(pending[i].To)
+	}
+	tried := slices.Clone(pending)
+	var try func(k int) []int
+	try = func(k int) []int {
+		if k == len(wild) {
+			trail := eulerTrail(h, tried, idx)
+			if len(trail) == len(idx) && (len(end) == 0 || end.has(tried[trail[len(trail)-1]].To)) {
+				return trail
+			}
+			return nil
+		}
+		for _, v := range values {
+			tried[wild[k]].From, tried[wild[k]].FromKnown = v, true
+			if trail := try(k + 1); trail != nil {
+				return trail
+			}
+		}
+		return nil
+	}
+	return try(0)
+}
+
+// maxWild bounds the reports without a previous value of one second wildEdges places (each
+// tried from every value the second names).
+const maxWild = 2
 
 // nextChaining is the first report not used that can follow value from at `at` (pending in
 // time order): of its second, one that says it leaves from that value before one without a

@@ -311,6 +311,17 @@ func TestSequence(t *testing.T) {
 				received(obs("b", "Canceled", "Backlog", "agent-1", 5), 6800)},
 			BoardValue{State: "Done", UpdatedAt: sec(6)}, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "b") }},
+		// Nine reports of one second, past the exhaustive search: the others make no trail by
+		// themselves (Backlog is left and never entered), the one without a previous value
+		// enters it from where the trail needs it.
+		{"more reports of one second than are searched: one without a previous value placed where the others need it", in(known("Ready for Plan", "Ready for Plan", 4),
+			[]Observation{{Delivery: "w", To: "Backlog", Actor: "owner", At: sec(4), Received: sec(4)}, obs("a", "Backlog", "Ready for Plan", "agent-3", 4),
+				obs("b", "Ready for Plan", "Plan in Progress", "bob", 4), obs("c", "Plan in Progress", "In Progress", "alice", 4),
+				obs("d", "In Progress", "Human Needed", "alice", 4), obs("e", "Human Needed", "Research Needed", "bob", 4),
+				obs("f", "Research Needed", "Research in Progress", "agent-1", 4), obs("g", "Research in Progress", "Human Needed", "agent-1", 4),
+				obs("h", "Human Needed", "In Progress", "alice", 4)},
+			BoardValue{State: "In Progress", UpdatedAt: sec(4)}, proven(12), 13),
+			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "w") }},
 		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
 				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
