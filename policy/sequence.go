@@ -393,10 +393,10 @@ func nextInChain(h History, covered, later []Observation, end ends) (Action, boo
 }
 
 // awaitNextChange holds the earliest second of covered card reports while its reports chain in
-// several orders (one carries no previous value) and nothing tells where it ended: no later
-// report waits, and the board shows a change made after it. That change's report, once every
-// change up to it is reported (or Hold after the second's first report came), says where the
-// second ended: its order is taken from it, not guessed.
+// several orders (one carries no previous value) and what tells where it ended is not all in:
+// the reports of the next second, until a proof covers it (a late one among them may change
+// where that second started), or, with none, the change the board shows made after it, until
+// its report comes or a proof says none will (or Hold after the second's first report came).
 func (in SequenceInput) awaitNextChange(h History, covered, later []Observation, end ends) (Action, bool) {
 	var second []Observation
 	for _, o := range sortedPending(covered) {
@@ -404,26 +404,35 @@ func (in SequenceInput) awaitNextChange(h History, covered, later []Observation,
 			second = append(second, o)
 		}
 	}
-	if len(end) > 0 || len(second) < 2 || !slices.ContainsFunc(second, func(o Observation) bool { return !o.FromKnown }) {
+	if len(second) < 2 || !slices.ContainsFunc(second, func(o Observation) bool { return !o.FromKnown }) {
 		return Action{}, false
-	}
-	if slices.ContainsFunc(append(slices.Clone(covered), later...), func(o Observation) bool {
-		return o.Field == "" && !o.Event && o.At.After(second[0].At)
-	}) {
-		return Action{}, false // (the next second's reports tell: splitChain)
-	}
-	if in.Board.Unknown {
-		return Action{Kind: ActRead, Why: "a second's reports without a previous value chain in several orders: the board tells whether a change came after them"}, true
 	}
 	first := second[0].Received
 	for _, o := range second {
 		first = earliest(first, o.Received)
 	}
+	var next time.Time
+	for _, o := range append(slices.Clone(covered), later...) {
+		if o.Field == "" && !o.Event && o.At.After(second[0].At) && (next.IsZero() || o.At.Before(next)) {
+			next = o.At
+		}
+	}
+	why := "a second's reports without a previous value chain in several orders: "
+	switch {
+	case !next.IsZero() && in.covers(h, next, first):
+		return Action{}, false // (the next second's reports, all in, tell: splitChain)
+	case !next.IsZero():
+		return in.wait(h, next, why+"the next second's reports tell which, once all are in"), true
+	case len(end) > 0:
+		return Action{}, false // (the board tells where they ended)
+	case in.Board.Unknown:
+		return Action{Kind: ActRead, Why: why + "the board tells whether a change came after them"}, true
+	}
 	at := in.Board.UpdatedAt
 	if at.IsZero() || !at.Truncate(clockResolution).After(second[0].At.Truncate(clockResolution)) || in.covers(h, at, first) {
 		return Action{}, false
 	}
-	return in.wait(h, at, "a second's reports without a previous value chain in several orders: the report of the change after them tells which"), true
+	return in.wait(h, at, why+"the report of the change after them tells which"), true
 }
 
 // boardEnd is the value the chain of every card report ends in as the board tells it: its value,

@@ -322,10 +322,19 @@ func TestSequence(t *testing.T) {
 				obs("h", "Human Needed", "In Progress", "alice", 4)},
 			BoardValue{State: "In Progress", UpdatedAt: sec(4)}, proven(12), 13),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "w") }},
-		{"… a later report, not covered yet, that follows one order only decides it", in(known("Backlog", "Backlog", 1),
+		{"… a later report not covered yet: waited for until its second is (another of that second may come late and change where it started)", in(known("Backlog", "Backlog", 1),
 			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
 				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
 			unknown, proven(12), 13),
+			ActWait, func(t *testing.T, a Action) {
+				if !a.Due.Equal(sec(9).Add(time.Second + window)) {
+					t.Errorf("due %s, want the proof past the next second", a.Due)
+				}
+			}},
+		{"… once its second is covered, the later report that follows one order only decides it", in(known("Backlog", "Backlog", 1),
+			[]Observation{obs("b", "Backlog", "Canceled", "alice", 5), {Delivery: "w", To: "Backlog", Actor: "bob", At: sec(5), Received: sec(5)},
+				obs("a", "Backlog", "Research Needed", "alice", 5), obs("c", "Canceled", "Backlog", "alice", 9)},
+			unknown, proven(16), 17),
 			ActJudge, func(t *testing.T, a Action) { want(t, a.Obs.Delivery, "a") }},
 		// A journaled revert landed when its own report comes back: GitHub reports every write
 		// that changes the card, and the proof says every report made by then has come. Others'
