@@ -157,20 +157,63 @@ func (f *Facade) Handoff(ctx context.Context, b Board, it Item, h Handoff) (Hand
 		return HandoffResult{}, err
 	}
 	// While the item's history is not settled, the walks beside settle it: the handoff waits
-	// for them (Options.HandoffWait, by the wall clock they run on), then answers busy.
+	// for them (Options.HandoffWait, by the wall clock they run on), then answers busy. A try
+	// reads GitHub, so the next comes only once the store shows the history moved on.
 	deadline := time.Now().Add(f.opts.HandoffWait)
-	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+	mark, err := f.progress(ctx, it.ID)
+	if err != nil {
+		return HandoffResult{}, err
+	}
+	pause := 50 * time.Millisecond
+	for {
 		res, err := f.handoffOnce(ctx, b, it, h)
 		var refusal *policy.Refusal
-		if !errors.As(err, &refusal) || refusal.Rule != policy.RuleUnsettled || time.Now().Add(pause).After(deadline) {
+		if !errors.As(err, &refusal) || refusal.Rule != policy.RuleUnsettled {
 			return res, err
 		}
-		select {
-		case <-ctx.Done():
-			return res, err
-		case <-time.After(pause):
+		for moved := false; !moved; pause = min(2*pause, time.Second) {
+			if time.Now().Add(pause).After(deadline) {
+				return res, err
+			}
+			select {
+			case <-ctx.Done():
+				return res, err
+			case <-time.After(pause):
+			}
+			now, perr := f.progress(ctx, it.ID)
+			if perr != nil {
+				return res, err
+			}
+			moved, mark = now != mark, now
 		}
 	}
+}
+
+// progress is what of the item's history, and of the reports waiting anywhere, the store and
+// the sweeps' proof tell now: it changes when a report is judged, a write of ours taken in, or
+// a proof reaches past a write of ours not reported (what a busy handoff waits for), and reading
+// it costs no GitHub request.
+func (f *Facade) progress(ctx context.Context, itemID string) (string, error) {
+	rec, _, err := f.items.load(ctx, itemID)
+	if err != nil {
+		return "", err
+	}
+	waiting, err := f.store().PendingItemsBefore(ctx, f.now().Add(time.Hour), "", "")
+	if err != nil {
+		return "", fmt.Errorf("list the items with reports waiting: %w", err)
+	}
+	unreported := 0
+	for _, wr := range rec.Writes {
+		if wr.Reported || wr.Sent.IsZero() {
+			continue
+		}
+		if may, err := f.auto.mayBeReported(ctx, wr.Sent); err != nil {
+			return "", err
+		} else if may {
+			unreported++
+		}
+	}
+	return fmt.Sprint(rec.Version, waiting, unreported), nil
 }
 
 // handoffOnce is one try of a handoff: refused as unsettled while the item's history is not.

@@ -254,12 +254,18 @@ func TestHandoffWaitsForOurUnreportedWrite(t *testing.T) {
 			}
 			done <- res
 		}()
+		reads := h.board.calls["Item"]
 		res, err := h.handoff("A", ready)
 		if r := <-done; r.Verdict != VerdictIgnored {
 			t.Fatalf("our write's report: %+v", r)
 		}
 		if err != nil || !res.Changed || h.state("A") != "Ready for Plan" {
 			t.Fatalf("the handoff that waited: %+v %v", res, err)
+		}
+		// It tried once, then again once the report was taken in: two reads of the card each
+		// (the agent's item, then under the item's lock), whatever the wait's length.
+		if n := h.board.calls["Item"] - reads; n > 4 {
+			t.Errorf("the waiting handoff read the card %d times, want at most 4", n)
 		}
 	})
 }
