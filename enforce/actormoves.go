@@ -90,17 +90,12 @@ func (a *Automation) itemUnsettled(ctx context.Context, b Board, it Item, rec Re
 		}
 		return "a write or automation of its last step is still being made", nil
 	}
-	for _, wr := range rec.Writes {
-		// A write of ours not reported back yet (nor proven to have changed nothing): only
-		// its report, or the report of a change that landed between its read and the write,
-		// tells what the card went through. A step decided before would be decided from a
-		// legal state such a change may have come after (one unreported write at a time).
-		if wr.Reported || wr.Sent.IsZero() {
-			continue
-		}
-		if may, err := a.mayBeReported(ctx, wr.Sent); err != nil || may {
-			return "a write of ours is not reported back yet", err
-		}
+	// A write of ours not reported back yet (nor proven to have changed nothing): only its
+	// report, or the report of a change that landed between its read and the write, tells what
+	// the card went through. A step decided before would be decided from a legal state such a
+	// change may have come after (one unreported write at a time).
+	if n, err := a.unreportedWrites(ctx, rec); err != nil || n > 0 {
+		return "a write of ours is not reported back yet", err
 	}
 	if it.ContentType == ContentIssue && it.ContentID != "" {
 		if why, _, err := a.issueUnjudged(ctx, issueSeen{owner: it.Owner, itemID: it.ID, open: it.Open, events: it.IssueEvents}, rec.LastLegalState); err != nil || why != "" {
@@ -232,6 +227,25 @@ func (a *Automation) lastIssueEvent(events []IssueEvent) (IssueEvent, bool) {
 		}
 	}
 	return IssueEvent{}, false
+}
+
+// unreportedWrites counts the item's writes of ours whose report has not come back and may
+// still come.
+func (a *Automation) unreportedWrites(ctx context.Context, rec Record) (int, error) {
+	n := 0
+	for _, wr := range rec.Writes {
+		if wr.Reported || wr.Sent.IsZero() {
+			continue
+		}
+		may, err := a.mayBeReported(ctx, wr.Sent)
+		if err != nil {
+			return 0, err
+		}
+		if may {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // mayBeReported reports whether a change made at `at` may still be reported: no redelivery

@@ -202,16 +202,9 @@ func (f *Facade) progress(ctx context.Context, itemID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list the items with reports waiting: %w", err)
 	}
-	unreported := 0
-	for _, wr := range rec.Writes {
-		if wr.Reported || wr.Sent.IsZero() {
-			continue
-		}
-		if may, err := f.auto.mayBeReported(ctx, wr.Sent); err != nil {
-			return "", err
-		} else if may {
-			unreported++
-		}
+	unreported, err := f.auto.unreportedWrites(ctx, rec)
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprint(rec.Version, waiting, unreported), nil
 }
